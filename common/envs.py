@@ -1,0 +1,207 @@
+"""Environments: gymnax creation and the wrappers every algorithm needs.
+
+- `make(env_id)` builds a gymnax 1.0 environment, with close-name suggestions for typos.
+- `VecEnv` steps `num_envs` copies at once over gymnax's six-value step, clips continuous
+  actions to the space's bounds, keeps episode statistics, and reports `terminated` and
+  `truncated` separately with the final observation before the auto-reset, so a
+  time-limit cut can bootstrap from V(final observation).
+- `RunningStats` / `update_stats` / `normalize`: running mean and variance for
+  observation normalisation and for reward scaling by the std of the discounted return.
+
+gymnax is imported inside the functions: its import runs JAX computations, and JAX's
+device count must be set before the first one (see common/devices.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+def registered_envs() -> list[str]:
+    import gymnax
+
+    return list(gymnax.registered_envs)
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ValueError with close names when `env_id` is not a gymnax environment."""
+    known = registered_envs()
+    if env_id in known:
+        return
+    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.4)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise ValueError(f"Unknown environment {env_id!r}.{hint} Known ids: gymnax.registered_envs.")
+
+
+def make(env_id: str) -> tuple[Any, Any]:
+    """`(env, env_params)` for a gymnax id such as "CartPole-v1" or "Pendulum-v1"."""
+    import gymnax
+
+    check_env_id(env_id)
+    return gymnax.make(env_id)
+
+
+def override_params(env_params: Any, overrides: dict[str, float]) -> Any:
+    """A copy of `env_params` with some fields replaced, e.g. `{"length": 0.7}` for CartPole.
+
+    Integer fields keep their type. Unknown names raise ValueError listing the valid ones.
+    """
+    fields = {f.name: f for f in dataclasses.fields(env_params)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ValueError(
+            f"Unknown environment parameter(s) {', '.join(unknown)}; this environment has: "
+            f"{', '.join(sorted(fields))}."
+        )
+    typed = {}
+    for name, value in overrides.items():
+        current = getattr(env_params, name)
+        typed[name] = int(value) if isinstance(current, int) and not isinstance(current, bool) else value
+    return env_params.replace(**typed)
+
+
+def is_discrete(env: Any, env_params: Any) -> bool:
+    from gymnax.environments import spaces
+
+    space = env.action_space(env_params)
+    if isinstance(space, spaces.Discrete):
+        return True
+    if isinstance(space, spaces.Box):
+        return False
+    raise ValueError(f"Unsupported action space {type(space).__name__}; scanrl handles Discrete and Box.")
+
+
+class VecEnvState(NamedTuple):
+    env_state: Any  # gymnax state, leaves [N, ...]
+    episode_return: jax.Array  # [N] return of the running episode so far
+    episode_length: jax.Array  # [N] int32 steps of the running episode so far
+
+
+class StepInfo(NamedTuple):
+    """What one vectorised step reports, each leaf [N, ...]."""
+
+    reward: jax.Array  # [N] float32
+    terminated: jax.Array  # [N] bool: a true end, no continuation value
+    truncated: jax.Array  # [N] bool: a time-limit cut, bootstrap from final_obs
+    final_obs: jax.Array  # [N, *obs] observation reached by this step, before any reset
+    episode_return: jax.Array  # [N] return of the episode that ended here, 0 where none did
+    episode_length: jax.Array  # [N] length of the episode that ended here, 0 where none did
+
+
+class VecEnv:
+    """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly."""
+
+    def __init__(self, env: Any, env_params: Any, num_envs: int):
+        self.env, self.env_params, self.num_envs = env, env_params, num_envs
+        self.discrete = is_discrete(env, env_params)
+        space = env.action_space(env_params)
+        self.obs_shape = tuple(env.observation_space(env_params).shape)
+        if self.discrete:
+            self.num_actions, self.action_shape = int(space.n), ()
+        else:
+            self.action_shape = tuple(space.shape)
+            self.action_low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32), self.action_shape)
+            self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
+
+    def reset(self, key: jax.Array) -> tuple[jax.Array, VecEnvState]:
+        """Returns obs [N, *obs] and the state."""
+        keys = jax.random.split(key, self.num_envs)
+        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
+        zeros = jnp.zeros(self.num_envs)
+        return obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))
+
+    def clip_action(self, action: jax.Array) -> jax.Array:
+        """Continuous actions are clipped to the space's bounds; discrete ones pass through."""
+        return action if self.discrete else jnp.clip(action, self.action_low, self.action_high)
+
+    def step(self, key: jax.Array, state: VecEnvState, action: jax.Array):
+        """One step of every copy; auto-resets finished episodes.
+
+        Args: action [N, *action] (continuous ones may lie outside the bounds).
+        Returns (obs [N, *obs] after any reset, new state, StepInfo).
+        """
+        keys = jax.random.split(key, self.num_envs)
+        obs, env_state, reward, terminated, truncated, info = jax.vmap(
+            self.env.step, in_axes=(0, 0, 0, None)
+        )(keys, state.env_state, self.clip_action(action), self.env_params)
+        reward = reward.astype(jnp.float32)
+        done = terminated | truncated
+        episode_return = state.episode_return + reward
+        episode_length = state.episode_length + 1
+        step_info = StepInfo(
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            final_obs=info["final_observation"],
+            episode_return=jnp.where(done, episode_return, 0.0),
+            episode_length=jnp.where(done, episode_length, 0),
+        )
+        new_state = VecEnvState(
+            env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length)
+        )
+        return obs, new_state, step_info
+
+
+def episode_metrics(info: StepInfo) -> dict[str, jax.Array]:
+    """Mean return and length of the episodes that ended within `info` (leaves [T, N]).
+
+    NaN when none ended, so a rollout shorter than an episode never reports a fake 0.
+    """
+    done = info.terminated | info.truncated
+    count = done.sum()
+    safe = jnp.maximum(count, 1)
+    nan = jnp.float32(jnp.nan)
+    return {
+        "episode_return": jnp.where(count > 0, info.episode_return.sum() / safe, nan),
+        "episode_length": jnp.where(count > 0, info.episode_length.sum() / safe, nan),
+        "episodes": count,
+    }
+
+
+class RunningStats(NamedTuple):
+    """Running mean and variance of a stream of arrays shaped `shape`."""
+
+    mean: jax.Array
+    var: jax.Array
+    count: jax.Array  # scalar float32
+
+
+def init_stats(shape: tuple[int, ...] = ()) -> RunningStats:
+    return RunningStats(jnp.zeros(shape), jnp.ones(shape), jnp.float32(1e-4))
+
+
+def update_stats(stats: RunningStats, batch: jax.Array, axis_name: str | None = None) -> RunningStats:
+    """Merge a batch `[..., *shape]` into the stats (Chan et al.'s parallel update).
+
+    With `axis_name`, the batch moments are averaged over that mapped axis first, so
+    equal-sized shards of one batch (data parallelism) update the stats identically.
+    """
+    shape = stats.mean.shape
+    flat = batch.reshape((-1,) + shape)
+    batch_mean = flat.mean(0)
+    batch_sq = (flat**2).mean(0)
+    batch_count = jnp.float32(flat.shape[0])
+    if axis_name is not None:
+        batch_mean, batch_sq = jax.lax.pmean((batch_mean, batch_sq), axis_name)
+        batch_count = jax.lax.psum(batch_count, axis_name)
+    batch_var = jnp.maximum(batch_sq - batch_mean**2, 0.0)
+    total = stats.count + batch_count
+    delta = batch_mean - stats.mean
+    mean = stats.mean + delta * batch_count / total
+    m2 = stats.var * stats.count + batch_var * batch_count + delta**2 * stats.count * batch_count / total
+    return RunningStats(mean, m2 / total, total)
+
+
+def normalize(stats: RunningStats, x: jax.Array, clip: float = 10.0) -> jax.Array:
+    """(x - mean) / std, clipped to [-clip, clip]."""
+    return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)
+
+
+def scale(stats: RunningStats, x: jax.Array) -> jax.Array:
+    """x / std without centring: reward scaling by the std of the discounted return."""
+    return x / jnp.sqrt(stats.var + 1e-8)

@@ -1,0 +1,238 @@
+"""Logging out of the compiled program, and the run folder.
+
+Inside `train`, `emit_metrics(...)` sends one seed's scalar metrics to the host through
+`jax.debug.callback` every `log_every` updates (and at the last one). Under vmap and
+shard_map the callback fires once per seed, in no fixed order and from several device
+threads; `RunLogger.on_update` gathers them and, once every seed of an update has
+reported, prints a progress line, appends it to `progress.jsonl` and logs it to wandb
+(keys `seed_<i>/<metric>` plus `mean/<metric>`).
+
+A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
+`progress.jsonl` (written as the run goes), and at the end `metrics.npz` (every
+per-update metric, `[num_seeds, num_updates]`), `params.npz` (final parameters,
+leading axis = seed) and `summary.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+
+def emit_metrics(
+    log_fn: Callable | None,
+    seed_index: jax.Array,
+    update: jax.Array,
+    num_updates: int,
+    log_every: int,
+    metrics: dict[str, jax.Array],
+) -> None:
+    """Inside jit: call `log_fn(seed_index, update, metrics)` on the host every `log_every` updates."""
+    if log_fn is None:
+        return
+
+    def send():
+        jax.debug.callback(log_fn, seed_index, update, metrics)
+
+    jax.lax.cond((update % log_every == 0) | (update == num_updates - 1), send, lambda: None)
+
+
+def _finite_or_none(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _nanmean(x: np.ndarray, axis=None):
+    x = np.asarray(x, dtype=np.float64)
+    count = np.sum(~np.isnan(x), axis=axis)
+    total = np.nansum(x, axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+class RunLogger:
+    """Host side of a run: progress lines, wandb, and the run folder.
+
+    Only process 0 of a multi-process run writes or prints (`active`).
+    """
+
+    def __init__(
+        self,
+        *,
+        algo: str,
+        env: str,
+        config: dict[str, Any],
+        num_seeds: int,
+        steps_per_update: int,
+        num_updates: int,
+        out_dir: str = "runs",
+        wandb_mode: str = "disabled",
+        wandb_project: str = "scanrl",
+        first_seed: int = 0,
+    ):
+        self.algo, self.env, self.num_seeds = algo, env, num_seeds
+        self.steps_per_update, self.num_updates = steps_per_update, num_updates
+        self.first_seed = first_seed
+        self.active = jax.process_index() == 0
+        self._lock = threading.Lock()
+        self._pending: dict[int, dict[int, dict[str, float]]] = {}
+        self._next_flush_candidates: list[int] = []
+        self._t0: float | None = None
+        self._steps0 = 0
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.run_dir = Path(out_dir) / f"{algo}__{env}__{stamp}"
+        self._wandb = None
+        if not self.active:
+            return
+        suffix = 1
+        while self.run_dir.exists():
+            suffix += 1
+            self.run_dir = Path(out_dir) / f"{algo}__{env}__{stamp}-{suffix}"
+        self.run_dir.mkdir(parents=True)
+        (self.run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
+        self._progress = open(self.run_dir / "progress.jsonl", "a", buffering=1)
+        if wandb_mode != "disabled":
+            import wandb
+
+            self._wandb = wandb.init(
+                project=wandb_project,
+                mode=wandb_mode,
+                dir=str(self.run_dir),
+                name=self.run_dir.name,
+                config=config,
+            )
+
+    # Called from inside the compiled program, once per seed per logged update.
+    def on_update(self, seed_index, update, metrics) -> None:
+        seed_index, update = int(seed_index), int(update)
+        if seed_index >= self.num_seeds or not self.active:
+            return  # padding seed (see common.devices.seed_layout) or not process 0
+        values = {k: float(v) for k, v in metrics.items()}
+        with self._lock:
+            self._pending.setdefault(update, {})[seed_index] = values
+            # Devices run at their own pace: flush complete updates in order.
+            for u in sorted(self._pending):
+                if len(self._pending[u]) < self.num_seeds:
+                    break
+                self._flush(u, self._pending.pop(u))
+
+    def _flush(self, update: int, per_seed: dict[int, dict[str, float]]) -> None:
+        now = time.perf_counter()
+        steps = (update + 1) * self.steps_per_update
+        if self._t0 is None:
+            self._t0, self._steps0 = now, steps
+        elapsed = now - self._t0
+        sps = (steps - self._steps0) * self.num_seeds / elapsed if elapsed > 0 else float("nan")
+        names = per_seed[0].keys()
+        table = {k: np.array([per_seed[i][k] for i in range(self.num_seeds)]) for k in names}
+        ret = table.get("episode_return")
+        line = f"[{self.algo} {self.env}] update {update + 1:>{len(str(self.num_updates))}}/{self.num_updates}"
+        line += f"  steps/seed {steps:>11,}"
+        if math.isfinite(sps):
+            line += f"  env steps/s {sps:>11,.0f}"
+        if ret is not None and not np.all(np.isnan(ret)):
+            line += f"  return {float(_nanmean(ret)):8.1f} (min {np.nanmin(ret):.1f}, max {np.nanmax(ret):.1f})"
+        evals = table.get("eval_return")
+        if evals is not None and not np.all(np.isnan(evals)):
+            line += f"  eval {float(_nanmean(evals)):8.1f}"
+        print(line, flush=True)
+        record = {
+            "update": update + 1,
+            "steps_per_seed": steps,
+            "env_steps_per_second": _finite_or_none(sps),
+            "per_seed": {k: [_finite_or_none(v) for v in vals] for k, vals in table.items()},
+        }
+        self._progress.write(json.dumps(record) + "\n")
+        if self._wandb is not None:
+            logged = {}
+            for k, vals in table.items():
+                for i, v in enumerate(vals):
+                    if math.isfinite(v):
+                        logged[f"seed_{self.first_seed + i}/{k}"] = v
+                mean = float(_nanmean(vals))
+                if math.isfinite(mean):
+                    logged[f"mean/{k}"] = mean
+            if math.isfinite(sps):
+                logged["env_steps_per_second"] = sps
+            self._wandb.log(logged, step=steps)
+
+    def finish(
+        self,
+        *,
+        metrics: dict[str, np.ndarray],
+        params: Any,
+        total_timesteps: int,
+        compile_seconds: float,
+        run_seconds: float,
+        wall_seconds: float,
+    ) -> dict[str, Any]:
+        """Write metrics.npz, params.npz and summary.json; print the final table; return the summary.
+
+        metrics: name -> [num_seeds, num_updates]; params: pytree with leaves [num_seeds, ...].
+        """
+        metrics = {k: np.asarray(v) for k, v in metrics.items()}
+        tail = max(1, math.ceil(0.1 * self.num_updates))
+        final = _nanmean(metrics["episode_return"][:, -tail:], axis=1)
+        eval_return_mean = None
+        if "eval_return" in metrics and not np.all(np.isnan(metrics["eval_return"])):
+            evaluated = ~np.isnan(metrics["eval_return"]).all(axis=0)
+            last = np.nonzero(evaluated)[0][-1]
+            eval_return_mean = _finite_or_none(_nanmean(metrics["eval_return"][:, last]))
+        steps_all_seeds = total_timesteps * self.num_seeds
+        summary = {
+            "algo": self.algo,
+            "env": self.env,
+            "num_seeds": self.num_seeds,
+            "total_timesteps": total_timesteps,
+            "final_return_per_seed": [_finite_or_none(x) for x in final],
+            "final_return_mean": _finite_or_none(_nanmean(final)),
+            "final_return_std": _finite_or_none(np.nanstd(final)) if not np.all(np.isnan(final)) else None,
+            "eval_return_mean": eval_return_mean,
+            "env_steps_per_second": steps_all_seeds / run_seconds,
+            "compile_seconds": compile_seconds,
+            "run_seconds": run_seconds,
+            "wall_seconds": wall_seconds,
+            "devices": [str(d) for d in jax.devices()],
+            "run_dir": str(self.run_dir),
+        }
+        if not self.active:
+            return summary
+        np.savez(self.run_dir / "metrics.npz", **metrics)
+        flat, _ = jax.tree_util.tree_flatten_with_path(params)
+        np.savez(
+            self.run_dir / "params.npz",
+            **{jax.tree_util.keystr(path, simple=True, separator="/"): np.asarray(leaf) for path, leaf in flat},
+        )
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        self._print_table(summary)
+        self._progress.close()
+        if self._wandb is not None:
+            self._wandb.summary.update({k: v for k, v in summary.items() if not isinstance(v, list)})
+            self._wandb.finish()
+        return summary
+
+    def _print_table(self, summary: dict[str, Any]) -> None:
+        out = sys.stdout
+        print(f"\n{self.algo} on {self.env}: final return per seed (mean over the last 10% of updates)", file=out)
+        for i, r in enumerate(summary["final_return_per_seed"]):
+            shown = "no episode ended" if r is None else f"{r:10.2f}"
+            print(f"  seed {self.first_seed + i:>4}  {shown}", file=out)
+        mean, std = summary["final_return_mean"], summary["final_return_std"]
+        if mean is not None:
+            print(f"  mean {mean:10.2f}  std {std:.2f}", file=out)
+        if summary["eval_return_mean"] is not None:
+            print(f"  last evaluation (deterministic policy), mean over seeds: {summary['eval_return_mean']:.2f}", file=out)
+        print(
+            f"  {summary['env_steps_per_second']:,.0f} env steps/s (all seeds, compile excluded); "
+            f"compile {summary['compile_seconds']:.1f} s; wall {summary['wall_seconds']:.1f} s",
+            file=out,
+        )
+        print(f"  run folder: {self.run_dir}", file=out, flush=True)
