@@ -100,7 +100,8 @@ class Config:
     eval_env_params: dict[str, float] = field(default_factory=dict)
     """override env parameters for evaluation only, e.g. --eval-env-params length 0.7."""
     log_every: int = 10
-    """console / wandb / progress.jsonl line every this many updates."""
+    """console / wandb / progress.jsonl line every this many updates (0: none; the program
+    then has no host callback and JAX's persistent cache can store it)."""
     num_devices: int = 0
     """devices to shard seeds over (0: all; on CPU one device per core)."""
     compile_cache: bool = True
@@ -125,7 +126,7 @@ class Config:
         return self.total_timesteps // self.batch_size
 
     def __post_init__(self):
-        positive = ["num_seeds", "num_envs", "num_steps", "num_epochs", "num_minibatches", "log_every", "eval_episodes"]
+        positive = ["num_seeds", "num_envs", "num_steps", "num_epochs", "num_minibatches", "eval_episodes"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
@@ -149,8 +150,8 @@ class Config:
             raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"--target-kl must be positive, got {self.target_kl}.")
-        if self.eval_every < 0 or self.num_devices < 0:
-            raise ValueError("--eval-every and --num-devices must be 0 or positive.")
+        if min(self.eval_every, self.log_every, self.num_devices) < 0:
+            raise ValueError("--eval-every, --log-every and --num-devices must be 0 or positive.")
         envs.check_env_id(self.env)
         if self.eval_env_params:
             _, env_params = envs.make(self.env)
@@ -505,7 +506,7 @@ def main(config: Config) -> dict:
         wandb_project=config.wandb_project,
         first_seed=config.seed,
     )
-    train = make_train(config, log_fn=logger.on_update)
+    train = make_train(config, log_fn=logger.on_update if config.log_every else None)
     keys = devices.seed_keys(config.seed, config.num_seeds)
     t0 = time.perf_counter()
     compiled = train.lower(keys).compile()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -93,6 +94,11 @@ def seed_layout(num_seeds: int, num_devices: int) -> tuple[int, int]:
     return used, math.ceil(num_seeds / used)
 
 
+# XLA's CPU backend spends most of a train program's compile time in LLVM passes that
+# buy nothing measurable for these small, loop-heavy programs (benchmarks/RESULTS.md).
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
+
+
 def seeds_over_devices(
     train_one: Callable, num_seeds: int, num_devices: int = 0
 ) -> Callable:
@@ -117,7 +123,7 @@ def seeds_over_devices(
         check_vma=False,
     )
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=COMPILER_OPTIONS)
     def train(keys):
         if keys.shape[0] != num_seeds:
             raise ValueError(f"train expects {num_seeds} keys, got {keys.shape[0]}.")
