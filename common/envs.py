@@ -33,7 +33,7 @@ def check_env_id(env_id: str) -> None:
     known = registered_envs()
     if env_id in known:
         return
-    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.4)
+    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.6)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise ValueError(f"Unknown environment {env_id!r}.{hint} Known ids: gymnax.registered_envs.")
 

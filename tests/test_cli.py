@@ -1,0 +1,89 @@
+"""The command line: --help, clear errors before compiling, run folder, wandb."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from algos import ppo
+
+PPO = "algos/ppo.py"
+
+
+def test_help_lists_every_flag_with_its_help(python_process):
+    proc = python_process([PPO, "--help"])
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())  # help text may wrap
+    for field in dataclasses.fields(ppo.Config):
+        flag = "--" + field.name.replace("_", "-")
+        assert flag in text, flag
+    assert "GAE lambda" in text and "Adam step size" in text
+
+
+def test_help_shows_continuous_defaults_for_a_continuous_env(python_process):
+    proc = python_process([PPO, "--env", "Pendulum-v1", "--help"])
+    assert proc.returncode == 0
+    assert "0.95" in proc.stdout and "1000000" in proc.stdout.replace("_", "")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--env", "CartPol-v1"], "Did you mean 'CartPole-v1'"),
+        (["--num-envs", "3", "--num-steps", "5", "--num-minibatches", "4"], "not divisible by --num-minibatches"),
+        (["--learning-rate", "0"], "--learning-rate must be positive"),
+        (["--learning-rate", "-1e-3"], "--learning-rate must be positive"),
+        (["--total-timesteps", "100"], "smaller than one rollout"),
+        (["--eval-env-params", "lenght", "0.7"], "Unknown environment parameter"),
+    ],
+)
+def test_user_errors_exit_2_with_one_sentence_before_compiling(python_process, tmp_path, args, message):
+    proc = python_process([PPO, *args, "--out-dir", str(tmp_path)])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})  # tyro draws a box
+    assert message in " ".join(unboxed.split())
+    assert "Traceback" not in proc.stderr
+    assert not any(tmp_path.iterdir())  # stopped before any run folder or compilation
+
+
+def run_cli(python_process, tmp_path, *extra):
+    proc = python_process(
+        [PPO, "--total-timesteps", "2048", "--num-seeds", "2", "--log-every", "1", "--eval-every", "2",
+         "--out-dir", str(tmp_path), "--no-compile-cache", *extra]
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = list(tmp_path.iterdir())
+    return proc, run_dir
+
+
+def test_run_folder_contents(python_process, tmp_path):
+    proc, run_dir = run_cli(python_process, tmp_path)
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.json", "progress.jsonl", "metrics.npz", "params.npz", "summary.json"} <= names
+    assert "wandb" not in names  # the default mode writes nothing for wandb
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for key in ("algo", "env", "num_seeds", "total_timesteps", "final_return_per_seed", "final_return_mean",
+                "eval_return_mean", "env_steps_per_second", "compile_seconds", "wall_seconds"):
+        assert key in summary, key
+    assert summary["algo"] == "ppo" and summary["num_seeds"] == 2 and len(summary["final_return_per_seed"]) == 2
+    assert summary["total_timesteps"] == 2048 and summary["eval_return_mean"] is not None
+    progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
+    assert [p["update"] for p in progress] == [1, 2, 3, 4]
+    assert len(progress[0]["per_seed"]["policy_loss"]) == 2
+    import numpy as np
+
+    metrics = np.load(run_dir / "metrics.npz")
+    assert metrics["policy_loss"].shape == (2, 4)
+    params = np.load(run_dir / "params.npz")
+    assert params["params/actor/0/w"].shape == (2, 4, 64)
+    assert json.loads((run_dir / "config.json").read_text())["num_seeds"] == 2
+    assert "run folder" in proc.stdout and "seed    1" in proc.stdout
+
+
+def test_wandb_offline_writes_per_seed_keys_without_network(python_process, tmp_path):
+    _, run_dir = run_cli(python_process, tmp_path, "--wandb-mode", "offline")
+    runs = list((run_dir / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    data = b"".join(p.read_bytes() for p in runs[0].glob("*.wandb"))
+    assert b"seed_0/policy_loss" in data and b"seed_1/episode_return" in data and b"mean/policy_loss" in data

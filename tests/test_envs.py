@@ -1,0 +1,89 @@
+"""common.envs: truncation-aware stepping, episode statistics, running statistics."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from common import envs
+from common.nets import mlp_apply, mlp_init, orthogonal
+
+
+def test_unknown_env_suggests_close_names():
+    with pytest.raises(ValueError, match="Did you mean 'CartPole-v1'"):
+        envs.check_env_id("CartPol-v1")
+
+
+def test_override_params_checks_names_and_keeps_int_types():
+    _, params = envs.make("CartPole-v1")
+    changed = envs.override_params(params, {"length": 0.7, "max_steps_in_episode": 50.0})
+    assert changed.length == 0.7 and changed.max_steps_in_episode == 50
+    assert isinstance(changed.max_steps_in_episode, int)
+    with pytest.raises(ValueError, match="Unknown environment parameter"):
+        envs.override_params(params, {"lenght": 0.7})
+
+
+def test_time_limit_is_truncation_with_final_observation():
+    """Pendulum never terminates: at its 200-step limit it is truncated, and final_obs is
+    the observation reached (not the reset one), which the next obs is not."""
+    env, params = envs.make("Pendulum-v1")
+    vec = envs.VecEnv(env, params, 3)
+    obs, state = vec.reset(jax.random.key(0))
+
+    def step(carry, key):
+        obs, state = carry
+        next_obs, state, info = vec.step(key, state, jnp.full((3, 1), 5.0))  # beyond the bound: clipped
+        return (next_obs, state), (obs, next_obs, info)
+
+    _, (obs_seq, next_seq, info) = jax.lax.scan(step, (obs, state), jax.random.split(jax.random.key(1), 201))
+    assert not info.terminated.any()
+    assert info.truncated[199].all() and not info.truncated[:199].any()
+    np.testing.assert_allclose(info.final_obs[:199], next_seq[:199])  # no reset: identical
+    assert not np.allclose(info.final_obs[199], next_seq[199])  # reset obs differs from final
+    np.testing.assert_array_equal(info.episode_length[199], 200)
+    np.testing.assert_allclose(info.episode_return[199], info.reward[:200].sum(0), rtol=1e-5)
+    assert (info.episode_return[:199] == 0).all()
+    m = envs.episode_metrics(info)
+    assert int(m["episodes"]) == 3
+    assert np.isnan(envs.episode_metrics(jax.tree.map(lambda x: x[:10], info))["episode_return"])
+
+
+def test_cartpole_termination_is_not_truncation():
+    env, params = envs.make("CartPole-v1")
+    vec = envs.VecEnv(env, params, 4)
+    obs, state = vec.reset(jax.random.key(0))
+
+    def step(carry, key):
+        next_obs, state, info = vec.step(key, carry, jnp.zeros(4, jnp.int32))  # always push left: falls
+        return state, info
+
+    _, info = jax.lax.scan(step, state, jax.random.split(jax.random.key(1), 40))
+    assert info.terminated.any() and not info.truncated.any()
+
+
+def test_running_stats_match_numpy_over_batches():
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(3.0, 2.0, size=(50, 3)) for _ in range(4)]
+    stats = envs.init_stats((3,))
+    for b in batches:
+        stats = envs.update_stats(stats, jnp.asarray(b, jnp.float32))
+    data = np.concatenate(batches)
+    np.testing.assert_allclose(stats.mean, data.mean(0), rtol=1e-3)
+    np.testing.assert_allclose(stats.var, data.var(0), rtol=1e-3)
+    z = envs.normalize(stats, jnp.asarray(data, jnp.float32))
+    np.testing.assert_allclose(z.mean(0), 0.0, atol=1e-3)
+    np.testing.assert_allclose(z.std(0), 1.0, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2)])
+def test_orthogonal_init_is_orthogonal_with_gain(shape):
+    w = orthogonal(jax.random.key(3), shape, gain=2.0)
+    small = min(shape)
+    gram = w.T @ w if shape[0] >= shape[1] else w @ w.T
+    np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-4)
+
+
+def test_mlp_shapes_and_output_gain():
+    params = mlp_init(jax.random.key(0), (4, 32, 32, 3), output_gain=0.01)
+    assert mlp_apply(params, jnp.ones((7, 4))).shape == (7, 3)
+    assert float(jnp.abs(params[-1]["w"]).max()) < 0.02
