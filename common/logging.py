@@ -84,7 +84,6 @@ class RunLogger:
         self.active = jax.process_index() == 0
         self._lock = threading.Lock()
         self._pending: dict[int, dict[int, dict[str, float]]] = {}
-        self._next_flush_candidates: list[int] = []
         self._t0: float | None = None
         self._steps0 = 0
         stamp = time.strftime("%Y%m%d-%H%M%S")
