@@ -103,7 +103,13 @@ class Config:
     """console / wandb / progress.jsonl line every this many updates (0: none; the program
     then has no host callback and JAX's persistent cache can store it)."""
     num_devices: int = 0
-    """devices to shard seeds over (0: all; on CPU one device per core)."""
+    """devices to use (0: all; on CPU one device per core)."""
+    data_parallel: int = 0
+    """devices that split each seed's num_envs environments, gradients and statistics averaged
+    (0: automatic: seeds fill the devices first, devices left over split environments)."""
+    distributed: bool = False
+    """multi-process run: jax.distributed.initialize() before anything else (also implied by
+    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
     compile_cache: bool = True
     """persistent compilation cache in ~/.cache/scanrl/jax: repeated runs skip compiling."""
     wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
@@ -152,6 +158,7 @@ class Config:
             raise ValueError(f"--target-kl must be positive, got {self.target_kl}.")
         if min(self.eval_every, self.log_every, self.num_devices) < 0:
             raise ValueError("--eval-every, --log-every and --num-devices must be 0 or positive.")
+        plan_layout(self)  # raises if no device layout fits
         envs.check_env_id(self.env)
         if self.eval_env_params:
             _, env_params = envs.make(self.env)
@@ -287,15 +294,21 @@ class Batch(NamedTuple):
     target: jax.Array  # GAE value target
 
 
+def normalize_advantages(advantages: jax.Array) -> jax.Array:
+    """Zero mean, unit (population) std over one minibatch [B]."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
 def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
-    """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy."""
+    """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy.
+
+    batch.advantage is used as given: the caller normalises it over the whole minibatch
+    (which data-parallel devices share) before each device takes its slice.
+    """
     dist = policy(params, batch.obs, config.activation)
     log_ratio = dist.log_prob(batch.action) - batch.log_prob
     ratio = jnp.exp(log_ratio)
-    advantages = batch.advantage
-    if config.normalize_advantages:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy_loss = clipped_surrogate_loss(ratio, advantages, config.clip_eps, config.dual_clip_param)
+    policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps, config.dual_clip_param)
     v_loss = value_loss(
         value(params, batch.obs, config.activation),
         batch.value,
@@ -317,6 +330,75 @@ def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dic
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
+def make_optimizer(config: Config) -> optax.GradientTransformation:
+    """Global-norm clipping then Adam's direction; the (annealed) step size is applied in learn()."""
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5))
+
+
+def minibatch_gradient(params: dict, minibatch: Batch, config: Config, shards: int = 1) -> tuple[dict, dict]:
+    """Gradient of ppo_loss over one whole minibatch (leaves [B, ...]) and the loss stats.
+
+    Advantages are normalised over the whole minibatch; with `shards` > 1 (inside the
+    "data" axis) each device differentiates its 1/shards slice and the mean over shards
+    is the whole minibatch's gradient.
+    """
+    if config.normalize_advantages:
+        minibatch = minibatch._replace(advantage=normalize_advantages(minibatch.advantage))
+    local = jax.tree.map(lambda x: devices.shard_slice(x, shards), minibatch)
+    # pcast + pmean: the mean over shards whatever check_vma is (jax-notes.md, trap 2).
+    varying = jax.lax.pcast(params, devices.DATA, to="varying") if shards > 1 else params
+    (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(varying, local, config)
+    return devices.data_mean((grads, stats), shards)
+
+
+def learn(
+    params: dict,
+    opt_state: optax.OptState,
+    batch: Batch,
+    key: jax.Array,
+    learning_rate: jax.Array,
+    config: Config,
+    optimizer: optax.GradientTransformation,
+    shards: int = 1,
+) -> tuple[dict, optax.OptState, dict]:
+    """num_epochs epochs of num_minibatches Adam steps over one rollout.
+
+    batch: leaves [batch_size, ...], the whole rollout (on every data shard). Returns new
+    params, optimizer state, and loss stats [num_epochs, num_minibatches].
+    """
+
+    def minibatch_step(carry, minibatch):
+        params, opt_state, stopped = carry
+        grads, stats = minibatch_gradient(params, minibatch, config, shards)
+        updates, new_opt_state = optimizer.update(grads, opt_state)
+        new_params = jax.tree.map(lambda p, u: p - learning_rate * u, params, updates)
+        if config.target_kl is not None:
+            # approx_kl is measured before this step: once too large, stop the update.
+            stopped = stopped | (stats["approx_kl"] > config.target_kl)
+            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(stopped, o, n), new, old)
+            new_params, new_opt_state = keep(new_params, params), keep(new_opt_state, opt_state)
+        stats["applied"] = 1.0 - stopped.astype(jnp.float32)
+        return (new_params, new_opt_state, stopped), stats
+
+    def epoch(carry, epoch_key):
+        order = jax.random.permutation(epoch_key, config.batch_size)
+        minibatches = jax.tree.map(
+            lambda x: x[order].reshape((config.num_minibatches, config.minibatch_size) + x.shape[1:]), batch
+        )
+        return jax.lax.scan(minibatch_step, carry, minibatches)
+
+    (params, opt_state, _), stats = jax.lax.scan(
+        epoch, (params, opt_state, jnp.array(False)), jax.random.split(key, config.num_epochs)
+    )
+    return params, opt_state, stats
+
+
+def plan_layout(config: Config) -> devices.Layout:
+    """The (seed, data) device mesh for this config (see common.devices.plan_layout)."""
+    sizes = {"--num-envs": config.num_envs, "the minibatch size (num_envs * num_steps / num_minibatches)": config.minibatch_size}
+    return devices.plan_layout(config.num_seeds, sizes, config.data_parallel, config.num_devices)
+
+
 class Transition(NamedTuple):
     """One rollout, leaves [T, N, ...]."""
 
@@ -344,13 +426,26 @@ def make_train(config: Config, log_fn=None):
     metrics: dict of [num_seeds, num_updates] arrays (NaN where a value does not exist,
     e.g. episode_return in an update where no episode ended). `log_fn(seed, update, metrics)`
     receives progress on the host (see common.logging).
+
+    With data parallelism (D = layout.data_parallel > 1) each device steps num_envs / D
+    environments; the rollouts are gathered so every device holds the whole batch, each
+    takes 1/D of every minibatch, and gradients are averaged: the update equals the
+    single-device one on the same batch (tests/test_data_parallel.py).
     """
+    layout = plan_layout(config)
+    shards = layout.data_parallel
     env, env_params = envs.make(config.env)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs)
-    eval_env = envs.VecEnv(env, envs.override_params(env_params, config.eval_env_params), config.eval_episodes)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs, shards)
+    # evaluation episodes are split over the data shards too (rounded up to a multiple)
+    eval_env = envs.VecEnv(
+        env,
+        envs.override_params(env_params, config.eval_env_params),
+        math.ceil(config.eval_episodes / shards) * shards,
+        shards,
+    )
     obs_dim = math.prod(vec_env.obs_shape)
     num_updates, act = config.num_updates, config.activation
-    optimizer = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5))
+    optimizer = make_optimizer(config)
 
     def flatten_obs(obs):  # [..., *obs_shape] -> [..., obs_dim]
         return obs.reshape(obs.shape[: obs.ndim - len(vec_env.obs_shape)] + (obs_dim,))
@@ -363,7 +458,7 @@ def make_train(config: Config, log_fn=None):
         """Mean return of eval_episodes deterministic episodes (mode of the policy)."""
         k_reset, k_steps = jax.random.split(key)
         obs, state = eval_env.reset(k_reset)
-        n = config.eval_episodes
+        n = eval_env.num_envs
 
         def not_finished(carry):
             return ~carry[3].all()
@@ -378,7 +473,8 @@ def make_train(config: Config, log_fn=None):
             return obs, state, total, finished, key
 
         init = (obs, state, jnp.zeros(n), jnp.zeros(n, bool), k_steps)
-        return jax.lax.while_loop(not_finished, step, init)[2].mean()
+        returns = jax.lax.while_loop(not_finished, step, init)[2]
+        return devices.data_mean(returns.mean(), shards)
 
     def update(state: TrainState, update_index: jax.Array, seed_index: jax.Array):
         params = state.params
@@ -388,7 +484,10 @@ def make_train(config: Config, log_fn=None):
             env_state, obs, discounted_return = carry
             k_action, k_env = jax.random.split(step_key)
             policy_obs = observe(state.obs_stats, obs)
-            action, log_prob = policy(params, policy_obs, act).sample_and_log_prob(seed=k_action)
+            # one key per environment: the same draws whatever the data-parallel split
+            action, log_prob = jax.vmap(lambda k, o: policy(params, o, act).sample_and_log_prob(seed=k))(
+                devices.shard_split(k_action, config.num_envs, shards), policy_obs
+            )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
             transition = Transition(policy_obs, action, log_prob, info, discounted_return)
@@ -409,8 +508,9 @@ def make_train(config: Config, log_fn=None):
         next_values = value(params, observe(state.obs_stats, info.final_obs), act)
         rewards = info.reward
         return_stats = state.return_stats
+        stats_axis = devices.DATA if shards > 1 else None  # statistics cover every shard's envs
         if config.normalize_reward:
-            return_stats = envs.update_stats(return_stats, traj.discounted_return)
+            return_stats = envs.update_stats(return_stats, traj.discounted_return, stats_axis)
             rewards = envs.scale(return_stats, rewards)
         advantages, targets = gae(
             rewards, old_values, next_values, info.terminated, info.terminated | info.truncated,
@@ -418,43 +518,22 @@ def make_train(config: Config, log_fn=None):
         )
         obs_stats = state.obs_stats
         if config.normalize_obs:  # new statistics take effect from the next rollout
-            obs_stats = envs.update_stats(obs_stats, flatten_obs(info.final_obs))
-        flat = jax.tree.map(
-            lambda x: x.reshape((config.batch_size,) + x.shape[2:]),
-            Batch(traj.obs, traj.action, traj.log_prob, old_values, advantages, targets),
-        )
+            obs_stats = envs.update_stats(obs_stats, flatten_obs(info.final_obs), stats_axis)
+        batch = Batch(traj.obs, traj.action, traj.log_prob, old_values, advantages, targets)
+        batch = devices.gather_envs(batch, shards)  # [T, num_envs, ...] on every data shard
+        flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps.
         frac = 1.0 - update_index / num_updates if config.anneal_lr else 1.0
         learning_rate = config.learning_rate * frac
 
-        def minibatch_step(carry, minibatch):
-            params, opt_state, stopped = carry
-            (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(params, minibatch, config)
-            updates, new_opt_state = optimizer.update(grads, opt_state)
-            new_params = jax.tree.map(lambda p, u: p - learning_rate * u, params, updates)
-            if config.target_kl is not None:
-                # approx_kl is measured before this step: once too large, stop the update.
-                stopped = stopped | (stats["approx_kl"] > config.target_kl)
-                keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(stopped, o, n), new, old)
-                new_params, new_opt_state = keep(new_params, params), keep(new_opt_state, opt_state)
-            stats["applied"] = 1.0 - stopped.astype(jnp.float32)
-            return (new_params, new_opt_state, stopped), stats
-
-        def epoch(carry, epoch_key):
-            order = jax.random.permutation(epoch_key, config.batch_size)
-            minibatches = jax.tree.map(
-                lambda x: x[order].reshape((config.num_minibatches, config.minibatch_size) + x.shape[1:]), flat
-            )
-            return jax.lax.scan(minibatch_step, carry, minibatches)
-
-        (params, opt_state, _), loss_stats = jax.lax.scan(
-            epoch, (params, state.opt_state, jnp.array(False)), jax.random.split(k_epochs, config.num_epochs)
+        params, opt_state, loss_stats = learn(
+            params, state.opt_state, flat, k_epochs, learning_rate, config, optimizer, shards
         )
 
         # 4. Metrics; evaluation every eval_every updates and after the last one.
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info))
+        metrics.update(envs.episode_metrics(info, shards))
         metrics["learning_rate"] = jnp.asarray(learning_rate, jnp.float32)
         if config.eval_every:
             due = ((update_index + 1) % config.eval_every == 0) | (update_index == num_updates - 1)
@@ -476,7 +555,7 @@ def make_train(config: Config, log_fn=None):
             obs=obs,
             obs_stats=envs.init_stats((obs_dim,)),
             return_stats=envs.init_stats(),
-            discounted_return=jnp.zeros(config.num_envs),
+            discounted_return=jnp.zeros(vec_env.num_envs),
             key=key,
         )
         state, metrics = jax.lax.scan(
@@ -484,7 +563,7 @@ def make_train(config: Config, log_fn=None):
         )
         return {"params": state.params, "obs_stats": state.obs_stats, "metrics": metrics}
 
-    return devices.seeds_over_devices(train_one, config.num_seeds, config.num_devices)
+    return devices.seeds_over_devices(train_one, layout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,6 +573,7 @@ def main(config: Config) -> dict:
     """Compile, train every seed, write the run folder; returns summary.json's content."""
     wall_start = time.perf_counter()
     devices.enable_compile_cache(config.compile_cache)
+    layout = plan_layout(config)
     logger = RunLogger(
         algo="ppo",
         env=config.env,
@@ -505,6 +585,7 @@ def main(config: Config) -> dict:
         wandb_mode=config.wandb_mode,
         wandb_project=config.wandb_project,
         first_seed=config.seed,
+        live_seeds=layout.seeds_on_process(0),
     )
     train = make_train(config, log_fn=logger.on_update if config.log_every else None)
     keys = devices.seed_keys(config.seed, config.num_seeds)
@@ -514,19 +595,23 @@ def main(config: Config) -> dict:
     t0 = time.perf_counter()
     out = jax.block_until_ready(compiled(keys))
     run_seconds = time.perf_counter() - t0
+    out = devices.fetch(out)  # every seed, also those on other processes' devices
     return logger.finish(
-        metrics=jax.device_get(out["metrics"]),
+        metrics=out["metrics"],
         params={"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
         total_timesteps=config.num_updates * config.batch_size,
         compile_seconds=compile_seconds,
         run_seconds=run_seconds,
         wall_seconds=time.perf_counter() - wall_start,
+        extra={"layout": layout.describe(), "processes": jax.process_count()},
     )
 
 
 def cli(argv: list[str] | None = None) -> Config:
     """Parse flags; the --env given picks the defaults (see default_config) shown by --help."""
     argv = sys.argv[1:] if argv is None else argv
+    if devices.distributed_requested(argv):
+        devices.initialize_distributed()  # before anything below touches JAX
     env = Config.env
     for i, arg in enumerate(argv):
         if arg == "--env" and i + 1 < len(argv):

@@ -8,15 +8,18 @@ lazily in `common.envs`. Set `XLA_FLAGS=--xla_force_host_platform_device_count=N
 or `JAX_NUM_CPU_DEVICES=N` yourself to choose another count; `--num-devices N`
 restricts a run to the first N devices.
 
-`seeds_over_devices(train_one, num_seeds)` turns `train_one(key, seed_index) -> pytree`
-into `train(keys[num_seeds]) -> pytree[num_seeds, ...]`: seeds are vmapped and the
-seed axis is sharded over a one-axis mesh (`seed`) with `jax.shard_map`.
+`plan_layout` picks a mesh with axes ("seed", "data"): seeds are vmapped within a device
+and sharded over the "seed" axis; the "data" axis splits each seed's environments
+(data parallelism, `--data-parallel`). `seeds_over_devices(train_one, layout)` turns
+`train_one(key, seed_index) -> pytree` into one jitted `train(keys[num_seeds])` with
+`jax.shard_map`. The mesh may span several processes (`initialize_distributed`).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -24,7 +27,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 
 def _backend_initialised() -> bool:
@@ -71,9 +74,48 @@ def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> 
     return cache_dir
 
 
+def distributed_requested(argv: list[str]) -> bool:
+    """--distributed on the command line, or JAX_COORDINATOR_ADDRESS in the environment."""
+    if "--no-distributed" in argv:
+        return False
+    return "--distributed" in argv or "--distributed=True" in argv or "JAX_COORDINATOR_ADDRESS" in os.environ
+
+
+def initialize_distributed() -> None:
+    """Join a multi-process run with `jax.distributed.initialize()`, before JAX computes.
+
+    Coordinator, process count and id come from JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES
+    and JAX_PROCESS_ID when set, otherwise from JAX's cluster detection (SLURM, Open MPI,
+    Kubernetes, TPU pods). On CPU each process gets one device (several per process hang
+    in the first collective, jax-notes.md) and collectives use gloo.
+    """
+    from jax._src import distributed
+
+    if distributed.global_state.client is not None:
+        return  # already initialised
+    if _backend_initialised():
+        raise RuntimeError(
+            "initialize_distributed() must run before JAX computes anything; call it first "
+            "(algos/*.py --distributed does this before parsing the other flags)."
+        )
+    if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "") and (
+        "JAX_NUM_CPU_DEVICES" not in os.environ
+    ):
+        jax.config.update("jax_num_cpu_devices", 1)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    kwargs = {}
+    if "JAX_NUM_PROCESSES" in os.environ:
+        kwargs["num_processes"] = int(os.environ["JAX_NUM_PROCESSES"])
+    if "JAX_PROCESS_ID" in os.environ:
+        kwargs["process_id"] = int(os.environ["JAX_PROCESS_ID"])
+    jax.distributed.initialize(**kwargs)
+
+
 def select_devices(num_devices: int = 0) -> list:
     """The devices a run uses: all of them (0) or the first `num_devices`."""
     available = jax.devices()
+    if jax.process_count() > 1 and num_devices not in (0, len(available)):
+        raise ValueError(f"--num-devices must be 0 (all {len(available)} devices) in a multi-process run.")
     if num_devices < 0:
         raise ValueError(f"--num-devices must be 0 (all) or positive, got {num_devices}.")
     if num_devices > len(available):
@@ -84,14 +126,123 @@ def select_devices(num_devices: int = 0) -> list:
     return available[: num_devices or len(available)]
 
 
-def seed_layout(num_seeds: int, num_devices: int) -> tuple[int, int]:
-    """(devices used, seeds per device): as many devices as there are seeds, at most all.
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
 
-    When the seeds do not divide evenly, the last device's block is padded with extra
-    seeds whose results are dropped (cheaper than leaving a core idle).
+
+@dataclass(frozen=True)
+class Layout:
+    """Where seeds and environments run: a mesh of shape [seed_shards, data_parallel].
+
+    Each row of the mesh ("seed" axis) trains `seeds_per_shard` seeds (vmapped); the
+    `data_parallel` devices of a row ("data" axis) each step `num_envs / data_parallel`
+    of every seed's environments. `padded_seeds - num_seeds` padding seeds (single
+    process only) repeat seed 0 and are dropped from the results.
     """
-    used = min(num_devices, num_seeds)
-    return used, math.ceil(num_seeds / used)
+
+    mesh: Mesh
+    num_seeds: int
+    seeds_per_shard: int
+
+    @property
+    def seed_shards(self) -> int:
+        return self.mesh.devices.shape[0]
+
+    @property
+    def data_parallel(self) -> int:
+        return self.mesh.devices.shape[1]
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.devices.size
+
+    @property
+    def padded_seeds(self) -> int:
+        return self.seed_shards * self.seeds_per_shard
+
+    def seeds_on_process(self, process_index: int) -> list[int]:
+        """Seed indices whose progress this process reports (its rows' data-0 devices)."""
+        seeds = []
+        for row in range(self.seed_shards):
+            if self.mesh.devices[row, 0].process_index == process_index:
+                first = row * self.seeds_per_shard
+                seeds += range(first, min(first + self.seeds_per_shard, self.num_seeds))
+        return seeds
+
+    def describe(self) -> str:
+        return (
+            f"{self.num_devices} device(s): {self.seed_shards} seed shard(s) x {self.seeds_per_shard} seed(s)"
+            f", each seed's environments split over {self.data_parallel} device(s)"
+        )
+
+
+def plan_layout(
+    num_seeds: int, split_sizes: dict[str, int], data_parallel: int = 0, num_devices: int = 0
+) -> Layout:
+    """Choose the (seed, data) mesh; raises ValueError with one clear sentence if none fits.
+
+    split_sizes: per-seed sizes that the data axis splits, by the name a user knows them
+    by (e.g. {"--num-envs": 4, "the minibatch size": 128}); each must divide by it.
+    data_parallel 0 (auto): seeds go over the devices first; devices left over by fewer
+    seeds than devices split each seed's environments, so one seed on 8 devices runs
+    8-way data-parallel. data_parallel D: rows of D devices, as many as the devices allow.
+    On one process, seeds that do not fill the rows evenly are padded; across processes
+    every device must be used and seeds must split evenly (padding would simulate a
+    seed twice).
+    """
+    available = select_devices(num_devices)
+    n = len(available)
+    multi_process = jax.process_count() > 1
+
+    def splits(d: int) -> bool:
+        return all(size % d == 0 for size in split_sizes.values())
+
+    if data_parallel < 0:
+        raise ValueError(f"--data-parallel must be 0 (auto) or positive, got {data_parallel}.")
+    if data_parallel:
+        if n % data_parallel:
+            fits = [d for d in divisors(n) if splits(d)]
+            raise ValueError(
+                f"--data-parallel {data_parallel} does not split the {n} devices into equal groups; "
+                f"use one of {fits} or --num-devices with a multiple of {data_parallel}."
+            )
+        for name, size in split_sizes.items():
+            if size % data_parallel:
+                raise ValueError(
+                    f"{name} ({size}) is not divisible by --data-parallel {data_parallel}; "
+                    f"every device must get an equal share."
+                )
+        shards = n // data_parallel
+    else:
+        fitting = [
+            s for s in divisors(n)
+            if s <= num_seeds and splits(n // s) and (num_seeds % s == 0 or not multi_process)
+        ]
+        if num_seeds >= n:
+            shards, data_parallel = n, 1
+        elif fitting:
+            shards = max(fitting)
+            data_parallel = n // shards
+        elif not multi_process:
+            shards, data_parallel = num_seeds, 1  # leave devices idle rather than fail
+        else:
+            names = " and ".join(split_sizes)
+            raise ValueError(
+                f"no layout uses all {n} devices with {num_seeds} seed(s): make --num-seeds a "
+                f"multiple of {n} or {names} divisible by {n // math.gcd(n, num_seeds)}."
+            )
+    if multi_process:
+        if num_seeds % shards:
+            options = sorted({shards * k for k in (1, 2, 4)} | {shards})
+            raise ValueError(
+                f"--num-seeds {num_seeds} cannot be spread evenly over the {shards} seed shards "
+                f"({n} devices / data-parallel {data_parallel}) of this multi-process run; "
+                f"use a multiple of {shards} (e.g. {options}) or a larger --data-parallel."
+            )
+    else:
+        shards = min(shards, num_seeds)
+    grid = np.array(available[: shards * data_parallel]).reshape(shards, data_parallel)
+    return Layout(Mesh(grid, ("seed", "data")), num_seeds, math.ceil(num_seeds / shards))
 
 
 # XLA's CPU backend spends most of a train program's compile time in LLVM passes that
@@ -99,31 +250,29 @@ def seed_layout(num_seeds: int, num_devices: int) -> tuple[int, int]:
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
 
 
-def seeds_over_devices(
-    train_one: Callable, num_seeds: int, num_devices: int = 0
-) -> Callable:
+def seeds_over_devices(train_one: Callable, layout: Layout) -> Callable:
     """Wrap `train_one(key, seed_index) -> pytree` into one jitted program over all seeds.
 
-    Returns `train(keys) -> pytree` with `keys` shaped `[num_seeds]` (typed or raw keys)
-    and every output leaf gaining a leading `[num_seeds]` axis. Seed `i` of the result
-    equals `train_one(keys[i], i)` run alone: seeds never interact.
+    Returns `train(keys) -> pytree` with `keys` shaped `[num_seeds]` (typed keys) and
+    every output leaf gaining a leading `[num_seeds]` axis. Seed `i` of the result equals
+    `train_one(keys[i], i)` run alone: seeds never interact. Inside `train_one` the
+    mesh axes "seed" and "data" are bound: collectives over "data" combine the shards
+    of one seed's environments (see `data_mean`, `gather_envs`).
     """
-    devices = select_devices(num_devices)
-    used, per_device = seed_layout(num_seeds, len(devices))
-    padded = used * per_device
-    mesh = Mesh(np.array(devices[:used]), ("seed",))
+    num_seeds, padded = layout.num_seeds, layout.padded_seeds
     # check_vma=False: with it on, a parameter built from a constant inside train_one
     # (e.g. a zero log-std) would be treated as replicated and its gradient summed over
-    # devices, mixing seeds (jax-notes.md, trap 1).
+    # devices, mixing seeds (jax-notes.md, trap 1). Outputs are replicated over "data".
     sharded = jax.shard_map(
         jax.vmap(train_one),
-        mesh=mesh,
+        mesh=layout.mesh,
         in_specs=(P("seed"), P("seed")),
         out_specs=P("seed"),
         check_vma=False,
     )
+    replicated = NamedSharding(layout.mesh, P())
 
-    @partial(jax.jit, compiler_options=COMPILER_OPTIONS)
+    @partial(jax.jit, compiler_options=COMPILER_OPTIONS, in_shardings=(replicated,))
     def train(keys):
         if keys.shape[0] != num_seeds:
             raise ValueError(f"train expects {num_seeds} keys, got {keys.shape[0]}.")
@@ -133,6 +282,62 @@ def seeds_over_devices(
         return jax.tree.map(lambda x: x[:num_seeds], out)
 
     return train
+
+
+# Inside train_one: the environments of one seed are split over the "data" axis.
+DATA = "data"
+
+
+def data_index() -> jax.Array:
+    """This device's position on the data axis (0 .. data_parallel - 1)."""
+    return jax.lax.axis_index(DATA)
+
+
+def shard_split(key: jax.Array, total: int, num_shards: int) -> jax.Array:
+    """This shard's slice of `jax.random.split(key, total)`: [total / num_shards] keys.
+
+    Item i of the whole batch gets the same key whatever the number of shards, so a
+    data-parallel run draws the same randomness as a single device.
+    """
+    keys = jax.random.split(key, total)
+    if num_shards == 1:
+        return keys
+    local = total // num_shards
+    return jax.lax.dynamic_slice_in_dim(keys, data_index() * local, local)
+
+
+def shard_slice(x: jax.Array, num_shards: int) -> jax.Array:
+    """This shard's equal slice of `x` along its leading axis."""
+    if num_shards == 1:
+        return x
+    local = x.shape[0] // num_shards
+    return jax.lax.dynamic_slice_in_dim(x, data_index() * local, local)
+
+
+def data_mean(tree, num_shards: int):
+    """Mean over the data shards (identity for one shard)."""
+    return tree if num_shards == 1 else jax.lax.pmean(tree, DATA)
+
+
+def data_sum(tree, num_shards: int):
+    """Sum over the data shards (identity for one shard)."""
+    return tree if num_shards == 1 else jax.lax.psum(tree, DATA)
+
+
+def gather_envs(tree, num_shards: int, axis: int = 1):
+    """Concatenate the shards' environments along `axis`, in global environment order."""
+    if num_shards == 1:
+        return tree
+    return jax.tree.map(lambda x: jax.lax.all_gather(x, DATA, axis=axis, tiled=True), tree)
+
+
+def fetch(tree):
+    """Device arrays -> numpy on this host; across processes every process gets all of it."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
 
 
 def seed_keys(first_seed: int, num_seeds: int) -> jax.Array:

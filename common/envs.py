@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from common import devices
+
 
 def registered_envs() -> list[str]:
     import gymnax
@@ -94,10 +96,19 @@ class StepInfo(NamedTuple):
 
 
 class VecEnv:
-    """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly."""
+    """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly.
 
-    def __init__(self, env: Any, env_params: Any, num_envs: int):
-        self.env, self.env_params, self.num_envs = env, env_params, num_envs
+    With `num_shards` D > 1 (data parallelism, inside `devices.seeds_over_devices`) each
+    device of the "data" axis steps its own `num_envs / D` of them (`self.num_envs` is
+    that local count); environment i gets the same random key whatever D is.
+    """
+
+    def __init__(self, env: Any, env_params: Any, num_envs: int, num_shards: int = 1):
+        if num_envs % num_shards:
+            raise ValueError(f"{num_envs} environments cannot be split over {num_shards} devices evenly.")
+        self.env, self.env_params = env, env_params
+        self.total_envs, self.num_shards = num_envs, num_shards
+        self.num_envs = num_envs // num_shards
         self.discrete = is_discrete(env, env_params)
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
@@ -109,8 +120,8 @@ class VecEnv:
             self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
 
     def reset(self, key: jax.Array) -> tuple[jax.Array, VecEnvState]:
-        """Returns obs [N, *obs] and the state."""
-        keys = jax.random.split(key, self.num_envs)
+        """Returns obs [N, *obs] and the state (N: this device's environments)."""
+        keys = devices.shard_split(key, self.total_envs, self.num_shards)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
         zeros = jnp.zeros(self.num_envs)
         return obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))
@@ -125,7 +136,7 @@ class VecEnv:
         Args: action [N, *action] (continuous ones may lie outside the bounds).
         Returns (obs [N, *obs] after any reset, new state, StepInfo).
         """
-        keys = jax.random.split(key, self.num_envs)
+        keys = devices.shard_split(key, self.total_envs, self.num_shards)
         obs, env_state, reward, terminated, truncated, info = jax.vmap(
             self.env.step, in_axes=(0, 0, 0, None)
         )(keys, state.env_state, self.clip_action(action), self.env_params)
@@ -147,18 +158,21 @@ class VecEnv:
         return obs, new_state, step_info
 
 
-def episode_metrics(info: StepInfo) -> dict[str, jax.Array]:
+def episode_metrics(info: StepInfo, num_shards: int = 1) -> dict[str, jax.Array]:
     """Mean return and length of the episodes that ended within `info` (leaves [T, N]).
 
     NaN when none ended, so a rollout shorter than an episode never reports a fake 0.
+    With `num_shards` > 1 the episodes of all data shards are counted together.
     """
     done = info.terminated | info.truncated
-    count = done.sum()
+    count, total_return, total_length = devices.data_sum(
+        (done.sum(), info.episode_return.sum(), info.episode_length.sum()), num_shards
+    )
     safe = jnp.maximum(count, 1)
     nan = jnp.float32(jnp.nan)
     return {
-        "episode_return": jnp.where(count > 0, info.episode_return.sum() / safe, nan),
-        "episode_length": jnp.where(count > 0, info.episode_length.sum() / safe, nan),
+        "episode_return": jnp.where(count > 0, total_return / safe, nan),
+        "episode_length": jnp.where(count > 0, total_length / safe, nan),
         "episodes": count,
     }
 

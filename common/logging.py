@@ -3,9 +3,12 @@
 Inside `train`, `emit_metrics(...)` sends one seed's scalar metrics to the host through
 `jax.debug.callback` every `log_every` updates (and at the last one). Under vmap and
 shard_map the callback fires once per seed, in no fixed order and from several device
-threads; `RunLogger.on_update` gathers them and, once every seed of an update has
-reported, prints a progress line, appends it to `progress.jsonl` and logs it to wandb
-(keys `seed_<i>/<metric>` plus `mean/<metric>`).
+threads (only the first device of a seed's "data" row reports, its metrics already
+averaged over the row); `RunLogger.on_update` gathers them and, once every seed of an
+update has reported, prints a progress line, appends it to `progress.jsonl` and logs it to wandb
+(keys `seed_<i>/<metric>` plus `mean/<metric>`). In a multi-process run only process 0
+reports, and its live progress covers the seeds on its own devices; the files written
+at the end cover every seed.
 
 A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
 `progress.jsonl` (written as the run goes), and at the end `metrics.npz` (every
@@ -26,6 +29,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from common import devices
+
 
 def emit_metrics(
     log_fn: Callable | None,
@@ -42,7 +47,8 @@ def emit_metrics(
     def send():
         jax.debug.callback(log_fn, seed_index, update, metrics)
 
-    jax.lax.cond((update % log_every == 0) | (update == num_updates - 1), send, lambda: None)
+    due = (update % log_every == 0) | (update == num_updates - 1)
+    jax.lax.cond(due & (devices.data_index() == 0), send, lambda: None)
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -77,10 +83,13 @@ class RunLogger:
         wandb_mode: str = "disabled",
         wandb_project: str = "scanrl",
         first_seed: int = 0,
+        live_seeds: list[int] | None = None,
     ):
         self.algo, self.env, self.num_seeds = algo, env, num_seeds
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed = first_seed
+        # seeds whose progress reaches this process (all of them unless multi-process)
+        self.live_seeds = list(range(num_seeds)) if live_seeds is None else list(live_seeds)
         self.active = jax.process_index() == 0
         self._lock = threading.Lock()
         self._pending: dict[int, dict[int, dict[str, float]]] = {}
@@ -113,13 +122,13 @@ class RunLogger:
     def on_update(self, seed_index, update, metrics) -> None:
         seed_index, update = int(seed_index), int(update)
         if seed_index >= self.num_seeds or not self.active:
-            return  # padding seed (see common.devices.seed_layout) or not process 0
+            return  # padding seed (see common.devices.Layout) or not process 0
         values = {k: float(v) for k, v in metrics.items()}
         with self._lock:
             self._pending.setdefault(update, {})[seed_index] = values
             # Devices run at their own pace: flush complete updates in order.
             for u in sorted(self._pending):
-                if len(self._pending[u]) < self.num_seeds:
+                if len(self._pending[u]) < len(self.live_seeds):
                     break
                 self._flush(u, self._pending.pop(u))
 
@@ -130,8 +139,8 @@ class RunLogger:
             self._t0, self._steps0 = now, steps
         elapsed = now - self._t0
         sps = (steps - self._steps0) * self.num_seeds / elapsed if elapsed > 0 else float("nan")
-        names = per_seed[0].keys()
-        table = {k: np.array([per_seed[i][k] for i in range(self.num_seeds)]) for k in names}
+        names = per_seed[self.live_seeds[0]].keys()
+        table = {k: np.array([per_seed[i][k] for i in self.live_seeds]) for k in names}
         ret = table.get("episode_return")
         line = f"[{self.algo} {self.env}] update {update + 1:>{len(str(self.num_updates))}}/{self.num_updates}"
         line += f"  steps/seed {steps:>11,}"
@@ -147,13 +156,14 @@ class RunLogger:
             "update": update + 1,
             "steps_per_seed": steps,
             "env_steps_per_second": _finite_or_none(sps),
+            "seeds": [self.first_seed + i for i in self.live_seeds],
             "per_seed": {k: [_finite_or_none(v) for v in vals] for k, vals in table.items()},
         }
         self._progress.write(json.dumps(record) + "\n")
         if self._wandb is not None:
             logged = {}
             for k, vals in table.items():
-                for i, v in enumerate(vals):
+                for i, v in zip(self.live_seeds, vals):
                     if math.isfinite(v):
                         logged[f"seed_{self.first_seed + i}/{k}"] = v
                 mean = float(_nanmean(vals))
@@ -172,10 +182,12 @@ class RunLogger:
         compile_seconds: float,
         run_seconds: float,
         wall_seconds: float,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write metrics.npz, params.npz and summary.json; print the final table; return the summary.
 
-        metrics: name -> [num_seeds, num_updates]; params: pytree with leaves [num_seeds, ...].
+        metrics: name -> [num_seeds, num_updates]; params: pytree with leaves [num_seeds, ...];
+        extra: more summary.json entries. Every process must call it (it only writes on process 0).
         """
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         tail = max(1, math.ceil(0.1 * self.num_updates))
@@ -201,6 +213,7 @@ class RunLogger:
             "wall_seconds": wall_seconds,
             "devices": [str(d) for d in jax.devices()],
             "run_dir": str(self.run_dir),
+            **(extra or {}),
         }
         if not self.active:
             return summary
