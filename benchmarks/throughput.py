@@ -49,10 +49,11 @@ def worker(num_seeds: int, num_devices: int, cache_dir: str) -> dict:
     jax.block_until_ready(compiled(keys))
     run_seconds = time.perf_counter() - t0
     steps = num_seeds * config.num_updates * config.batch_size
-    used, _ = devices.seed_layout(num_seeds, len(devices.select_devices(num_devices)))
+    layout = ppo.plan_layout(config)
     return {
         "seeds": num_seeds,
-        "devices": used,
+        "devices": layout.num_devices,
+        "data_parallel": layout.data_parallel,
         "compile_seconds": compile_seconds,
         "run_seconds": run_seconds,
         "env_steps_per_second": steps / run_seconds,

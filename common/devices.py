@@ -204,7 +204,7 @@ def plan_layout(
             fits = [d for d in divisors(n) if splits(d)]
             raise ValueError(
                 f"--data-parallel {data_parallel} does not split the {n} devices into equal groups; "
-                f"use one of {fits} or --num-devices with a multiple of {data_parallel}."
+                f"use one of {', '.join(map(str, fits))}, or --num-devices with a multiple of {data_parallel}."
             )
         for name, size in split_sizes.items():
             if size % data_parallel:
@@ -223,8 +223,10 @@ def plan_layout(
         elif fitting:
             shards = max(fitting)
             data_parallel = n // shards
-        elif not multi_process:
-            shards, data_parallel = num_seeds, 1  # leave devices idle rather than fail
+        elif not multi_process:  # no layout uses every device: use as many as one can
+            used = {d: min(n // d, num_seeds) * d for d in divisors(n) if splits(d)}
+            data_parallel = max(used, key=lambda d: (used[d], -d))
+            shards = n // data_parallel
         else:
             names = " and ".join(split_sizes)
             raise ValueError(
@@ -237,7 +239,7 @@ def plan_layout(
             raise ValueError(
                 f"--num-seeds {num_seeds} cannot be spread evenly over the {shards} seed shards "
                 f"({n} devices / data-parallel {data_parallel}) of this multi-process run; "
-                f"use a multiple of {shards} (e.g. {options}) or a larger --data-parallel."
+                f"use a multiple of {shards} (e.g. {', '.join(map(str, options))}) or a larger --data-parallel."
             )
     else:
         shards = min(shards, num_seeds)

@@ -47,6 +47,25 @@ def test_user_errors_exit_2_with_one_sentence_before_compiling(python_process, t
     assert not any(tmp_path.iterdir())  # stopped before any run folder or compilation
 
 
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--data-parallel", "3"], "--data-parallel 3 does not split the 4 devices into equal groups"),
+        (["--num-envs", "6", "--data-parallel", "4"], "--num-envs (6) is not divisible by --data-parallel 4"),
+        (["--num-devices", "8"], "asks for more devices than the 4 available"),
+    ],
+)
+def test_device_layout_errors_exit_2_before_compiling(python_process, tmp_path, args, message):
+    proc = python_process(
+        [PPO, *args, "--out-dir", str(tmp_path)],
+        env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})
+    assert message in " ".join(unboxed.split())
+    assert not any(tmp_path.iterdir())
+
+
 def run_cli(python_process, tmp_path, *extra):
     proc = python_process(
         [PPO, "--total-timesteps", "2048", "--num-seeds", "2", "--log-every", "1", "--eval-every", "2",

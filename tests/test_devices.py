@@ -55,11 +55,49 @@ def test_four_devices_match_one_device(python_process, env):
         assert not np.allclose(four["log_std"][0], four["log_std"][1])  # seeds kept apart
 
 
-def test_seed_layout():
-    assert devices.seed_layout(8, 2) == (2, 4)
-    assert devices.seed_layout(1, 2) == (1, 1)
-    assert devices.seed_layout(3, 2) == (2, 2)  # padded with one dropped seed
-    assert devices.seed_layout(64, 4) == (4, 16)
+LAYOUTS = textwrap.dedent(
+    """
+    import json
+    from common import devices
+    cases = {
+        "8 seeds": (8, 4, 0), "1 seed": (1, 4, 0), "2 seeds": (2, 4, 0), "3 seeds": (3, 4, 0),
+        "64 seeds": (64, 4, 0), "1 seed, 6 envs": (1, 6, 0), "1 seed, 3 envs": (1, 3, 0),
+        "8 seeds, dp 2": (8, 4, 2), "1 seed, dp 2": (1, 4, 2), "3 seeds, dp 4": (3, 4, 4),
+    }
+    out = {}
+    for name, (seeds, num_envs, dp) in cases.items():
+        layout = devices.plan_layout(seeds, {"--num-envs": num_envs}, dp)
+        out[name] = [layout.seed_shards, layout.data_parallel, layout.seeds_per_shard]
+    for name, (seeds, num_envs, dp) in {"dp 3": (1, 12, 3), "dp 4, 6 envs": (1, 6, 4)}.items():
+        try:
+            devices.plan_layout(seeds, {"--num-envs": num_envs}, dp)
+        except ValueError as error:
+            out[name] = str(error)
+    print("RESULT" + json.dumps(out))
+    """
+)
+
+
+def test_layouts_on_four_devices(python_process):
+    """[seed shards, data-parallel, seeds per shard] chosen for 4 devices."""
+    proc = python_process(["-c", LAYOUTS], env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    layouts = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[len("RESULT"):])
+    assert layouts == {
+        "8 seeds": [4, 1, 2],
+        "1 seed": [1, 4, 1],  # automatic: one seed's 4 environments over 4 devices
+        "2 seeds": [2, 2, 1],
+        "3 seeds": [2, 2, 2],  # padded to 4 seeds, the extra one dropped
+        "64 seeds": [4, 1, 16],
+        "1 seed, 6 envs": [1, 2, 1],  # 6 environments split 2 ways, not 4: 2 devices used
+        "1 seed, 3 envs": [1, 1, 1],  # nothing splits 3 environments: one device
+        "8 seeds, dp 2": [2, 2, 4],
+        "1 seed, dp 2": [1, 2, 1],
+        "3 seeds, dp 4": [1, 4, 3],
+        "dp 3": "--data-parallel 3 does not split the 4 devices into equal groups; "
+        "use one of 1, 2, 4, or --num-devices with a multiple of 3.",
+        "dp 4, 6 envs": "--num-envs (6) is not divisible by --data-parallel 4; every device must get an equal share.",
+    }
 
 
 def test_too_many_devices_is_a_clear_error():

@@ -1,0 +1,106 @@
+"""Two processes on JAX's distributed runtime train like one process with two devices.
+
+Each process has one CPU device and talks gloo over a local port; process 0 prints and
+writes the run folder, which must cover every seed. JAX's processes ignore SIGTERM, so a
+hung pair is killed with SIGKILL.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+COMMON = ["--total-timesteps", "1536", "--num-steps", "32", "--eval-every", "2", "--log-every", "4",
+          "--no-compile-cache"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    return {**env, **extra}
+
+
+def run_two_processes(out_dir, args, timeout=300):
+    """Launch process 0 and 1 of one run; returns [(returncode, stdout, stderr)] * 2."""
+    port = free_port()
+    procs = []
+    for rank in (0, 1):
+        env = clean_env(JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2",
+                        JAX_PROCESS_ID=str(rank))
+        procs.append(subprocess.Popen(
+            [sys.executable, "algos/ppo.py", "--distributed", "--out-dir", str(out_dir / f"p{rank}"), *args],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            results.append((proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+    return results
+
+
+def run_one_process(out_dir, args):
+    proc = subprocess.run(
+        [sys.executable, "algos/ppo.py", "--out-dir", str(out_dir), *args], cwd=REPO, capture_output=True,
+        text=True, timeout=300, env=clean_env(XLA_FLAGS="--xla_force_host_platform_device_count=2"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = out_dir.iterdir()
+    return run_dir
+
+
+@pytest.mark.parametrize(
+    "layout_args,expected_layout",
+    [
+        (["--num-seeds", "1", "--data-parallel", "2"], "1 seed shard(s) x 1 seed(s), each seed's environments split over 2"),
+        (["--num-seeds", "2", "--data-parallel", "1"], "2 seed shard(s) x 1 seed(s), each seed's environments split over 1"),
+    ],
+    ids=["data axis across processes", "seeds across processes"],
+)
+def test_two_processes_equal_one_process_with_two_devices(tmp_path, layout_args, expected_layout):
+    args = COMMON + layout_args
+    results = run_two_processes(tmp_path / "multi", args)
+    for rank, (code, out, err) in enumerate(results):
+        assert code == 0, f"process {rank}: {err[-3000:]}"
+    assert not (tmp_path / "multi" / "p1").exists()  # only process 0 writes
+    assert "update" in results[0][1] and "update" not in results[1][1]  # only process 0 prints
+    (multi_dir,) = (tmp_path / "multi" / "p0").iterdir()
+    single_dir = run_one_process(tmp_path / "single", args)
+
+    summary = json.loads((multi_dir / "summary.json").read_text())
+    assert summary["processes"] == 2 and expected_layout in summary["layout"]
+    num_seeds = int(layout_args[1])
+    assert len(summary["final_return_per_seed"]) == num_seeds
+    multi, single = np.load(multi_dir / "metrics.npz"), np.load(single_dir / "metrics.npz")
+    for k in ("policy_loss", "value_loss", "entropy", "episode_return", "eval_return"):
+        assert multi[k].shape == (num_seeds, 12)
+        np.testing.assert_allclose(multi[k], single[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    if num_seeds == 2:
+        assert not np.allclose(multi["policy_loss"][0], multi["policy_loss"][1])  # two distinct seeds
+
+
+def test_seeds_that_cannot_be_spread_over_processes_are_a_clear_error(tmp_path):
+    results = run_two_processes(tmp_path, ["--num-seeds", "3", "--data-parallel", "1"])
+    for code, out, err in results:
+        assert code == 2
+        message = " ".join(err.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+        assert "--num-seeds 3 cannot be spread evenly over the 2 seed shards" in message
+        assert "use a multiple of 2" in message
+    assert not any(tmp_path.rglob("summary.json"))
