@@ -104,9 +104,10 @@ class Config:
     then has no host callback and JAX's persistent cache can store it)."""
     num_devices: int = 0
     """devices to use (0: all; on CPU one device per core)."""
-    data_parallel: int = 0
+    data_parallel: int = 1
     """devices that split each seed's num_envs environments, gradients and statistics averaged
-    (0: automatic: seeds fill the devices first, devices left over split environments)."""
+    (1: none, seeds fill the devices; 0: automatic, devices left over by too few seeds split
+    environments). On CPU splitting is slower than it saves (benchmarks/RESULTS.md)."""
     distributed: bool = False
     """multi-process run: jax.distributed.initialize() before anything else (also implied by
     JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""

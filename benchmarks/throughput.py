@@ -2,8 +2,9 @@
 
 4 envs x 128 steps, 4 epochs x 4 minibatches, 64x64 tanh MLPs, lr 2.5e-4 annealed,
 gamma 0.99, lambda 0.95, clip 0.2, 5e5 env steps per seed, no evaluation, no logging.
-For 1, 8 and 64 seeds, on the default device layout (one CPU device per core) and forced
-to one device, each measurement in a fresh process:
+For 1, 8 and 64 seeds, on the default device layout (seeds over one CPU device per core)
+and forced to one device, plus 1 seed split over 2 devices with --data-parallel 2; each
+measurement in a fresh process:
   - compile seconds cold (empty persistent cache) and warm (second process, same cache),
     both including tracing and lowering;
   - run seconds and env steps per second (all seeds, compilation excluded).
@@ -28,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 MARK_BEGIN, MARK_END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 
-def worker(num_seeds: int, num_devices: int, cache_dir: str) -> dict:
+def worker(num_seeds: int, num_devices: int, data_parallel: int, cache_dir: str) -> dict:
     """Runs in its own process: compile and time one PPO training run."""
     from common import devices  # sets one CPU device per core before JAX computes
 
@@ -38,7 +39,7 @@ def worker(num_seeds: int, num_devices: int, cache_dir: str) -> dict:
     devices.enable_compile_cache(True, cache_dir)
     config = ppo.Config(
         env="CartPole-v1", num_seeds=num_seeds, total_timesteps=500_000, eval_every=0, log_every=0,
-        num_devices=num_devices,
+        num_devices=num_devices, data_parallel=data_parallel,
     )
     keys = devices.seed_keys(0, num_seeds)
     t0 = time.perf_counter()
@@ -60,12 +61,12 @@ def worker(num_seeds: int, num_devices: int, cache_dir: str) -> dict:
     }
 
 
-def measure(num_seeds: int, num_devices: int) -> dict:
+def measure(num_seeds: int, num_devices: int, data_parallel: int) -> dict:
     with tempfile.TemporaryDirectory() as cache_dir:
         results = []
         for _ in range(2):  # cold, then from the persistent cache
             proc = subprocess.run(
-                [sys.executable, __file__, "--worker", str(num_seeds), str(num_devices), cache_dir],
+                [sys.executable, __file__, "--worker", str(num_seeds), str(num_devices), str(data_parallel), cache_dir],
                 capture_output=True, text=True, cwd=HERE.parent,
             )
             if proc.returncode:
@@ -95,15 +96,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(int(args.worker[0]), int(args.worker[1]), args.worker[2])))
+        print(json.dumps(worker(int(args.worker[0]), int(args.worker[1]), int(args.worker[2]), args.worker[3])))
         return
     rows = []
     for seeds in args.seeds:
-        for layout, num_devices in (("default", 0), ("one device", 1)):
-            row = {**measure(seeds, num_devices), "layout": layout}
+        layouts = [("default", 0, 1), ("one device", 1, 1)]
+        if seeds == 1:  # one seed's 4 environments split over 2 devices
+            layouts.append(("--data-parallel 2", 2, 2))
+        for layout, num_devices, data_parallel in layouts:
+            row = {**measure(seeds, num_devices, data_parallel), "layout": layout}
             rows.append(row)
             print(json.dumps(row), flush=True)
     import jax
