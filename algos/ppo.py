@@ -11,7 +11,9 @@ dual clip: Ye et al. 2020 (arXiv:1912.09729).
 Prints a progress line every `--log-every` updates and a per-seed table at the end; writes
 runs/ppo__<env>__<time>/ with config.json, progress.jsonl, metrics.npz, params.npz, summary.json.
 Discrete envs start from PureJaxRL's CartPole settings, continuous ones from settings tuned
-for Pendulum-v1 (`default_config`); every flag overrides them.
+for Pendulum-v1 (`default_config`); every flag overrides them. Seeds spread over devices;
+`--data-parallel D` splits each seed's environments over D devices and `--distributed`
+spans several processes (README, Scaling).
 """
 
 from __future__ import annotations
