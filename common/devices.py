@@ -265,8 +265,13 @@ def seeds_over_devices(train_one: Callable, layout: Layout) -> Callable:
     # check_vma=False: with it on, a parameter built from a constant inside train_one
     # (e.g. a zero log-std) would be treated as replicated and its gradient summed over
     # devices, mixing seeds (jax-notes.md, trap 1). Outputs are replicated over "data".
+    if layout.seeds_per_shard > 1:
+        per_shard = jax.vmap(train_one)
+    else:  # one seed per device: skip vmap, whose batching pass re-traces the whole program
+        def per_shard(keys, seed_indices):
+            return jax.tree.map(lambda x: x[None], train_one(keys[0], seed_indices[0]))
     sharded = jax.shard_map(
-        jax.vmap(train_one),
+        per_shard,
         mesh=layout.mesh,
         in_specs=(P("seed"), P("seed")),
         out_specs=P("seed"),
