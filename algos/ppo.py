@@ -18,24 +18,20 @@ spans several processes (README, Scaling).
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-import sys
-import time
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from common import devices  # first: gives JAX one CPU device per core before anything computes
 from common import envs
-from common.logging import RunLogger, emit_metrics
+from common.logging import emit_metrics
+from common.run import parse_config, train_and_write
 from common.nets import mlp_apply, mlp_init
 
 import distrax
 import jax
 import jax.numpy as jnp
 import optax
-import tyro
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,25 +455,7 @@ def make_train(config: Config, log_fn=None):
 
     def evaluate(params, obs_stats, key):
         """Mean return of eval_episodes deterministic episodes (mode of the policy)."""
-        k_reset, k_steps = jax.random.split(key)
-        obs, state = eval_env.reset(k_reset)
-        n = eval_env.num_envs
-
-        def not_finished(carry):
-            return ~carry[3].all()
-
-        def step(carry):
-            obs, state, total, finished, key = carry
-            key, k_step = jax.random.split(key)
-            action = policy(params, observe(obs_stats, obs), act).mode()
-            obs, state, info = eval_env.step(k_step, state, action)
-            total = total + jnp.where(finished, 0.0, info.reward)
-            finished = finished | info.terminated | info.truncated
-            return obs, state, total, finished, key
-
-        init = (obs, state, jnp.zeros(n), jnp.zeros(n, bool), k_steps)
-        returns = jax.lax.while_loop(not_finished, step, init)[2]
-        return devices.data_mean(returns.mean(), shards)
+        return envs.evaluate(eval_env, lambda obs: policy(params, observe(obs_stats, obs), act).mode(), key)
 
     def update(state: TrainState, update_index: jax.Array, seed_index: jax.Array):
         params = state.params
@@ -574,58 +552,15 @@ def make_train(config: Config, log_fn=None):
 # ---------------------------------------------------------------------------------------------
 def main(config: Config) -> dict:
     """Compile, train every seed, write the run folder; returns summary.json's content."""
-    wall_start = time.perf_counter()
-    devices.enable_compile_cache(config.compile_cache)
-    layout = plan_layout(config)
-    logger = RunLogger(
-        algo="ppo",
-        env=config.env,
-        config=dataclasses.asdict(config),
-        num_seeds=config.num_seeds,
-        steps_per_update=config.batch_size,
-        num_updates=config.num_updates,
-        out_dir=config.out_dir,
-        wandb_mode=config.wandb_mode,
-        wandb_project=config.wandb_project,
-        first_seed=config.seed,
-        live_seeds=layout.seeds_on_process(0),
-    )
-    train = make_train(config, log_fn=logger.on_update if config.log_every else None)
-    keys = devices.seed_keys(config.seed, config.num_seeds)
-    t0 = time.perf_counter()
-    compiled = train.lower(keys).compile()
-    compile_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(compiled(keys))
-    run_seconds = time.perf_counter() - t0
-    out = devices.fetch(out)  # every seed, also those on other processes' devices
-    return logger.finish(
-        metrics=out["metrics"],
-        params={"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
-        total_timesteps=config.num_updates * config.batch_size,
-        compile_seconds=compile_seconds,
-        run_seconds=run_seconds,
-        wall_seconds=time.perf_counter() - wall_start,
-        extra={"layout": layout.describe(), "processes": jax.process_count()},
+    return train_and_write(
+        "ppo", config, make_train, plan_layout(config), config.batch_size, config.num_updates,
+        saved=lambda out: {"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
     )
 
 
 def cli(argv: list[str] | None = None) -> Config:
     """Parse flags; the --env given picks the defaults (see default_config) shown by --help."""
-    argv = sys.argv[1:] if argv is None else argv
-    if devices.distributed_requested(argv):
-        devices.initialize_distributed()  # before anything below touches JAX
-    env = Config.env
-    for i, arg in enumerate(argv):
-        if arg == "--env" and i + 1 < len(argv):
-            env = argv[i + 1]
-        elif arg.startswith("--env="):
-            env = arg.split("=", 1)[1]
-    try:
-        default = default_config(env)
-    except ValueError:
-        default = None  # an invalid --env is reported by tyro below, with the usual exit code 2
-    return tyro.cli(Config, args=argv, default=default, description=__doc__.split("\n\n")[0])
+    return parse_config(Config, default_config, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -156,6 +156,32 @@ class VecEnv:
             env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length)
         )
         return obs, new_state, step_info
+
+
+def evaluate(vec_env: VecEnv, act: Callable[[jax.Array], jax.Array], key: jax.Array) -> jax.Array:
+    """Mean return of one episode in each of vec_env's environments (all data shards).
+
+    act(obs [N, *obs]) -> actions [N, ...], typically the mode of the policy. Steps every
+    environment until each has finished its first episode (a while loop inside the program).
+    """
+    k_reset, k_steps = jax.random.split(key)
+    obs, state = vec_env.reset(k_reset)
+    n = vec_env.num_envs
+
+    def not_finished(carry):
+        return ~carry[3].all()
+
+    def step(carry):
+        obs, state, total, finished, key = carry
+        key, k_step = jax.random.split(key)
+        obs, state, info = vec_env.step(k_step, state, act(obs))
+        total = total + jnp.where(finished, 0.0, info.reward)
+        finished = finished | info.terminated | info.truncated
+        return obs, state, total, finished, key
+
+    init = (obs, state, jnp.zeros(n), jnp.zeros(n, bool), k_steps)
+    returns = jax.lax.while_loop(not_finished, step, init)[2]
+    return devices.data_mean(returns.mean(), vec_env.num_shards)
 
 
 def episode_metrics(info: StepInfo, num_shards: int = 1) -> dict[str, jax.Array]:

@@ -6,19 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from algos import ppo
+from algos import impala, ppo
 
 PPO = "algos/ppo.py"
 
 
-def test_help_lists_every_flag_with_its_help(python_process):
-    proc = python_process([PPO, "--help"])
+@pytest.mark.parametrize("algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces")])
+def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
+    proc = python_process([algo.__file__, "--help"])
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())  # help text may wrap
-    for field in dataclasses.fields(ppo.Config):
+    for field in dataclasses.fields(algo.Config):
         flag = "--" + field.name.replace("_", "-")
         assert flag in text, flag
-    assert "GAE lambda" in text and "Adam step size" in text
+    assert phrase in text and "Adam step size" in text
 
 
 def test_help_shows_continuous_defaults_for_a_continuous_env(python_process):
@@ -60,6 +61,23 @@ def test_device_layout_errors_exit_2_before_compiling(python_process, tmp_path, 
         [PPO, *args, "--out-dir", str(tmp_path)],
         env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
     )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})
+    assert message in " ".join(unboxed.split())
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--num-envs", "6", "--num-minibatches", "4"], "minibatches are whole trajectories"),
+        (["--env", "Pendulum-v2"], "Did you mean 'Pendulum-v1'"),
+        (["--clip-rho-threshold", "0"], "--clip-rho-threshold must be positive"),
+        (["--actor-lag", "-1"], "--actor-lag"),
+    ],
+)
+def test_impala_user_errors_exit_2_before_compiling(python_process, tmp_path, args, message):
+    proc = python_process(["algos/impala.py", *args, "--out-dir", str(tmp_path)])
     assert proc.returncode == 2, proc.stderr[-2000:]
     unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})
     assert message in " ".join(unboxed.split())

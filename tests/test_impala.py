@@ -1,0 +1,231 @@
+"""IMPALA: V-trace against rlax, GAE and a plain loop; importance ratios; learning."""
+
+import json
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from algos import impala, ppo
+from common import devices
+
+T, B = 20, 8
+
+
+def random_inputs(seed, truncations=True):
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(T + 1, B)).astype(np.float32)
+    rewards = rng.normal(size=(T, B)).astype(np.float32)
+    rhos = np.exp(rng.normal(scale=0.5, size=(T, B))).astype(np.float32)
+    terminated = rng.random((T, B)) < 0.1
+    truncated = (rng.random((T, B)) < 0.1) & ~terminated if truncations else np.zeros((T, B), bool)
+    done = terminated | truncated
+    # V(x'_t): the next step's value, except where an episode ended: there x'_t is the
+    # final observation, whose value differs from the reset observation's V(x_{t+1})
+    next_values = np.where(done, rng.normal(size=(T, B)), values[1:]).astype(np.float32)
+    return values[:-1], next_values, rewards, rhos, terminated, truncated, done
+
+
+# --- V-trace against DeepMind's rlax -----------------------------------------------------------
+@pytest.mark.parametrize("lambda_", [0.5, 0.95, 1.0])
+def test_vtrace_equals_rlax_without_truncation(lambda_):
+    rlax = pytest.importorskip("rlax")
+    values, _, rewards, rhos, terminated, _, done = random_inputs(0, truncations=False)
+    v_t = np.concatenate([values[1:], np.random.default_rng(1).normal(size=(1, B))]).astype(np.float32)
+    discounts = 0.99 * (1.0 - done)
+    errors = jax.vmap(rlax.vtrace, in_axes=(1, 1, 1, 1, 1, None), out_axes=1)(
+        values, v_t, rewards, discounts, rhos, lambda_
+    )
+    ours = impala.vtrace(values, v_t, rewards, rhos, terminated, done, 0.99, lambda_, 1.0, 1.0)
+    np.testing.assert_allclose(ours, errors + values, atol=1e-5)
+
+    # rlax's policy-gradient advantage is min(rho_bar_pg, rho) times the acme-mode advantage
+    expected = jax.vmap(
+        lambda *a: rlax.vtrace_td_error_and_advantage(*a, lambda_=lambda_, clip_pg_rho_threshold=1.0).pg_advantage,
+        in_axes=1, out_axes=1,
+    )(values, v_t, rewards, discounts, rhos)
+    advantage = impala.pg_advantage(ours, values, v_t, rewards, terminated, done, 0.99, lambda_, "acme")
+    np.testing.assert_allclose(np.minimum(1.0, rhos) * advantage, expected, atol=1e-5)
+
+
+# --- on-policy reduction to GAE -----------------------------------------------------------------
+@pytest.mark.parametrize("lambda_", [0.0, 0.7, 0.95, 1.0])
+def test_on_policy_vtrace_is_the_gae_lambda_return(lambda_):
+    """rho = 1 with c_bar >= 1: V-trace targets are GAE's lambda-returns and the acme-mode
+    advantage is GAE's advantage, across terminations and truncations."""
+    values, next_values, rewards, _, terminated, _, done = random_inputs(2)
+    ones = np.ones((T, B), np.float32)
+    vs = impala.vtrace(values, next_values, rewards, ones, terminated, done, 0.99, lambda_, 1.0, 1.5)
+    gae_advantages, gae_targets = ppo.gae(rewards, values, next_values, terminated, done, 0.99, lambda_)
+    np.testing.assert_allclose(vs, gae_targets, atol=1e-5)
+    acme = impala.pg_advantage(vs, values, next_values, rewards, terminated, done, 0.99, lambda_, "acme")
+    np.testing.assert_allclose(acme, gae_advantages, atol=1e-5)
+
+
+def test_official_and_acme_agree_at_lambda_one_and_differ_below():
+    values, next_values, rewards, rhos, terminated, _, done = random_inputs(3)
+    for lambda_, same in ((1.0, True), (0.5, False)):
+        vs = impala.vtrace(values, next_values, rewards, rhos, terminated, done, 0.99, lambda_)
+        args = (vs, values, next_values, rewards, terminated, done, 0.99, lambda_)
+        official, acme = impala.pg_advantage(*args, "official"), impala.pg_advantage(*args, "acme")
+        assert np.allclose(official, acme, atol=1e-6) == same
+
+
+def test_truncated_step_bootstraps_from_the_final_observation():
+    """One step, reward 1, V(x) = 0, V(final obs) = 10, gamma 0.5: a truncation's target
+    is 1 + 0.5 * 10, a termination's is 1; the pg advantage bootstraps the same way
+    (never from the next episode's first state)."""
+    values, next_values, rewards, rhos = (jnp.array([[0.0, 0.0]]), jnp.array([[10.0, 10.0]]),
+                                         jnp.ones((1, 2)), jnp.ones((1, 2)))
+    terminated, done = jnp.array([[False, True]]), jnp.array([[True, True]])
+    vs = impala.vtrace(values, next_values, rewards, rhos, terminated, done, 0.5)
+    np.testing.assert_allclose(vs, [[6.0, 1.0]])
+    # two steps, truncated at t=0: advantage at t=0 must use V(final obs) = 10, not v_1
+    values2, next2 = jnp.array([[0.0], [-50.0]]), jnp.array([[10.0], [0.0]])
+    vs2 = impala.vtrace(values2, next2, jnp.ones((2, 1)), jnp.ones((2, 1)), jnp.zeros((2, 1), bool),
+                        jnp.array([[True], [False]]), 0.5)
+    for mode in ("official", "acme"):
+        adv = impala.pg_advantage(vs2, values2, next2, jnp.ones((2, 1)), jnp.zeros((2, 1), bool),
+                                  jnp.array([[True], [False]]), 0.5, 0.9, mode)
+        assert float(adv[0, 0]) == pytest.approx(6.0)
+
+
+def reference_vtrace(values, next_values, rewards, rhos, terminated, done, gamma, lambda_, rho_bar, c_bar):
+    """Plain Python, one environment and one step at a time, straight from the definition."""
+    targets = np.zeros_like(values)
+    for b in range(values.shape[1]):
+        for s in range(values.shape[0]):
+            total, weight = 0.0, 1.0  # v_s - V(x_s) = sum_t (prod_{k<t} gamma c_k) delta_t
+            for t in range(s, values.shape[0]):
+                bootstrap = 0.0 if terminated[t, b] else gamma * next_values[t, b]
+                delta = min(rho_bar, rhos[t, b]) * (rewards[t, b] + bootstrap - values[t, b])
+                total += weight * delta
+                if done[t, b]:
+                    break  # the trace never crosses an episode end
+                weight *= gamma * lambda_ * min(c_bar, rhos[t, b])
+            targets[s, b] = values[s, b] + total
+    return targets
+
+
+@pytest.mark.parametrize("seed,lambda_,rho_bar,c_bar", [(4, 0.95, 1.0, 1.0), (5, 0.8, 1.5, 0.9), (6, 1.0, 2.0, 1.2)])
+def test_vtrace_equals_a_plain_python_loop(seed, lambda_, rho_bar, c_bar):
+    values, next_values, rewards, rhos, terminated, truncated, done = random_inputs(seed)
+    assert truncated.any() and terminated.any()
+    ours = impala.vtrace(values, next_values, rewards, rhos, terminated, done, 0.97, lambda_, rho_bar, c_bar)
+    expected = reference_vtrace(values, next_values, rewards, rhos, terminated, done, 0.97, lambda_, rho_bar, c_bar)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_critic_gradient_treats_targets_and_advantages_as_constants():
+    """With no entropy bonus, the critic's gradient of impala_loss is exactly that of
+    0.5 * mean((V - v_s)^2) with v_s held fixed: nothing flows through the V-trace targets,
+    the advantages or the importance weights."""
+    rng = np.random.default_rng(8)
+    config = impala.Config(ent_coef=0.0, vf_coef=1.0)
+    obs, next_obs = (jnp.asarray(rng.normal(size=(5, 3, 4)), jnp.float32) for _ in range(2))
+    batch = impala.Batch(
+        obs=obs, next_obs=next_obs, action=jnp.asarray(rng.integers(0, 2, (5, 3))),
+        log_prob=jnp.asarray(rng.normal(size=(5, 3)) * 0.1 - 0.7, jnp.float32),
+        reward=jnp.ones((5, 3)), terminated=jnp.asarray(rng.random((5, 3)) < 0.2),
+        done=jnp.asarray(rng.random((5, 3)) < 0.4),
+    )
+    batch = batch._replace(done=batch.done | batch.terminated)
+    params = {
+        "actor": impala.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=0.01),
+        "critic": impala.mlp_init(jax.random.key(1), (4, 8, 1), output_gain=1.0),
+    }
+    grads = jax.grad(lambda p: impala.impala_loss(p, batch, config)[0])(params)["critic"]
+    rhos = jnp.exp(impala.policy(params, obs, "tanh").log_prob(batch.action) - batch.log_prob)
+    values = impala.value(params, obs, "tanh")
+    vs = impala.vtrace(values, impala.value(params, next_obs, "tanh"), batch.reward, rhos, batch.terminated,
+                       batch.done, config.gamma, config.vtrace_lambda)
+    expected = jax.grad(lambda c: 0.5 * ((impala.value({"critic": c}, obs, "tanh") - vs) ** 2).mean())(
+        params["critic"])
+    for g, e in zip(jax.tree.leaves(grads), jax.tree.leaves(expected)):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)
+
+
+# --- importance ratios in training --------------------------------------------------------------
+SMALL = dict(total_timesteps=8 * 32 * 4, num_envs=8, num_steps=32, eval_every=0, log_every=0)
+
+
+def run(num_seeds=1, env="CartPole-v1", **kw):
+    config = impala.default_config(env, num_seeds=num_seeds, **{**SMALL, **kw})
+    return jax.device_get(impala.make_train(config)(devices.seed_keys(0, num_seeds)))
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+def test_no_lag_one_epoch_one_minibatch_has_ratios_of_one(env):
+    out = run(env=env, actor_lag=0, num_epochs=1, num_minibatches=1)
+    np.testing.assert_allclose(out["metrics"]["max_abs_log_rho"], 0.0, atol=1e-6)
+    np.testing.assert_allclose(out["metrics"]["rho_mean"], 1.0, atol=1e-6)
+    lagged = run(env=env, actor_lag=2, num_epochs=1, num_minibatches=1)
+    # update 0 acts and learns with the initial parameters; from update 1 on the behaviour
+    # policy (the initial parameters until update 2, then 2 updates old) lags the learner
+    assert lagged["metrics"]["max_abs_log_rho"][0, 0] < 1e-6
+    assert (lagged["metrics"]["max_abs_log_rho"][0, 1:] > 1e-3).all()
+
+
+def test_same_key_identical_and_seeds_differ():
+    a, b = run(2), run(2)
+    for k in a["metrics"]:
+        np.testing.assert_array_equal(a["metrics"][k], b["metrics"][k])
+    assert not np.allclose(a["metrics"]["policy_loss"][0], a["metrics"]["policy_loss"][1])
+
+
+DATA_PARALLEL = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    from algos import impala
+    from common import devices
+    results = {}
+    for shards in (1, 2, 4):
+        config = impala.default_config(sys.argv[1], num_seeds=1, num_envs=16, num_steps=32, num_minibatches=2,
+                                       num_epochs=2, total_timesteps=16 * 32 * 3, eval_every=3, eval_episodes=4,
+                                       log_every=0, data_parallel=shards, actor_lag=1)
+        out = jax.device_get(impala.make_train(config)(devices.seed_keys(0, 1)))
+        results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
+    print("RESULT" + json.dumps(results))
+    """
+)
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+def test_data_parallel_matches_one_device(python_process, env):
+    proc = python_process(["-c", DATA_PARALLEL, env],
+                          env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[len("RESULT"):])
+    for shards in ("2", "4"):
+        for k in ("policy_loss", "value_loss", "entropy", "rho_mean", "episode_return", "eval_return"):
+            np.testing.assert_allclose(np.array(results[shards][k], float), np.array(results["1"][k], float),
+                                       rtol=2e-5, atol=1e-6, err_msg=f"{k}, {shards} shards")
+
+
+def test_minibatches_must_be_whole_trajectories():
+    with pytest.raises(ValueError, match="not divisible by --num-minibatches"):
+        impala.Config(num_envs=6, num_minibatches=4)
+
+
+# --- learning -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("actor_lag", [0, 4])
+def test_cartpole_learns_with_and_without_actor_lag(tmp_path, actor_lag):
+    """Default discrete configuration, 1e6 steps per seed; with a behaviour policy 4 updates
+    old, V-trace's correction still gets every seed there."""
+    config = impala.default_config(
+        "CartPole-v1", num_seeds=4, actor_lag=actor_lag, log_every=0, out_dir=str(tmp_path), compile_cache=False
+    )
+    assert config.total_timesteps == 1_000_000
+    summary = impala.main(config)
+    assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
+
+
+def test_pendulum_learns(tmp_path):
+    """Default continuous configuration, 2e6 steps per seed (the documented budget)."""
+    config = impala.default_config("Pendulum-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path), compile_cache=False)
+    assert config.total_timesteps == 2_000_000
+    summary = impala.main(config)
+    assert summary["final_return_mean"] >= -400, summary["final_return_per_seed"]
