@@ -119,9 +119,16 @@ class VecEnv:
             self.action_low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32), self.action_shape)
             self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
 
-    def reset(self, key: jax.Array) -> tuple[jax.Array, VecEnvState]:
-        """Returns obs [N, *obs] and the state (N: this device's environments)."""
-        keys = devices.shard_split(key, self.total_envs, self.num_shards)
+    def reset(self, key: jax.Array, env_keys: jax.Array | None = None) -> tuple[jax.Array, VecEnvState]:
+        """Returns obs [N, *obs] and the state (N: this device's environments).
+
+        env_keys: optional reset keys for all environments [total_envs] (e.g. repeated so
+        that several environments start from the same state); default split from `key`.
+        """
+        if env_keys is None:
+            keys = devices.shard_split(key, self.total_envs, self.num_shards)
+        else:
+            keys = devices.shard_slice(env_keys, self.num_shards)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
         zeros = jnp.zeros(self.num_envs)
         return obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))

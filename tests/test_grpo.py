@@ -1,0 +1,174 @@
+"""GRPO: returns, masks, group advantages, KL to the reference, grouping modes, learning."""
+
+import json
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from algos import grpo
+from common import devices
+
+T, N, G = 12, 8, 4
+
+
+def random_rollout(seed):
+    rng = np.random.default_rng(seed)
+    rewards = rng.normal(size=(T, N)).astype(np.float32)
+    done = rng.random((T, N)) < 0.15
+    return rewards, done
+
+
+def test_step_returns_equal_a_plain_python_loop():
+    rewards, done = random_rollout(0)
+    expected = np.zeros((T, N))
+    for i in range(N):
+        running = 0.0
+        for t in reversed(range(T)):
+            running = rewards[t, i] + (0.0 if done[t, i] else 0.9 * running)
+            expected[t, i] = running
+    np.testing.assert_allclose(grpo.step_returns(rewards, done, 0.9), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_first_episode_mask_keeps_steps_up_to_the_first_done():
+    done = np.zeros((5, 3), bool)
+    done[1, 0] = done[3, 0] = True  # env 0: first end at t=1
+    done[4, 1] = True  # env 1: ends at the last step; env 2 never ends
+    mask = np.asarray(grpo.first_episode_mask(done))
+    np.testing.assert_array_equal(mask[:, 0], [1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(mask[:, 1], [1, 1, 1, 1, 1])
+    np.testing.assert_array_equal(mask[:, 2], [1, 1, 1, 1, 1])
+
+
+def test_group_advantages_are_normalised_over_alive_members_per_step():
+    rewards, done = random_rollout(1)
+    returns = grpo.step_returns(rewards, done, 0.99)
+    mask = grpo.first_episode_mask(done)
+    adv = np.asarray(grpo.group_advantages(returns, mask, G))
+    mask = np.asarray(mask)
+    checked = 0
+    for t in range(T):
+        for g in range(N // G):
+            members = slice(g * G, (g + 1) * G)
+            alive = mask[t, members] > 0
+            a = adv[t, members]
+            assert (a[~alive] == 0).all()  # masked steps get no advantage
+            if alive.sum() >= 2:
+                assert abs(a[alive].mean()) < 1e-5  # zero masked mean
+                assert abs(a[alive].std() - 1.0) < 1e-4  # unit population std
+                checked += 1
+            else:
+                assert (a == 0).all()  # a lone member has no baseline
+    assert checked > 10
+
+
+def test_groups_are_contiguous_blocks():
+    rewards, done = random_rollout(2)
+    returns = grpo.step_returns(rewards, done, 0.99)
+    ones = jnp.ones((T, N))
+    adv = grpo.group_advantages(returns, ones, G)
+    within = np.array([1, 0, 3, 2, 5, 4, 7, 6])  # swap members inside groups: advantages follow
+    np.testing.assert_allclose(grpo.group_advantages(returns[:, within], ones, G), adv[:, within], atol=1e-6)
+    across = np.array([4, 1, 2, 3, 0, 5, 6, 7])  # swap members between groups: advantages change
+    assert not np.allclose(grpo.group_advantages(returns[:, across], ones, G), adv[:, across], atol=1e-3)
+
+
+def test_reference_kl_is_zero_at_the_reference_and_positive_elsewhere():
+    log_prob = jnp.log(jnp.array([0.2, 0.5, 0.9]))
+    np.testing.assert_array_equal(grpo.reference_kl(log_prob, log_prob), 0.0)
+    assert (grpo.reference_kl(log_prob, jnp.log(jnp.array([0.3, 0.4, 0.5]))) > 0).all()
+    # in the loss: zero value and zero gradient when the policy is the reference
+    config = grpo.Config(kl_coef=1.0, ent_coef=0.0)
+    params = {"actor": grpo.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=1.0)}
+    obs, action = jax.random.normal(jax.random.key(1), (6, 4)), jnp.array([0, 1, 0, 1, 1, 0])
+    ref_lp = grpo.policy(params, obs, "tanh").log_prob(action)
+    batch = grpo.Batch(obs, action, ref_lp, ref_lp, jnp.zeros(6), jnp.ones(6))
+    (loss, stats), grads = jax.value_and_grad(grpo.grpo_loss, has_aux=True)(params, batch, config, 1 / 6)
+    assert float(stats["reference_kl"]) == 0.0
+    assert all(float(jnp.abs(g).max()) == 0.0 for g in jax.tree.leaves(grads))
+    moved = jax.tree.map(lambda p: p + 0.1, params)
+    _, stats = grpo.grpo_loss(moved, batch, config, 1 / 6)
+    assert float(stats["reference_kl"]) > 0
+
+
+def test_masked_steps_contribute_nothing():
+    config = grpo.Config(ent_coef=0.01)
+    params = {"actor": grpo.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=1.0)}
+    obs = jax.random.normal(jax.random.key(1), (6, 4))
+    action, adv = jnp.array([0, 1, 0, 1, 1, 0]), jnp.array([1.0, -1.0, 0.5, 2.0, -3.0, 0.7])
+    lp = grpo.policy(params, obs, "tanh").log_prob(action) - 0.1
+    mask = jnp.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    full = grpo.Batch(obs, action, lp, lp, adv, mask)
+    first3 = jax.tree.map(lambda x: x[:3], full)
+    g_full = jax.grad(lambda p: grpo.grpo_loss(p, full, config, 1 / 3)[0])(params)
+    g_first = jax.grad(lambda p: grpo.grpo_loss(p, first3, config, 1 / 3)[0])(params)
+    for a, b in zip(jax.tree.leaves(g_full), jax.tree.leaves(g_first)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [({"group_size": 1}, "--group-size must be at least 2"), ({"num_envs": 10, "group_size": 4}, "not divisible by --group-size")],
+)
+def test_bad_groups_are_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        grpo.Config(**kwargs)
+
+
+def test_bad_groups_exit_2_from_the_command_line(python_process, tmp_path):
+    proc = python_process(["algos/grpo.py", "--num-envs", "10", "--out-dir", str(tmp_path)])
+    assert proc.returncode == 2
+    assert "not divisible by --group-size" in " ".join(proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_shared_group_reset_gives_groups_one_first_observation(shared):
+    config = grpo.Config(shared_group_reset=shared, num_envs=8, group_size=4)
+    env, env_params = grpo.envs.make("CartPole-v1")
+    vec_env = grpo.envs.VecEnv(env, env_params, 8)
+    obs, _ = grpo.reset_groups(vec_env, jax.random.key(3), config)
+    obs = np.asarray(obs)
+    same_within = all(np.array_equal(obs[g * 4], obs[g * 4 + k]) for g in range(2) for k in range(1, 4))
+    assert same_within == shared
+    assert not np.array_equal(obs[0], obs[4])  # different groups start differently
+
+
+DATA_PARALLEL = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    from algos import grpo
+    from common import devices
+    results = {}
+    for shards in (1, 2, 4):
+        config = grpo.default_config(sys.argv[1], num_envs=8, group_size=4, num_steps=64, num_minibatches=2,
+                                     num_epochs=2, total_timesteps=8 * 64 * 3, eval_every=3, eval_episodes=4,
+                                     log_every=0, data_parallel=shards, kl_coef=0.1)
+        out = jax.device_get(grpo.make_train(config)(devices.seed_keys(0, 1)))
+        results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
+    print("RESULT" + json.dumps(results))
+    """
+)
+
+
+def test_data_parallel_matches_one_device(python_process):
+    """Groups span the data shards (8 envs in groups of 4 over 4 devices)."""
+    proc = python_process(["-c", DATA_PARALLEL, "CartPole-v1"],
+                          env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[len("RESULT"):])
+    for shards in ("2", "4"):
+        for k in ("policy_loss", "entropy", "reference_kl", "valid_fraction", "episode_return", "eval_return"):
+            np.testing.assert_allclose(np.array(results[shards][k], float), np.array(results["1"][k], float),
+                                       rtol=2e-5, atol=1e-6, err_msg=f"{k}, {shards} shards")
+
+
+def test_cartpole_learns(tmp_path):
+    """Default (EmbodiChain-style) groups, the documented budget of 3e6 steps per seed."""
+    config = grpo.default_config("CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path), compile_cache=False)
+    assert config.total_timesteps <= 5_000_000
+    summary = grpo.main(config)
+    assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
