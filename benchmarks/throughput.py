@@ -1,10 +1,11 @@
 """Throughput on CartPole-v1: PPO with PureJaxRL's default configuration (--algo ppo), or
-another algorithm with its own CartPole defaults (--algo impala).
+another algorithm with its own CartPole defaults (--algo impala, --algo grpo).
 
 PPO: 4 envs x 128 steps, 4 epochs x 4 minibatches, 64x64 tanh MLPs, lr 2.5e-4 annealed,
 gamma 0.99, lambda 0.95, clip 0.2, 5e5 env steps per seed. IMPALA: impala.default_config
-(64 envs x 64 steps, 2 epochs x 4 minibatches, 1e6 steps per seed). No evaluation, no
-logging. For 1, 8 and 64 seeds, on the default device layout (seeds over one CPU device
+(64 envs x 64 steps, 2 epochs x 4 minibatches, 1e6 steps per seed). GRPO:
+grpo.default_config (64 envs x 512 steps, 4 epochs x 4 minibatches, 3e6 steps per seed).
+No evaluation, no logging. For 1, 8 and 64 seeds, on the default device layout (seeds over one CPU device
 per core) and forced to one device, plus (PPO) 1 seed split over 2 devices with
 --data-parallel 2; each measurement in a fresh process:
   - compile seconds cold (empty persistent cache) and warm (second process, same cache),
@@ -14,6 +15,7 @@ per core) and forced to one device, plus (PPO) 1 seed split over 2 devices with
     python benchmarks/throughput.py              # prints the table, writes benchmarks/RESULTS.md
     python benchmarks/throughput.py --seeds 1 8  # re-measure these rows, keep the others
     python benchmarks/throughput.py --algo impala --seeds 1 8
+    python benchmarks/throughput.py --algo grpo --seeds 1 8
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
-    parser.add_argument("--algo", default="ppo", choices=["ppo", "impala"])
+    parser.add_argument("--algo", default="ppo", choices=["ppo", "impala", "grpo"])
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
