@@ -107,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--table-only", action="store_true", help="measure nothing; rewrite the table from the stored rows")
     parser.add_argument("--algo", default="ppo", choices=["ppo", "impala", "grpo"])
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -119,7 +120,7 @@ def main() -> None:
     stored = json.loads(store.read_text()) if store.exists() and not args.no_write else []
     import jax
 
-    for seeds in args.seeds:
+    for seeds in [] if args.table_only else args.seeds:
         layouts = [("default", 0, 1), ("one device", 1, 1)]
         if seeds == 1 and args.algo == "ppo":  # one seed's 4 environments split over 2 devices
             layouts.append(("--data-parallel 2", 2, 2))
@@ -130,7 +131,8 @@ def main() -> None:
             key = (args.algo, seeds, layout)
             stored = [r for r in stored if (r["algo"], r["seeds"], r["layout"]) != key] + [row]
             print(json.dumps(row), flush=True)
-    rows = sorted(stored, key=lambda r: (r["algo"] != "ppo", r["seeds"], r["layout"] != "default", r["layout"]))
+    order = {"ppo": 0, "impala": 1, "grpo": 2}
+    rows = sorted(stored, key=lambda r: (order[r["algo"]], r["seeds"], r["layout"] != "default", r["layout"]))
     dates = sorted({r["date"] for r in rows})
     body = (
         f"{MARK_BEGIN}\n"
