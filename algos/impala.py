@@ -457,9 +457,13 @@ def make_train(config: Config, log_fn=None):
             env_state, obs, discounted_return = carry
             k_action, k_env = jax.random.split(step_key)
             policy_obs = observe(state.obs_stats, obs)
-            action, log_prob = jax.vmap(lambda k, o: policy(behaviour, o, act).sample_and_log_prob(seed=k))(
+            # one key per environment: the same draws whatever the data-parallel split
+            action = jax.vmap(lambda k, o: policy(behaviour, o, act).sample(seed=k))(
                 devices.shard_split(k_action, config.num_envs, shards), policy_obs
             )
+            # log_prob (not sample_and_log_prob): the learner's formula, so without lag and
+            # before any update the importance ratios are exactly 1
+            log_prob = policy(behaviour, policy_obs, act).log_prob(action)
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
             transition = Transition(

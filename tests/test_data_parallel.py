@@ -1,12 +1,11 @@
 """Data parallelism: a seed's environments split over 2 or 4 devices give the single-device update."""
 
-import json
 import textwrap
 
 import numpy as np
 import pytest
 
-FOUR_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+from conftest import assert_shards_match_one_device
 
 FIXED_BATCH = textwrap.dedent(
     """
@@ -74,18 +73,11 @@ SHORT_RUN = textwrap.dedent(
 )
 
 
-def run_worker(python_process, script, *args):
-    proc = python_process(["-c", script, *map(str, args)], env_extra=FOUR_DEVICES)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
-
-
 @pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
-def test_gradient_and_update_on_a_fixed_batch_match_one_device(python_process, env):
+def test_gradient_and_update_on_a_fixed_batch_match_one_device(on_devices, env):
     """4 minibatches x 2 epochs with advantage normalisation: the minibatch gradient and the
     parameters after the whole update are the single-device ones for 2 and 4 shards."""
-    results = run_worker(python_process, FIXED_BATCH, env)
+    results = on_devices(FIXED_BATCH, env)
     one = [np.array(x) for x in results["1"]]
     assert any(np.abs(x).max() > 1e-4 for x in one)  # a real gradient and a real update
     for shards in ("2", "4"):
@@ -94,16 +86,11 @@ def test_gradient_and_update_on_a_fixed_batch_match_one_device(python_process, e
 
 
 @pytest.mark.parametrize("env,num_seeds", [("CartPole-v1", 1), ("Pendulum-v1", 2)])
-def test_short_run_matches_one_device(python_process, env, num_seeds):
+def test_short_run_matches_one_device(on_devices, env, num_seeds):
     """Three updates with rollouts, GAE, observation/reward normalisation (Pendulum) and
     evaluation: every metric agrees closely whatever the split. Pendulum runs 2 seeds so
     that with 2 shards the mesh is 2 seeds x 2 data devices."""
-    results = run_worker(python_process, SHORT_RUN, env, num_seeds)
-    one = results["1"]
-    for shards in ("2", "4"):
-        for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return",
-                  "first_param"):
-            np.testing.assert_allclose(
-                np.array(results[shards][k], float), np.array(one[k], float), rtol=2e-5, atol=1e-6,
-                err_msg=f"{k}, {shards} shards",
-            )
+    results = on_devices(SHORT_RUN, env, num_seeds)
+    assert_shards_match_one_device(
+        results, ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return", "first_param")
+    )

@@ -1,6 +1,5 @@
 """Seeds sharded over several devices give the same per-seed results as one device."""
 
-import json
 import textwrap
 
 import numpy as np
@@ -29,25 +28,19 @@ WORKER = textwrap.dedent(
 )
 
 
-def sharded_run(python_process, env, num_devices):
-    proc = python_process(
-        ["-c", WORKER, env, str(num_devices)],
-        env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
-    return {k: np.array(v) for k, v in json.loads(line[len("RESULT"):]).items()}
+def sharded_run(on_devices, env, num_devices):
+    return {k: np.array(v) for k, v in on_devices(WORKER, env, num_devices).items()}
 
 
 @pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
-def test_four_devices_match_one_device(python_process, env):
+def test_four_devices_match_one_device(on_devices, env):
     """8 seeds over 4 devices (2 each) equal 8 seeds on one device, seed by seed.
 
     Pendulum's policy has a log-std parameter created from a constant: under shard_map
     with check_vma on, its gradient would be summed over devices and seeds would mix.
     """
-    four = sharded_run(python_process, env, 4)
-    one = sharded_run(python_process, env, 1)
+    four = sharded_run(on_devices, env, 4)
+    one = sharded_run(on_devices, env, 1)
     for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return"):
         np.testing.assert_allclose(four[k], one[k], rtol=1e-5, atol=1e-6, err_msg=k)
     if env == "Pendulum-v1":
@@ -78,11 +71,9 @@ LAYOUTS = textwrap.dedent(
 )
 
 
-def test_layouts_on_four_devices(python_process):
+def test_layouts_on_four_devices(on_devices):
     """[seed shards, data-parallel, seeds per shard] chosen for 4 devices."""
-    proc = python_process(["-c", LAYOUTS], env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    layouts = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[len("RESULT"):])
+    layouts = on_devices(LAYOUTS)
     assert layouts == {
         "8 seeds": [4, 1, 2],
         "1 seed": [1, 4, 1],  # automatic: one seed's 4 environments over 4 devices

@@ -1,6 +1,5 @@
 """GRPO: returns, masks, group advantages, KL to the reference, grouping modes, learning."""
 
-import json
 import textwrap
 
 import jax
@@ -9,7 +8,7 @@ import numpy as np
 import pytest
 
 from algos import grpo
-from common import devices
+from conftest import assert_shards_match_one_device
 
 T, N, G = 12, 8, 4
 
@@ -154,16 +153,12 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
-def test_data_parallel_matches_one_device(python_process):
+def test_data_parallel_matches_one_device(on_devices):
     """Groups span the data shards (8 envs in groups of 4 over 4 devices)."""
-    proc = python_process(["-c", DATA_PARALLEL, "CartPole-v1"],
-                          env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[len("RESULT"):])
-    for shards in ("2", "4"):
-        for k in ("policy_loss", "entropy", "reference_kl", "valid_fraction", "episode_return", "eval_return"):
-            np.testing.assert_allclose(np.array(results[shards][k], float), np.array(results["1"][k], float),
-                                       rtol=2e-5, atol=1e-6, err_msg=f"{k}, {shards} shards")
+    results = on_devices(DATA_PARALLEL, "CartPole-v1")
+    assert_shards_match_one_device(
+        results, ("policy_loss", "entropy", "reference_kl", "valid_fraction", "episode_return", "eval_return")
+    )
 
 
 def test_cartpole_learns(tmp_path):
