@@ -74,6 +74,8 @@ class Config:
     """policy-gradient bootstrap: official = next V-trace target; acme = lambda-mixed with V."""
     actor_lag: int = 0
     """the behaviour policy uses the parameters of this many updates ago (asynchronous IMPALA's lag)."""
+    normalize_advantages: bool = False
+    """normalise the policy-gradient advantages to zero mean, unit std within each minibatch."""
     ent_coef: float = 0.01
     """entropy bonus weight."""
     vf_coef: float = 0.5
@@ -161,7 +163,7 @@ class Config:
         plan_layout(self)  # raises if no device layout fits
 
 
-# Settings for continuous-action envs, tuned on Pendulum-v1 (see README and RESULTS.md).
+# Settings for continuous-action envs, tried on Pendulum-v1; not robust yet (RESULTS.md).
 CONTINUOUS_DEFAULTS = dict(
     total_timesteps=2_000_000,
     num_envs=32,
@@ -173,6 +175,7 @@ CONTINUOUS_DEFAULTS = dict(
     ent_coef=0.0,
     normalize_obs=True,
     normalize_reward=True,
+    normalize_advantages=True,
     eval_every=25,
 )
 
@@ -302,11 +305,12 @@ class Batch(NamedTuple):
     done: jax.Array
 
 
-def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
+def impala_loss(params: dict, batch: Batch, config: Config, shards: int = 1) -> tuple[jax.Array, dict]:
     """Policy gradient with the clipped-rho V-trace advantage + vf_coef * value loss - ent_coef * entropy.
 
     V-trace targets are recomputed from the current value network and held fixed (no
-    gradient flows through targets or importance weights).
+    gradient flows through targets or importance weights). With normalize_advantages the
+    advantage statistics cover the whole minibatch, i.e. all `shards` data shards' slices.
     """
     act = config.activation
     dist = policy(params, batch.obs, act)
@@ -325,6 +329,9 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
         config.vtrace_lambda, config.pg_advantage,
     )
     advantage = jnp.minimum(config.clip_pg_rho_threshold, rhos) * advantage
+    if config.normalize_advantages:
+        mean, mean_sq = devices.data_mean((advantage.mean(), (advantage**2).mean()), shards)
+        advantage = (advantage - mean) / (jnp.sqrt(jnp.maximum(mean_sq - mean**2, 0.0)) + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
     value_loss = 0.5 * ((values - vs) ** 2).mean()
     entropy = dist.entropy().mean()
@@ -359,7 +366,7 @@ def minibatch_gradient(params: dict, minibatch: Batch, config: Config, shards: i
     local = jax.tree.map(lambda x: devices.shard_slice(x.swapaxes(0, 1), shards).swapaxes(0, 1), minibatch)
     # pcast + pmean: the mean over shards whatever check_vma is (jax-notes.md, trap 2).
     varying = jax.lax.pcast(params, devices.DATA, to="varying") if shards > 1 else params
-    (_, stats), grads = jax.value_and_grad(impala_loss, has_aux=True)(varying, local, config)
+    (_, stats), grads = jax.value_and_grad(impala_loss, has_aux=True)(varying, local, config, shards)
     return devices.data_mean((grads, stats), shards)
 
 
@@ -403,7 +410,6 @@ class Transition(NamedTuple):
     obs: jax.Array
     next_obs: jax.Array
     action: jax.Array
-    log_prob: jax.Array
     info: envs.StepInfo
     discounted_return: jax.Array  # running discounted return, for reward scaling
 
@@ -461,13 +467,10 @@ def make_train(config: Config, log_fn=None):
             action = jax.vmap(lambda k, o: policy(behaviour, o, act).sample(seed=k))(
                 devices.shard_split(k_action, config.num_envs, shards), policy_obs
             )
-            # log_prob (not sample_and_log_prob): the learner's formula, so without lag and
-            # before any update the importance ratios are exactly 1
-            log_prob = policy(behaviour, policy_obs, act).log_prob(action)
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
             transition = Transition(
-                policy_obs, observe(state.obs_stats, info.final_obs), action, log_prob, info, discounted_return
+                policy_obs, observe(state.obs_stats, info.final_obs), action, info, discounted_return
             )
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
@@ -479,6 +482,9 @@ def make_train(config: Config, log_fn=None):
             jax.random.split(k_rollout, config.num_steps),
         )
         info = traj.info
+        # log mu(a|x) over the whole [T, N] rollout, as the learner computes log pi: without
+        # lag, one epoch and one minibatch the importance ratios are then exactly 1
+        behaviour_log_prob = policy(behaviour, traj.obs, act).log_prob(traj.action)
 
         # 2. Normalisers (statistics cover every data shard), then the batch on every shard.
         stats_axis = devices.DATA if shards > 1 else None
@@ -490,7 +496,7 @@ def make_train(config: Config, log_fn=None):
         if config.normalize_obs:  # new statistics take effect from the next rollout
             obs_stats = envs.update_stats(obs_stats, flatten_obs(info.final_obs), stats_axis)
         batch = Batch(
-            traj.obs, traj.next_obs, traj.action, traj.log_prob, rewards, info.terminated,
+            traj.obs, traj.next_obs, traj.action, behaviour_log_prob, rewards, info.terminated,
             info.terminated | info.truncated,
         )
         batch = devices.gather_envs(batch, shards)  # [T, num_envs, ...] on every data shard
