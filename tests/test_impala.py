@@ -1,4 +1,4 @@
-"""IMPALA: V-trace against rlax, GAE and a plain loop; importance ratios; learning."""
+"""IMPALA: V-trace against rlax, GAE and a plain loop; importance ratios; data parallelism."""
 
 import textwrap
 
