@@ -46,10 +46,12 @@ def train_and_write(
     steps_per_update: int,
     num_updates: int,
     saved: Callable[[dict], Any],
+    extra_summary: dict[str, Any] | None = None,
 ) -> dict:
     """Compile `make_train(config, log_fn)`, train every seed, write the run folder.
 
-    saved(out) picks what goes to params.npz from train's output. Returns summary.json's
+    saved(out) picks what goes to params.npz from train's output; extra_summary adds
+    algorithm-specific entries to summary.json. Returns summary.json's
     content (on every process; only process 0 writes).
     """
     wall_start = time.perf_counter()
@@ -83,5 +85,5 @@ def train_and_write(
         compile_seconds=compile_seconds,
         run_seconds=run_seconds,
         wall_seconds=time.perf_counter() - wall_start,
-        extra={"layout": layout.describe(), "processes": jax.process_count()},
+        extra={"layout": layout.describe(), "processes": jax.process_count(), **(extra_summary or {})},
     )

@@ -1,0 +1,566 @@
+"""SAC: off-policy soft actor-critic with twin critics, automatic temperature and an on-device replay buffer.
+
+Every step each of `num_envs` environments acts (uniformly at random for the first
+`learning_starts` env steps, then from the tanh-squashed Gaussian policy), the transitions
+go into a circular replay buffer held in the train state, and `updates_per_step`
+gradient steps each sample a batch and update the twin critics (towards
+r + gamma (1 - terminated) (min Q_target(s', a') - alpha log pi(a'|s'))), the actor, the
+temperature alpha and the Polyak-averaged target critics. A time-limit cut bootstraps from
+the final observation the buffer stores; only a true termination zeroes the bootstrap.
+Papers: Haarnoja et al. 2018 (arXiv:1801.01290), automatic temperature: Haarnoja et al.
+2018 (arXiv:1812.05905); twin critics: Fujimoto et al. 2018 (arXiv:1802.09477).
+
+    python algos/sac.py --env Pendulum-v1 --num-seeds 4
+
+The whole loop, buffer included, is one compiled program per run: seeds are vmapped and
+spread over devices. Metrics are averaged over iterations of `num_steps` env steps: a
+progress line every `--log-every` iterations, a per-seed table at the end, and
+runs/sac__<env>__<time>/ with config.json, progress.jsonl, metrics.npz, params.npz,
+summary.json. Continuous (Box) actions only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from common import devices  # first: gives JAX one CPU device per core before anything computes
+from common import envs
+from common.logging import emit_metrics
+from common.run import parse_config, train_and_write
+from common.nets import mlp_apply, mlp_init
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+# ---------------------------------------------------------------------------------------------
+# Config
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    """SAC hyperparameters and run settings (every field is a --flag)."""
+
+    env: str = "Pendulum-v1"
+    """gymnax environment id with continuous (Box) actions."""
+    seed: int = 0
+    """first seed; seed i of the run uses jax.random.key(seed + i)."""
+    num_seeds: int = 1
+    """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
+    total_timesteps: int = 20_000
+    """environment steps per seed (all its environments together; rounded down to whole iterations)."""
+    num_envs: int = 1
+    """parallel environments per seed; each step adds num_envs transitions to the buffer."""
+    num_steps: int = 200
+    """steps per environment in one iteration, the unit of metrics, --log-every and --eval-every."""
+    buffer_size: int = 1_000_000
+    """replay capacity in transitions per seed (capped at total_timesteps, which it never exceeds)."""
+    batch_size: int = 256
+    """transitions sampled (uniformly, with replacement) for each gradient step."""
+    learning_starts: int = 1_000
+    """env steps per seed of uniformly random actions before the first gradient step."""
+    updates_per_step: int = 1
+    """gradient steps each time the num_envs environments take one step (update-to-data ratio
+    = updates_per_step / num_envs)."""
+    learning_rate: float = 1e-3
+    """Adam step size of the actor, the critics and the temperature."""
+    gamma: float = 0.99
+    """discount factor."""
+    tau: float = 0.005
+    """Polyak rate: target <- tau * online + (1 - tau) * target after every gradient step."""
+    autotune_alpha: bool = True
+    """learn the temperature alpha so the policy's entropy tracks target_entropy (else alpha is fixed)."""
+    alpha: float = 1.0
+    """initial temperature when autotuned; the fixed temperature otherwise."""
+    target_entropy: float | None = None
+    """entropy the temperature aims at, in nats (None: -action_dim)."""
+    log_std_min: float = -5.0
+    """lower bound of the actor's log standard deviation (before tanh)."""
+    log_std_max: float = 2.0
+    """upper bound of the actor's log standard deviation (before tanh)."""
+    max_grad_norm: float | None = None
+    """clip each network's global gradient norm to this (None: no clipping)."""
+    normalize_obs: bool = False
+    """normalise observations by a running mean/std (the buffer stores raw observations)."""
+    actor_hidden: tuple[int, ...] = (64, 64)
+    """hidden layer sizes of the policy MLP."""
+    critic_hidden: tuple[int, ...] = (64, 64)
+    """hidden layer sizes of each of the two Q MLPs."""
+    activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
+    """hidden-layer activation."""
+    eval_every: int = 10
+    """evaluate the deterministic policy (tanh of the mean) every this many iterations, and after the last (0: never)."""
+    eval_episodes: int = 10
+    """episodes per evaluation (run in parallel)."""
+    eval_env_params: dict[str, float] = field(default_factory=dict)
+    """override env parameters for evaluation only, e.g. --eval-env-params max_speed 6.0."""
+    log_every: int = 5
+    """console / wandb / progress.jsonl line every this many iterations (0: none; the program
+    then has no host callback and JAX's persistent cache can store it)."""
+    num_devices: int = 0
+    """devices to use (0: all; on CPU one device per core)."""
+    data_parallel: int = 1
+    """devices that split each seed's environments, replay buffer and batch, gradients averaged
+    (1: none, seeds fill the devices; 0: automatic)."""
+    distributed: bool = False
+    """multi-process run: jax.distributed.initialize() before anything else (also implied by
+    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
+    compile_cache: bool = True
+    """persistent compilation cache in ~/.cache/scanrl/jax: repeated runs skip compiling."""
+    wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
+    """wandb logging: disabled (default, needs no account), offline (local files), online."""
+    wandb_project: str = "scanrl"
+    """wandb project name."""
+    out_dir: str = "runs"
+    """parent folder of the run folder."""
+
+    @property
+    def steps_per_iteration(self) -> int:
+        """Env steps per seed in one iteration (all environments)."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        """Iterations (the unit the logger calls an update)."""
+        return self.total_timesteps // self.steps_per_iteration
+
+    @property
+    def buffer_rows(self) -> int:
+        """Rows of the circular buffer; a row holds one step of every environment."""
+        capacity = min(self.buffer_size, self.num_updates * self.steps_per_iteration)
+        return max(1, capacity // self.num_envs)
+
+    def __post_init__(self):
+        positive = ["num_seeds", "num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step",
+                    "eval_episodes"]
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
+        for name in ("learning_rate", "alpha"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}.")
+        if not 0 < self.tau <= 1 or not 0 < self.gamma <= 1:
+            raise ValueError("--tau and --gamma must lie in (0, 1].")
+        if self.learning_starts < 0:
+            raise ValueError(f"--learning-starts must be 0 or positive, got {self.learning_starts}.")
+        if self.log_std_min >= self.log_std_max:
+            raise ValueError("--log-std-min must be smaller than --log-std-max.")
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            raise ValueError(f"--max-grad-norm must be positive, got {self.max_grad_norm}.")
+        if self.total_timesteps < self.steps_per_iteration:
+            raise ValueError(
+                f"--total-timesteps {self.total_timesteps} is smaller than one iteration "
+                f"(num_envs * num_steps = {self.steps_per_iteration}); raise it or lower --num-steps."
+            )
+        if self.buffer_size < self.num_envs:
+            raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
+        if min(self.eval_every, self.log_every, self.num_devices) < 0:
+            raise ValueError("--eval-every, --log-every and --num-devices must be 0 or positive.")
+        envs.check_env_id(self.env)
+        env, env_params = envs.make(self.env)
+        if envs.is_discrete(env, env_params):
+            raise ValueError(
+                f"SAC needs continuous (Box) actions and {self.env} has discrete ones; "
+                "use algos/ppo.py, algos/impala.py or algos/grpo.py for it."
+            )
+        plan_layout(self)  # raises if no device layout fits
+        if self.eval_env_params:
+            envs.override_params(env_params, self.eval_env_params)
+
+
+def default_config(env: str = "Pendulum-v1", **overrides) -> Config:
+    """The starting Config for `env` (the dataclass defaults, tuned on Pendulum-v1)."""
+    return Config(**{**overrides, "env": env})
+
+
+def plan_layout(config: Config) -> devices.Layout:
+    """The (seed, data) device mesh for this config (see common.devices.plan_layout)."""
+    sizes = {"--num-envs": config.num_envs, "--batch-size": config.batch_size}
+    return devices.plan_layout(config.num_seeds, sizes, config.data_parallel, config.num_devices)
+
+
+def replay_buffer_bytes(config: Config, obs_dim: int, action_dim: int) -> int:
+    """Memory of one seed's buffer: capacity x (float32 obs, next obs, action, reward + a bool)."""
+    per_transition = 4 * (2 * obs_dim + action_dim + 1) + 1
+    return config.buffer_rows * config.num_envs * per_transition
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks: a tanh-squashed Gaussian actor and two Q networks evaluated as one stacked ensemble
+# ---------------------------------------------------------------------------------------------
+def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -> dict:
+    """{"actor": MLP obs -> (mean, raw log-std), "critic": two Q MLPs stacked on a leading
+    axis of 2, "log_alpha": scalar}."""
+    k_actor, k_critic = jax.random.split(key)
+    critic_sizes = (obs_dim + action_dim, *config.critic_hidden, 1)
+    return {
+        "actor": mlp_init(k_actor, (obs_dim, *config.actor_hidden, 2 * action_dim), output_gain=0.01),
+        "critic": jax.vmap(lambda k: mlp_init(k, critic_sizes, output_gain=1.0))(jax.random.split(k_critic)),
+        "log_alpha": jnp.log(jnp.float32(config.alpha)),
+    }
+
+
+def actor_outputs(actor: list, obs: jax.Array, config: Config) -> tuple[jax.Array, jax.Array]:
+    """obs [..., obs_dim] -> (mean, log_std), each [..., action_dim]; the log-std is squashed
+    smoothly into [log_std_min, log_std_max] (bounded so the Gaussian never degenerates)."""
+    mean, raw = jnp.split(mlp_apply(actor, obs, config.activation), 2, axis=-1)
+    low, high = config.log_std_min, config.log_std_max
+    log_std = low + 0.5 * (high - low) * (jnp.tanh(raw) + 1.0)
+    return mean, log_std
+
+
+def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
+    """Twin Q values: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B]."""
+    inputs = jnp.concatenate([obs, action], axis=-1)
+    return jax.vmap(lambda p: mlp_apply(p, inputs, activation)[..., 0])(critic)
+
+
+# ---------------------------------------------------------------------------------------------
+# The math: pure functions, tested in tests/test_sac.py
+# ---------------------------------------------------------------------------------------------
+def tanh_log_det_jacobian(u: jax.Array) -> jax.Array:
+    """log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), exact and finite for any u [...]."""
+    return 2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+
+
+def squashed_gaussian_log_prob(u: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
+    """log pi(tanh(u)) for u ~ N(mean, exp(log_std)) per dimension; u, mean, log_std [..., A] -> [...].
+
+    The density of a = tanh(u) in [-1, 1]^A: the Gaussian log-density of u minus the tanh
+    log-Jacobian. Computed from u, never from a, so saturated actions (|a| = 1 in float32)
+    keep a finite log-prob.
+    """
+    z = (u - mean) * jnp.exp(-log_std)
+    gaussian = -0.5 * z**2 - log_std - 0.5 * math.log(2.0 * math.pi)
+    return (gaussian - tanh_log_det_jacobian(u)).sum(-1)
+
+
+def sample_action(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Reparameterised sample a = tanh(mean + std * eps) in [-1, 1]^A and its log-prob.
+
+    mean, log_std [..., A] -> (action [..., A], log_prob [...]); gradients flow through
+    mean and log_std (the reparameterisation trick the actor loss relies on).
+    """
+    u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+    return jnp.tanh(u), squashed_gaussian_log_prob(u, mean, log_std)
+
+
+def critic_target(
+    reward: jax.Array,
+    terminated: jax.Array,
+    next_q: jax.Array,
+    next_log_prob: jax.Array,
+    alpha: jax.Array,
+    gamma: float,
+) -> jax.Array:
+    """Soft Bellman target y = r + gamma (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')).
+
+    reward, terminated, next_log_prob [B]; next_q [2, B] from the target critics at the
+    stored next observation s' (the final observation where a time limit cut the episode,
+    so truncated steps bootstrap) and a fresh action a' ~ pi(.|s'). Returns [B].
+    """
+    soft_value = next_q.min(axis=0) - alpha * next_log_prob
+    return reward + gamma * (1.0 - terminated.astype(reward.dtype)) * soft_value
+
+
+def critic_loss(critic: list, obs, action, target, activation: str) -> tuple[jax.Array, jax.Array]:
+    """Sum over the two critics of the mean squared error to the (constant) target [B]."""
+    q = q_values(critic, obs, action, activation)  # [2, B]
+    return ((q - target) ** 2).mean(axis=1).sum(), q.mean()
+
+
+def actor_loss(actor: list, critic: list, alpha, obs, key, config: Config) -> tuple[jax.Array, jax.Array]:
+    """mean(alpha log pi(a~|s) - min_j Q_j(s, a~)) with a~ reparameterised; returns (loss,
+    log-probs [B]). Only the actor is differentiated (critic and alpha held constant)."""
+    mean, log_std = actor_outputs(actor, obs, config)
+    action, log_prob = sample_action(key, mean, log_std)
+    q = q_values(jax.lax.stop_gradient(critic), obs, action, config.activation).min(axis=0)
+    return (jax.lax.stop_gradient(alpha) * log_prob - q).mean(), log_prob
+
+
+def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float) -> jax.Array:
+    """mean(-alpha (log pi + target_entropy)), log-probs constant: when the policy's entropy
+    (-log pi) exceeds the target the gradient lowers alpha, otherwise it raises it."""
+    return -(jnp.exp(log_alpha) * jax.lax.stop_gradient(log_prob + target_entropy)).mean()
+
+
+def polyak(online, target, tau: float):
+    """target <- tau * online + (1 - tau) * target, leafwise."""
+    return jax.tree.map(lambda o, t: tau * o + (1.0 - tau) * t, online, target)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay buffer: a circular buffer per seed, pure JAX, part of the train state
+# ---------------------------------------------------------------------------------------------
+class Transitions(NamedTuple):
+    """Transitions, leaves [..., ...]: one step of every environment is [N, ...]."""
+
+    obs: jax.Array  # [..., obs_dim] raw observation the action was taken in
+    action: jax.Array  # [..., A] action in [-1, 1] (before rescaling to the env's bounds)
+    reward: jax.Array  # [...]
+    next_obs: jax.Array  # [..., obs_dim] observation reached, before any auto-reset
+    terminated: jax.Array  # [...] bool: a true end (truncations are not stored as ends)
+
+
+class ReplayBuffer(NamedTuple):
+    """`rows` rows of `num_envs` transitions each (data leaves [rows, N, ...])."""
+
+    data: Transitions
+    next_row: jax.Array  # int32 scalar: the row the next insertion overwrites
+    filled_rows: jax.Array  # int32 scalar: rows written so far, at most rows
+
+
+def buffer_init(rows: int, num_envs: int, obs_dim: int, action_dim: int) -> ReplayBuffer:
+    data = Transitions(
+        obs=jnp.zeros((rows, num_envs, obs_dim)),
+        action=jnp.zeros((rows, num_envs, action_dim)),
+        reward=jnp.zeros((rows, num_envs)),
+        next_obs=jnp.zeros((rows, num_envs, obs_dim)),
+        terminated=jnp.zeros((rows, num_envs), bool),
+    )
+    return ReplayBuffer(data, jnp.int32(0), jnp.int32(0))
+
+
+def buffer_add(buffer: ReplayBuffer, step: Transitions) -> ReplayBuffer:
+    """Write one step of every environment (leaves [N, ...]) over the oldest row."""
+    data = jax.tree.map(lambda all_rows, row: all_rows.at[buffer.next_row].set(row), buffer.data, step)
+    rows = buffer.data.reward.shape[0]
+    return ReplayBuffer(data, (buffer.next_row + 1) % rows, jnp.minimum(buffer.filled_rows + 1, rows))
+
+
+def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Transitions:
+    """`batch_size` transitions drawn uniformly, with replacement, from the written rows
+    only (leaves [batch_size, ...]). The buffer must hold at least one row."""
+    k_row, k_env = jax.random.split(key)
+    num_envs = buffer.data.reward.shape[1]
+    row = jax.random.randint(k_row, (batch_size,), 0, buffer.filled_rows)
+    env = jax.random.randint(k_env, (batch_size,), 0, num_envs)
+    return jax.tree.map(lambda x: x[row, env], buffer.data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+class Learner(NamedTuple):
+    params: dict
+    target_critic: list
+    opt_states: tuple  # (actor, critic, alpha) optimizer states
+
+
+class TrainState(NamedTuple):
+    learner: Learner
+    buffer: ReplayBuffer
+    env_state: envs.VecEnvState
+    obs: jax.Array  # [N, *obs] raw observations the next step starts from
+    obs_stats: envs.RunningStats
+    key: jax.Array
+
+
+def make_optimizer(config: Config) -> optax.GradientTransformation:
+    adam = optax.adam(config.learning_rate)
+    if config.max_grad_norm is None:
+        return adam
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
+
+
+def make_train(config: Config, log_fn=None):
+    """Build `train(keys[num_seeds]) -> {"params", "obs_stats", "metrics"}`, one jitted program.
+
+    metrics: dict of [num_seeds, num_updates] arrays, one value per iteration of num_steps
+    env steps (losses averaged over its gradient steps; NaN where there were none, before
+    learning_starts, or no episode ended). `log_fn(seed, iteration, metrics)` receives
+    progress on the host (see common.logging).
+
+    With data parallelism (D = layout.data_parallel > 1) each device steps num_envs / D
+    environments into its own buffer and samples batch_size / D transitions from it; the
+    gradients are averaged over devices, so every device keeps the same parameters.
+    """
+    layout = plan_layout(config)
+    shards = layout.data_parallel
+    env, env_params = envs.make(config.env)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs, shards)
+    eval_env = envs.VecEnv(
+        env,
+        envs.override_params(env_params, config.eval_env_params),
+        math.ceil(config.eval_episodes / shards) * shards,
+        shards,
+    )
+    obs_dim = math.prod(vec_env.obs_shape)
+    action_dim = math.prod(vec_env.action_shape)
+    # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled
+    action_scale = (vec_env.action_high - vec_env.action_low).reshape(-1) / 2.0
+    action_offset = (vec_env.action_high + vec_env.action_low).reshape(-1) / 2.0
+    target_entropy = -float(action_dim) if config.target_entropy is None else config.target_entropy
+    num_updates, act = config.num_updates, config.activation
+    local_batch = config.batch_size // shards
+    optimizer = make_optimizer(config)
+
+    def to_env(unit_action):  # [N, A] in [-1, 1] -> [N, *action_shape] in the env's bounds
+        return (unit_action * action_scale + action_offset).reshape((-1, *vec_env.action_shape))
+
+    def flatten_obs(obs):  # [..., *obs_shape] -> [..., obs_dim]
+        return obs.reshape(obs.shape[: obs.ndim - len(vec_env.obs_shape)] + (obs_dim,))
+
+    def observe(stats, obs):  # what the networks see
+        obs = flatten_obs(obs)
+        return envs.normalize(stats, obs) if config.normalize_obs else obs
+
+    def evaluate(params, obs_stats, key):
+        """Mean return of eval_episodes episodes with the deterministic action tanh(mean)."""
+        def greedy(obs):
+            mean, _ = actor_outputs(params["actor"], observe(obs_stats, obs), config)
+            return to_env(jnp.tanh(mean))
+
+        return envs.evaluate(eval_env, greedy, key)
+
+    def apply(grads, params, opt_state):
+        grads = devices.data_mean(grads, shards)  # the whole batch's gradient on every device
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    def gradient_step(learner: Learner, batch: Transitions, obs_stats, key):
+        """One update of the critics, then the actor, the temperature and the targets."""
+        params, target_critic, (actor_opt, critic_opt, alpha_opt) = learner
+        k_next, k_actor = jax.random.split(key)
+        obs, next_obs = observe(obs_stats, batch.obs), observe(obs_stats, batch.next_obs)
+        alpha = jnp.exp(params["log_alpha"])
+
+        next_mean, next_log_std = actor_outputs(params["actor"], next_obs, config)
+        next_action, next_log_prob = sample_action(k_next, next_mean, next_log_std)
+        next_q = q_values(target_critic, next_obs, next_action, act)
+        target = critic_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
+        (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            params["critic"], obs, batch.action, jax.lax.stop_gradient(target), act
+        )
+        critic, critic_opt = apply(c_grads, params["critic"], critic_opt)
+
+        (a_loss, log_prob), a_grads = jax.value_and_grad(actor_loss, has_aux=True)(
+            params["actor"], critic, alpha, obs, k_actor, config
+        )
+        actor, actor_opt = apply(a_grads, params["actor"], actor_opt)
+
+        log_alpha = params["log_alpha"]
+        if config.autotune_alpha:
+            t_grads = jax.grad(alpha_loss)(log_alpha, log_prob, target_entropy)
+            log_alpha, alpha_opt = apply(t_grads, log_alpha, alpha_opt)
+
+        params = {"actor": actor, "critic": critic, "log_alpha": log_alpha}
+        stats = {
+            "critic_loss": c_loss,
+            "actor_loss": a_loss,
+            "q_mean": q_mean,
+            "alpha": alpha,
+            "entropy": -log_prob.mean(),
+        }
+        stats = devices.data_mean(stats, shards)
+        return Learner(params, polyak(critic, target_critic, config.tau), (actor_opt, critic_opt, alpha_opt)), stats
+
+    def learn(learner, buffer, obs_stats, key):
+        """updates_per_step gradient steps on fresh batches; stats averaged over them."""
+        def one(learner, step_key):
+            k_sample, k_update = jax.random.split(step_key)
+            if shards > 1:  # each device samples its own share from its own buffer
+                k_sample = jax.random.fold_in(k_sample, devices.data_index())
+            batch = buffer_sample(buffer, k_sample, local_batch)
+            return gradient_step(learner, batch, obs_stats, k_update)
+
+        learner, stats = jax.lax.scan(one, learner, jax.random.split(key, config.updates_per_step))
+        return learner, jax.tree.map(jnp.mean, stats)
+
+    no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
+
+    def env_step(state: TrainState, step_index: jax.Array):
+        """All num_envs environments take one step, the buffer stores it, then the learner
+        takes updates_per_step gradient steps once learning_starts env steps have been taken.
+        step_index counts vector steps from 0 (not per seed: it keeps the branch a real one
+        under vmap)."""
+        key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
+        env_steps_done = (step_index + 1) * config.num_envs  # per seed, including this step
+        random = jax.random.uniform(k_random, (config.num_envs, action_dim), minval=-1.0, maxval=1.0)
+        mean, log_std = actor_outputs(state.learner.params["actor"], observe(state.obs_stats, state.obs), config)
+        env_keys = devices.shard_split(k_policy, config.num_envs, shards)  # env i: same draw whatever D
+        policy_action, _ = jax.vmap(sample_action)(env_keys, mean, log_std)
+        random = devices.shard_slice(random, shards)
+        action = jnp.where(step_index * config.num_envs < config.learning_starts, random, policy_action)
+
+        next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
+        step = Transitions(flatten_obs(state.obs), action, info.reward, flatten_obs(info.final_obs), info.terminated)
+        buffer = buffer_add(state.buffer, step)
+        obs_stats = state.obs_stats
+        if config.normalize_obs:
+            obs_stats = envs.update_stats(obs_stats, step.next_obs, devices.DATA if shards > 1 else None)
+
+        learner, stats = jax.lax.cond(
+            env_steps_done > config.learning_starts,
+            lambda: learn(state.learner, buffer, obs_stats, k_learn),
+            lambda: (state.learner, no_stats),
+        )
+        return TrainState(learner, buffer, env_state, next_obs, obs_stats, key), (info, stats)
+
+    def iteration(state: TrainState, iteration_index: jax.Array, seed_index: jax.Array):
+        """num_steps env steps; metrics averaged over the iteration."""
+        first = iteration_index * config.num_steps
+        state, (info, stats) = jax.lax.scan(env_step, state, first + jnp.arange(config.num_steps))
+        key, k_eval = jax.random.split(state.key)
+        state = state._replace(key=key)
+        metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
+        metrics["gradient_steps"] = jnp.isfinite(stats["critic_loss"]).sum() * config.updates_per_step
+        metrics.update(envs.episode_metrics(info, shards))
+        if config.eval_every:
+            due = ((iteration_index + 1) % config.eval_every == 0) | (iteration_index == num_updates - 1)
+            metrics["eval_return"] = jax.lax.cond(
+                due,
+                lambda: evaluate(state.learner.params, state.obs_stats, k_eval),
+                lambda: jnp.float32(jnp.nan),
+            )
+        emit_metrics(log_fn, seed_index, iteration_index, num_updates, config.log_every, metrics)
+        return state, metrics
+
+    def train_one(key: jax.Array, seed_index: jax.Array):
+        k_params, k_reset, key = jax.random.split(key, 3)
+        params = init_params(k_params, config, obs_dim, action_dim)
+        obs, env_state = vec_env.reset(k_reset)
+        opt_states = (
+            optimizer.init(params["actor"]), optimizer.init(params["critic"]), optimizer.init(params["log_alpha"])
+        )
+        state = TrainState(
+            learner=Learner(params, params["critic"], opt_states),
+            buffer=buffer_init(config.buffer_rows, vec_env.num_envs, obs_dim, action_dim),
+            env_state=env_state,
+            obs=obs,
+            obs_stats=envs.init_stats((obs_dim,)),
+            key=key,
+        )
+        state, metrics = jax.lax.scan(
+            lambda s, i: iteration(s, i, seed_index), state, jnp.arange(num_updates)
+        )
+        return {"params": state.learner.params, "obs_stats": state.obs_stats, "metrics": metrics}
+
+    return devices.seeds_over_devices(train_one, layout)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def main(config: Config) -> dict:
+    """Compile, train every seed, write the run folder; returns summary.json's content."""
+    env, env_params = envs.make(config.env)
+    vec_env = envs.VecEnv(env, env_params, 1)
+    buffer_bytes = replay_buffer_bytes(config, math.prod(vec_env.obs_shape), math.prod(vec_env.action_shape))
+    return train_and_write(
+        "sac", config, make_train, plan_layout(config), config.steps_per_iteration, config.num_updates,
+        saved=lambda out: {"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
+        extra_summary={"replay_buffer_bytes_per_seed": buffer_bytes,
+                       "replay_buffer_bytes": buffer_bytes * config.num_seeds},
+    )
+
+
+def cli(argv: list[str] | None = None) -> Config:
+    """Parse flags; see Config for every one."""
+    return parse_config(Config, default_config, __doc__, argv)
+
+
+if __name__ == "__main__":
+    main(cli())
