@@ -237,14 +237,19 @@ def squashed_gaussian_log_prob(u: jax.Array, mean: jax.Array, log_std: jax.Array
     return (gaussian - tanh_log_det_jacobian(u)).sum(-1)
 
 
-def sample_action(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Reparameterised sample a = tanh(mean + std * eps) in [-1, 1]^A and its log-prob.
+def squashed_sample(mean: jax.Array, log_std: jax.Array, noise: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Reparameterised sample a = tanh(mean + std * noise) in [-1, 1]^A and its log-prob.
 
-    mean, log_std [..., A] -> (action [..., A], log_prob [...]); gradients flow through
-    mean and log_std (the reparameterisation trick the actor loss relies on).
+    mean, log_std, noise (standard normal) [..., A] -> (action [..., A], log_prob [...]);
+    gradients flow through mean and log_std (the reparameterisation the actor loss uses).
     """
-    u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+    u = mean + jnp.exp(log_std) * noise
     return jnp.tanh(u), squashed_gaussian_log_prob(u, mean, log_std)
+
+
+def sample_action(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """squashed_sample with fresh standard-normal noise drawn from `key`."""
+    return squashed_sample(mean, log_std, jax.random.normal(key, mean.shape))
 
 
 def critic_target(
@@ -271,11 +276,11 @@ def critic_loss(critic: list, obs, action, target, activation: str) -> tuple[jax
     return ((q - target) ** 2).mean(axis=1).sum(), q.mean()
 
 
-def actor_loss(actor: list, critic: list, alpha, obs, key, config: Config) -> tuple[jax.Array, jax.Array]:
-    """mean(alpha log pi(a~|s) - min_j Q_j(s, a~)) with a~ reparameterised; returns (loss,
-    log-probs [B]). Only the actor is differentiated (critic and alpha held constant)."""
+def actor_loss(actor: list, critic: list, alpha, obs, noise, config: Config) -> tuple[jax.Array, jax.Array]:
+    """mean(alpha log pi(a~|s) - min_j Q_j(s, a~)) with a~ = tanh(mean + std * noise) [B, A];
+    returns (loss, log-probs [B]). Only the actor is differentiated (critic and alpha held constant)."""
     mean, log_std = actor_outputs(actor, obs, config)
-    action, log_prob = sample_action(key, mean, log_std)
+    action, log_prob = squashed_sample(mean, log_std, noise)
     q = q_values(jax.lax.stop_gradient(critic), obs, action, config.activation).min(axis=0)
     return (jax.lax.stop_gradient(alpha) * log_prob - q).mean(), log_prob
 
@@ -343,10 +348,73 @@ def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Tran
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
+def make_optimizer(config: Config) -> optax.GradientTransformation:
+    adam = optax.adam(config.learning_rate)
+    if config.max_grad_norm is None:
+        return adam
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
+
+
 class Learner(NamedTuple):
     params: dict
     target_critic: list
     opt_states: tuple  # (actor, critic, alpha) optimizer states
+
+
+def sac_update(
+    learner: Learner,
+    batch: Transitions,
+    key: jax.Array,
+    config: Config,
+    optimizer: optax.GradientTransformation,
+    target_entropy: float,
+    shards: int = 1,
+) -> tuple[Learner, dict]:
+    """One gradient step: the critics, then the actor (against the updated critics), then
+    the temperature, then the Polyak-averaged target critics.
+
+    batch: leaves [B, ...] with observations as the networks see them. With `shards` > 1
+    (inside the "data" axis) batch is this device's 1/shards of the whole batch; the
+    noise of the whole batch is drawn and sliced and the gradients are averaged, so the
+    result equals one device's step on the whole batch (tests/test_sac.py).
+    Returns the new learner and the step's stats (scalars).
+    """
+    params, target_critic, (actor_opt, critic_opt, alpha_opt) = learner
+    k_next, k_actor = jax.random.split(key)
+    act, alpha = config.activation, jnp.exp(params["log_alpha"])
+
+    def noise(k):  # this shard's rows of the whole batch's standard-normal noise [B, A]
+        whole = jax.random.normal(k, (batch.action.shape[0] * shards, batch.action.shape[1]))
+        return devices.shard_slice(whole, shards)
+
+    def apply(grads, params, opt_state):
+        grads = devices.data_mean(grads, shards)  # the whole batch's gradient on every device
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    next_mean, next_log_std = actor_outputs(params["actor"], batch.next_obs, config)
+    next_action, next_log_prob = squashed_sample(next_mean, next_log_std, noise(k_next))
+    next_q = q_values(target_critic, batch.next_obs, next_action, act)
+    target = critic_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
+    (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
+        params["critic"], batch.obs, batch.action, jax.lax.stop_gradient(target), act
+    )
+    critic, critic_opt = apply(c_grads, params["critic"], critic_opt)
+
+    (a_loss, log_prob), a_grads = jax.value_and_grad(actor_loss, has_aux=True)(
+        params["actor"], critic, alpha, batch.obs, noise(k_actor), config
+    )
+    actor, actor_opt = apply(a_grads, params["actor"], actor_opt)
+
+    log_alpha = params["log_alpha"]
+    if config.autotune_alpha:
+        alpha_grad = jax.grad(alpha_loss)(log_alpha, log_prob, target_entropy)
+        log_alpha, alpha_opt = apply(alpha_grad, log_alpha, alpha_opt)
+
+    stats = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q_mean, "alpha": alpha, "entropy": -log_prob.mean()}
+    new_params = {"actor": actor, "critic": critic, "log_alpha": log_alpha}
+    new_learner = Learner(new_params, polyak(critic, target_critic, config.tau), (actor_opt, critic_opt, alpha_opt))
+    return new_learner, devices.data_mean(stats, shards)
 
 
 class TrainState(NamedTuple):
@@ -356,13 +424,6 @@ class TrainState(NamedTuple):
     obs: jax.Array  # [N, *obs] raw observations the next step starts from
     obs_stats: envs.RunningStats
     key: jax.Array
-
-
-def make_optimizer(config: Config) -> optax.GradientTransformation:
-    adam = optax.adam(config.learning_rate)
-    if config.max_grad_norm is None:
-        return adam
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
 
 
 def make_train(config: Config, log_fn=None):
@@ -415,48 +476,6 @@ def make_train(config: Config, log_fn=None):
 
         return envs.evaluate(eval_env, greedy, key)
 
-    def apply(grads, params, opt_state):
-        grads = devices.data_mean(grads, shards)  # the whole batch's gradient on every device
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
-
-    def gradient_step(learner: Learner, batch: Transitions, obs_stats, key):
-        """One update of the critics, then the actor, the temperature and the targets."""
-        params, target_critic, (actor_opt, critic_opt, alpha_opt) = learner
-        k_next, k_actor = jax.random.split(key)
-        obs, next_obs = observe(obs_stats, batch.obs), observe(obs_stats, batch.next_obs)
-        alpha = jnp.exp(params["log_alpha"])
-
-        next_mean, next_log_std = actor_outputs(params["actor"], next_obs, config)
-        next_action, next_log_prob = sample_action(k_next, next_mean, next_log_std)
-        next_q = q_values(target_critic, next_obs, next_action, act)
-        target = critic_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
-        (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            params["critic"], obs, batch.action, jax.lax.stop_gradient(target), act
-        )
-        critic, critic_opt = apply(c_grads, params["critic"], critic_opt)
-
-        (a_loss, log_prob), a_grads = jax.value_and_grad(actor_loss, has_aux=True)(
-            params["actor"], critic, alpha, obs, k_actor, config
-        )
-        actor, actor_opt = apply(a_grads, params["actor"], actor_opt)
-
-        log_alpha = params["log_alpha"]
-        if config.autotune_alpha:
-            t_grads = jax.grad(alpha_loss)(log_alpha, log_prob, target_entropy)
-            log_alpha, alpha_opt = apply(t_grads, log_alpha, alpha_opt)
-
-        params = {"actor": actor, "critic": critic, "log_alpha": log_alpha}
-        stats = {
-            "critic_loss": c_loss,
-            "actor_loss": a_loss,
-            "q_mean": q_mean,
-            "alpha": alpha,
-            "entropy": -log_prob.mean(),
-        }
-        stats = devices.data_mean(stats, shards)
-        return Learner(params, polyak(critic, target_critic, config.tau), (actor_opt, critic_opt, alpha_opt)), stats
-
     def learn(learner, buffer, obs_stats, key):
         """updates_per_step gradient steps on fresh batches; stats averaged over them."""
         def one(learner, step_key):
@@ -464,7 +483,8 @@ def make_train(config: Config, log_fn=None):
             if shards > 1:  # each device samples its own share from its own buffer
                 k_sample = jax.random.fold_in(k_sample, devices.data_index())
             batch = buffer_sample(buffer, k_sample, local_batch)
-            return gradient_step(learner, batch, obs_stats, k_update)
+            batch = batch._replace(obs=observe(obs_stats, batch.obs), next_obs=observe(obs_stats, batch.next_obs))
+            return sac_update(learner, batch, k_update, config, optimizer, target_entropy, shards)
 
         learner, stats = jax.lax.scan(one, learner, jax.random.split(key, config.updates_per_step))
         return learner, jax.tree.map(jnp.mean, stats)

@@ -1,0 +1,316 @@
+"""SAC: replay buffer, squashed-Gaussian log-probs against distrax, targets, temperature,
+Polyak averaging, update bookkeeping, data parallelism, errors and learning."""
+
+import dataclasses
+import json
+import math
+
+import distrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from algos import sac
+from common import devices
+
+
+# --- replay buffer ------------------------------------------------------------------------------
+def _step(i: int, num_envs: int = 3, obs_dim: int = 2, action_dim: int = 1) -> sac.Transitions:
+    """Step i of num_envs environments, every value encoding (i, env)."""
+    code = i * 10.0 + jnp.arange(num_envs, dtype=jnp.float32)
+    return sac.Transitions(
+        obs=jnp.repeat(code[:, None], obs_dim, 1),
+        action=jnp.repeat(-code[:, None], action_dim, 1),
+        reward=code + 0.5,
+        next_obs=jnp.repeat(code[:, None] + 0.25, obs_dim, 1),
+        terminated=(jnp.arange(num_envs) + i) % 2 == 0,
+    )
+
+
+def test_buffer_holds_exactly_the_latest_steps_after_wrapping_around():
+    rows, inserted = 5, 13
+    buffer = sac.buffer_init(rows, 3, 2, 1)
+    for i in range(inserted):
+        buffer = sac.buffer_add(buffer, _step(i))
+    assert int(buffer.filled_rows) == rows and int(buffer.next_row) == inserted % rows
+    for row in range(rows):
+        latest = max(i for i in range(inserted) if i % rows == row)  # 10, 11, 12, 8, 9
+        for name, stored, expected in zip(sac.Transitions._fields, buffer.data, _step(latest)):
+            np.testing.assert_array_equal(stored[row], expected, err_msg=f"{name}, row {row}")
+
+
+def test_buffer_samples_only_written_slots_and_covers_them_uniformly():
+    buffer = sac.buffer_init(10, 3, 2, 1)
+    for i in range(4):
+        buffer = sac.buffer_add(buffer, _step(i + 1))  # codes 10..42, never 0 like the empty rows
+    batch = sac.buffer_sample(buffer, jax.random.key(0), 24_000)
+    codes = np.asarray(batch.obs[:, 0])
+    written = {i * 10.0 + e for i in range(1, 5) for e in range(3)}
+    assert set(np.unique(codes)) == written  # every written slot, nothing else
+    counts = np.array([np.sum(codes == c) for c in sorted(written)])
+    np.testing.assert_allclose(counts / len(codes), 1 / 12, rtol=0.1)
+    # fields of one sampled transition stay together
+    np.testing.assert_array_equal(batch.next_obs[:, 0], batch.obs[:, 0] + 0.25)
+    np.testing.assert_array_equal(batch.reward, batch.obs[:, 0] + 0.5)
+
+
+def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
+    config = sac.Config(total_timesteps=20_000, num_envs=4, num_steps=50, buffer_size=1_000_000)
+    assert config.buffer_rows * config.num_envs == 20_000
+    # Pendulum: 3 floats obs and next obs, 1 action, 1 reward (float32) + 1 bool terminated
+    assert sac.replay_buffer_bytes(config, 3, 1) == 20_000 * (4 * (3 + 3 + 1 + 1) + 1)
+    assert sac.Config(buffer_size=1_000, num_envs=4, num_steps=50).buffer_rows == 250
+
+
+# --- the squashed Gaussian ----------------------------------------------------------------------
+def _distrax_squashed(mean, log_std):
+    return distrax.Transformed(distrax.MultivariateNormalDiag(mean, jnp.exp(log_std)), distrax.Block(distrax.Tanh(), 1))
+
+
+def test_log_prob_equals_distrax_sample_and_log_prob():
+    k_mean, k_std, k_sample = jax.random.split(jax.random.key(1), 3)
+    mean = 2.0 * jax.random.normal(k_mean, (64, 3))
+    log_std = jax.random.uniform(k_std, (64, 3), minval=-2.0, maxval=1.0)
+    ours_action, ours_log_prob = sac.sample_action(k_sample, mean, log_std)
+    theirs_action, theirs_log_prob = _distrax_squashed(mean, log_std).sample_and_log_prob(seed=k_sample)
+    np.testing.assert_allclose(ours_action, theirs_action, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours_log_prob, theirs_log_prob, rtol=1e-5, atol=1e-4)
+
+
+def test_log_prob_stays_finite_at_saturated_actions():
+    mean = jnp.array([[15.0, -15.0], [30.0, -30.0]])
+    log_std = jnp.full((2, 2), -5.0)
+    action, log_prob = sac.sample_action(jax.random.key(0), mean, log_std)
+    assert np.all(np.abs(action) == 1.0)  # tanh saturates in float32
+    assert np.all(np.isfinite(log_prob))
+    _, theirs = _distrax_squashed(mean, log_std).sample_and_log_prob(seed=jax.random.key(0))
+    np.testing.assert_allclose(log_prob, theirs, rtol=1e-5)
+    # gradients through the saturated sample are finite too
+    grad = jax.grad(lambda m: sac.sample_action(jax.random.key(0), m, log_std)[1].sum())(mean)
+    assert np.all(np.isfinite(grad))
+
+
+def test_tanh_log_det_matches_the_direct_formula_in_float64():
+    u = np.linspace(-8.0, 8.0, 161)
+    exact = np.log(1.0 - np.tanh(u) ** 2)  # float64 is accurate here; float32's 1 - tanh^2 is not
+    np.testing.assert_allclose(sac.tanh_log_det_jacobian(jnp.asarray(u, jnp.float32)), exact, rtol=1e-6, atol=1e-6)
+
+
+def test_log_std_is_bounded():
+    config = sac.Config(log_std_min=-5.0, log_std_max=2.0)
+    actor = [{"w": jnp.ones((1, 2)) * 1e4, "b": jnp.zeros(2)}]
+    _, log_std = sac.actor_outputs(actor, jnp.array([[1.0], [-1.0]]), config)
+    np.testing.assert_allclose(log_std[:, 1], [2.0, -5.0])
+
+
+# --- targets and losses -------------------------------------------------------------------------
+def test_critic_target_by_hand_bootstraps_unless_terminated():
+    reward = jnp.array([1.0, 1.0, -2.0])
+    terminated = jnp.array([False, True, False])  # step 2 may be a time-limit cut: still bootstraps
+    next_q = jnp.array([[3.0, 5.0, 0.0], [4.0, 2.0, 1.0]])
+    next_log_prob = jnp.array([-1.0, 0.5, 2.0])
+    target = sac.critic_target(reward, terminated, next_q, next_log_prob, alpha=0.5, gamma=0.9)
+    expected = [1.0 + 0.9 * (3.0 + 0.5), 1.0, -2.0 + 0.9 * (0.0 - 1.0)]
+    np.testing.assert_allclose(target, expected, rtol=1e-6)
+    # the target takes the smaller critic: swapping the two changes nothing
+    np.testing.assert_array_equal(
+        target, sac.critic_target(reward, terminated, next_q[::-1], next_log_prob, 0.5, 0.9)
+    )
+
+
+def _setup(batch_size=32, seed=0, **overrides):
+    config = sac.Config(batch_size=batch_size, **overrides)
+    obs_dim, action_dim = 3, 1
+    k_params, k_batch = jax.random.split(jax.random.key(seed))
+    params = sac.init_params(k_params, config, obs_dim, action_dim)
+    optimizer = sac.make_optimizer(config)
+    opt_states = tuple(optimizer.init(params[k]) for k in ("actor", "critic", "log_alpha"))
+    learner = sac.Learner(params, jax.tree.map(lambda x: x + 0.1, params["critic"]), opt_states)
+    k = jax.random.split(k_batch, 4)
+    batch = sac.Transitions(
+        obs=jax.random.normal(k[0], (batch_size, obs_dim)),
+        action=jax.random.uniform(k[1], (batch_size, action_dim), minval=-1, maxval=1),
+        reward=jax.random.normal(k[2], (batch_size,)),
+        next_obs=jax.random.normal(k[3], (batch_size, obs_dim)),
+        terminated=jnp.arange(batch_size) % 5 == 0,
+    )
+    return config, learner, batch, optimizer
+
+
+def test_actor_loss_leaves_critic_and_temperature_alone():
+    config, learner, batch, _ = _setup()
+    params = learner.params
+    noise = jax.random.normal(jax.random.key(3), batch.action.shape)
+    grads = jax.grad(lambda a, c, t: sac.actor_loss(a, c, t, batch.obs, noise, config)[0], argnums=(0, 1, 2))(
+        params["actor"], params["critic"], jnp.float32(0.3)
+    )
+    assert any(np.abs(g).max() > 0 for g in jax.tree.leaves(grads[0]))
+    assert all(np.all(g == 0) for g in jax.tree.leaves(grads[1:]))
+
+
+def test_critic_loss_treats_the_target_as_a_constant_and_sums_the_two_critics():
+    config, learner, batch, _ = _setup()
+    q = sac.q_values(learner.params["critic"], batch.obs, batch.action, config.activation)
+    target = batch.reward
+    loss, _ = sac.critic_loss(learner.params["critic"], batch.obs, batch.action, target, config.activation)
+    assert float(loss) == pytest.approx(float(((q[0] - target) ** 2).mean() + ((q[1] - target) ** 2).mean()), rel=1e-6)
+
+
+@pytest.mark.parametrize("entropy,direction", [(3.0, -1), (-3.0, +1)])
+def test_temperature_moves_toward_the_target_entropy(entropy, direction):
+    """Policy entropy above the target lowers alpha; below it raises alpha."""
+    target_entropy = -1.0
+    log_prob = jnp.full((256,), -entropy)  # -log pi estimates the entropy
+    log_alpha = jnp.float32(0.0)
+    grad = jax.grad(sac.alpha_loss)(log_alpha, log_prob, target_entropy)
+    assert np.sign(float(grad)) == -direction
+    optimizer = optax.adam(0.1)
+    state = optimizer.init(log_alpha)
+    for _ in range(5):
+        updates, state = optimizer.update(jax.grad(sac.alpha_loss)(log_alpha, log_prob, target_entropy), state)
+        log_alpha = optax.apply_updates(log_alpha, updates)
+    assert np.sign(float(log_alpha)) == direction
+
+
+def test_polyak_by_hand():
+    online = {"a": jnp.array([1.0, 2.0]), "b": [jnp.array(4.0)]}
+    target = {"a": jnp.array([3.0, 0.0]), "b": [jnp.array(-4.0)]}
+    mixed = sac.polyak(online, target, 0.25)
+    np.testing.assert_allclose(mixed["a"], [0.25 * 1 + 0.75 * 3, 0.25 * 2])
+    np.testing.assert_allclose(mixed["b"][0], 0.25 * 4 - 0.75 * 4)
+    copied = sac.polyak(online, target, 1.0)
+    np.testing.assert_array_equal(copied["a"], online["a"])
+
+
+def test_update_moves_targets_by_polyak_and_fixed_alpha_stays_fixed():
+    config, learner, batch, optimizer = _setup(tau=0.05, autotune_alpha=False, alpha=0.2)
+    new, stats = sac.sac_update(learner, batch, jax.random.key(5), config, optimizer, target_entropy=-1.0)
+    expected = jax.tree.map(lambda o, t: 0.05 * o + 0.95 * t, new.params["critic"], learner.target_critic)
+    for got, want in zip(jax.tree.leaves(new.target_critic), jax.tree.leaves(expected)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert float(new.params["log_alpha"]) == pytest.approx(math.log(0.2))
+    assert float(stats["alpha"]) == pytest.approx(0.2)
+    assert all(np.isfinite(float(v)) for v in stats.values())
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), new.params["actor"], learner.params["actor"])
+    assert all(jax.tree.leaves(changed))
+
+
+# --- training loop bookkeeping ------------------------------------------------------------------
+def test_no_update_before_learning_starts_then_updates_per_step_each_step():
+    """2 envs x 100 steps = 200 env steps per iteration, learning after 250 env steps, 3 updates
+    per vector step: iteration 0 has none, iteration 1 (env steps 200-399) learns on its
+    last (400 - 250) / 2 = 75 vector steps, 225 gradient steps, then 100 x 3 per iteration."""
+    config = sac.Config(
+        num_envs=2, num_steps=100, total_timesteps=800, learning_starts=250, updates_per_step=3,
+        batch_size=32, eval_every=2, log_every=0, num_seeds=2, num_devices=1,
+    )
+    out = jax.device_get(sac.make_train(config)(devices.seed_keys(0, 2)))
+    metrics = out["metrics"]
+    np.testing.assert_array_equal(metrics["gradient_steps"], [[0, 225, 300, 300]] * 2)
+    assert np.all(np.isnan(metrics["critic_loss"][:, 0])) and np.all(np.isfinite(metrics["critic_loss"][:, 1:]))
+    assert np.all(np.isnan(metrics["eval_return"][:, [0, 2]])) and np.all(np.isfinite(metrics["eval_return"][:, [1, 3]]))
+    # seed 1 of the pair equals a run started alone at seed 1 (compared over the first 525
+    # gradient steps: vmapped and single runs round differently and RL amplifies it later)
+    alone = jax.device_get(sac.make_train(dataclasses.replace(config, num_seeds=1))(devices.seed_keys(1, 1)))
+    for name in ("critic_loss", "actor_loss", "alpha", "episode_return"):
+        np.testing.assert_allclose(alone["metrics"][name][0, :3], metrics[name][1, :3], rtol=1e-4, err_msg=name)
+    assert not np.allclose(metrics["critic_loss"][0, 1:], metrics["critic_loss"][1, 1:])  # seeds differ
+
+
+DATA_PARALLEL_SCRIPT = r"""
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+from common import devices
+sys.path.insert(0, "tests")
+from test_sac import _setup
+from algos import sac
+
+config, learner, batch, optimizer = _setup(batch_size=32)
+results = {}
+for shards in (1, 2, 4):
+    mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))
+    def step(batch):
+        new, stats = sac.sac_update(learner, batch, jax.random.key(7), config, optimizer, -1.0, shards)
+        return new.params, stats
+    params, stats = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=P("data"), out_specs=P(), check_vma=False))(batch)
+    results[shards] = {"params": [np.asarray(x).tolist() for x in jax.tree.leaves(params)],
+                       "stats": {k: float(v) for k, v in stats.items()}}
+print("RESULT" + json.dumps(results))
+"""
+
+
+def test_data_parallel_update_equals_one_device(on_devices):
+    """A batch split over 2 or 4 devices gives the single-device update (noise sliced, gradients averaged)."""
+    results = on_devices(DATA_PARALLEL_SCRIPT, num_devices=4)
+    for shards in ("2", "4"):
+        for got, want in zip(results[shards]["params"], results["1"]["params"]):
+            np.testing.assert_allclose(np.array(got), np.array(want), rtol=2e-5, atol=2e-6)
+        for k, v in results["1"]["stats"].items():
+            assert results[shards]["stats"][k] == pytest.approx(v, rel=2e-5, abs=1e-6), k
+
+
+def test_data_parallel_run_trains(python_process, tmp_path):
+    """--data-parallel 2: every device steps its own environments into its own buffer."""
+    proc = python_process(
+        ["algos/sac.py", "--num-envs", "2", "--num-steps", "50", "--total-timesteps", "400", "--learning-starts", "100",
+         "--data-parallel", "2", "--log-every", "0", "--out-dir", str(tmp_path), "--no-compile-cache"],
+        env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
+    assert "split over 2 device(s)" in summary["layout"] and summary["final_return_mean"] is not None
+
+
+# --- command line -------------------------------------------------------------------------------
+def _unboxed(stderr: str) -> str:
+    return " ".join(stderr.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--env", "CartPole-v1"], "SAC needs continuous (Box) actions and CartPole-v1 has discrete ones; use algos/ppo.py"),
+        (["--env", "Pendulum-v2"], "Did you mean 'Pendulum-v1'"),
+        (["--tau", "0"], "--tau and --gamma must lie in (0, 1]"),
+        (["--total-timesteps", "100"], "smaller than one iteration"),
+        (["--batch-size", "0"], "--batch-size must be at least 1"),
+    ],
+)
+def test_user_errors_exit_2_before_compiling(python_process, tmp_path, args, message):
+    proc = python_process(["algos/sac.py", *args, "--out-dir", str(tmp_path)])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message in _unboxed(proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_run_writes_the_run_folder(python_process, tmp_path):
+    proc = python_process(
+        ["algos/sac.py", "--num-seeds", "2", "--num-steps", "100", "--total-timesteps", "400", "--learning-starts", "100",
+         "--log-every", "1", "--out-dir", str(tmp_path), "--no-compile-cache"]
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = list(tmp_path.iterdir())
+    assert {"config.json", "progress.jsonl", "metrics.npz", "params.npz", "summary.json"} <= {p.name for p in run_dir.iterdir()}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["algo"] == "sac" and summary["total_timesteps"] == 400 and len(summary["final_return_per_seed"]) == 2
+    assert summary["replay_buffer_bytes"] == 2 * summary["replay_buffer_bytes_per_seed"] == 2 * 400 * 33
+    progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
+    assert [p["update"] for p in progress] == [1, 2, 3, 4]
+    params = np.load(run_dir / "params.npz")
+    assert params["params/critic/0/w"].shape == (2, 2, 4, 64)  # seeds, twin critics, obs + action, hidden
+    assert "seed    1" in proc.stdout
+
+
+# --- learning -----------------------------------------------------------------------------------
+def test_learns_pendulum_in_20k_steps(python_process, tmp_path):
+    """Default config, seeds 0-3, 2e4 env steps each: final mean return >= -200."""
+    proc = python_process(["algos/sac.py", "--num-seeds", "4", "--log-every", "0", "--out-dir", str(tmp_path)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
+    assert summary["total_timesteps"] == 20_000
+    assert summary["final_return_mean"] >= -200, summary["final_return_per_seed"]
+    assert min(summary["final_return_per_seed"]) >= -300, summary["final_return_per_seed"]
