@@ -1,10 +1,13 @@
 """Throughput on CartPole-v1: PPO with PureJaxRL's default configuration (--algo ppo), or
-another algorithm with its own CartPole defaults (--algo impala, --algo grpo).
+another algorithm with its own CartPole defaults (--algo impala, --algo grpo); SAC
+(--algo sac) on Pendulum-v1 with its defaults.
 
 PPO: 4 envs x 128 steps, 4 epochs x 4 minibatches, 64x64 tanh MLPs, lr 2.5e-4 annealed,
 gamma 0.99, lambda 0.95, clip 0.2, 5e5 env steps per seed. IMPALA: impala.default_config
 (64 envs x 64 steps, 2 epochs x 4 minibatches, 1e6 steps per seed). GRPO:
 grpo.default_config (64 envs x 512 steps, 4 epochs x 4 minibatches, 3e6 steps per seed).
+SAC: sac.default_config on Pendulum-v1 (1 env, 64x64 networks, batch 256, one gradient step
+per env step, 2e4 env steps per seed); rows also record the process's peak memory.
 No evaluation, no logging. For 1, 8 and 64 seeds, on the default device layout (seeds over one CPU device
 per core) and forced to one device, plus (PPO) 1 seed split over 2 devices with
 --data-parallel 2; each measurement in a fresh process:
@@ -16,6 +19,7 @@ per core) and forced to one device, plus (PPO) 1 seed split over 2 devices with
     python benchmarks/throughput.py --seeds 1 8  # re-measure these rows, keep the others
     python benchmarks/throughput.py --algo impala --seeds 1 8
     python benchmarks/throughput.py --algo grpo --seeds 1 8
+    python benchmarks/throughput.py --algo sac --seeds 1 8
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -48,6 +53,8 @@ def worker(algo_name: str, num_seeds: int, num_devices: int, data_parallel: int,
                     data_parallel=data_parallel)
     if algo_name == "ppo":  # PureJaxRL's configuration is PPO's discrete default
         config = algo.Config(env="CartPole-v1", total_timesteps=500_000, **settings)
+    elif algo_name == "sac":  # continuous actions only: its own Pendulum defaults
+        config = algo.default_config("Pendulum-v1", **settings)
     else:  # the algorithm's own CartPole defaults
         config = algo.default_config("CartPole-v1", **settings)
     keys = devices.seed_keys(0, num_seeds)
@@ -58,11 +65,14 @@ def worker(algo_name: str, num_seeds: int, num_devices: int, data_parallel: int,
     t0 = time.perf_counter()
     jax.block_until_ready(compiled(keys))
     run_seconds = time.perf_counter() - t0
-    steps = num_seeds * config.num_updates * config.batch_size
+    steps_per_update = config.steps_per_iteration if algo_name == "sac" else config.batch_size
+    steps = num_seeds * config.num_updates * steps_per_update
     layout = algo.plan_layout(config)
     return {
         "algo": algo_name,
-        "steps_per_seed": config.num_updates * config.batch_size,
+        "env": config.env,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "steps_per_seed": config.num_updates * steps_per_update,
         "seeds": num_seeds,
         "devices": layout.num_devices,
         "data_parallel": layout.data_parallel,
@@ -90,15 +100,17 @@ def measure(algo: str, num_seeds: int, num_devices: int, data_parallel: int) -> 
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| algo | seeds | layout | devices used | steps/seed | compile cold (s) | compile cached (s) | run (s) | env steps/s | env steps/s per seed |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| algo | env | seeds | layout | devices used | steps/seed | compile cold (s) | compile cached (s) | run (s) | env steps/s | env steps/s per seed | peak memory (MiB) |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         best = max(r["env_steps_per_second"], r["env_steps_per_second_2"])
         run = min(r["run_seconds"], r["run_seconds_2"])
+        memory = f"{r['max_rss_mb']:,.0f}" if "max_rss_mb" in r else "-"
         lines.append(
-            f"| {r['algo']} | {r['seeds']} | {r['layout']} | {r['devices']} | {r['steps_per_seed']:,} | {r['compile_seconds']:.2f} | "
-            f"{r['compile_cached_seconds']:.2f} | {run:.2f} | {best:,.0f} | {best / r['seeds']:,.0f} |"
+            f"| {r['algo']} | {r.get('env', 'CartPole-v1')} | {r['seeds']} | {r['layout']} | {r['devices']} | "
+            f"{r['steps_per_seed']:,} | {r['compile_seconds']:.2f} | {r['compile_cached_seconds']:.2f} | {run:.2f} | "
+            f"{best:,.0f} | {best / r['seeds']:,.0f} | {memory} |"
         )
     return "\n".join(lines)
 
@@ -108,7 +120,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--table-only", action="store_true", help="measure nothing; rewrite the table from the stored rows")
-    parser.add_argument("--algo", default="ppo", choices=["ppo", "impala", "grpo"])
+    parser.add_argument("--algo", default="ppo", choices=["ppo", "impala", "grpo", "sac"])
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -131,7 +143,7 @@ def main() -> None:
             key = (args.algo, seeds, layout)
             stored = [r for r in stored if (r["algo"], r["seeds"], r["layout"]) != key] + [row]
             print(json.dumps(row), flush=True)
-    order = {"ppo": 0, "impala": 1, "grpo": 2}
+    order = {"ppo": 0, "impala": 1, "grpo": 2, "sac": 3}
     rows = sorted(stored, key=lambda r: (order[r["algo"]], r["seeds"], r["layout"] != "default", r["layout"]))
     dates = sorted({r["date"] for r in rows})
     body = (

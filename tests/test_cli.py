@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from algos import impala, ppo
+from algos import impala, ppo, sac
 
 PPO = "algos/ppo.py"
 
 
-@pytest.mark.parametrize("algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces")])
+@pytest.mark.parametrize("algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (sac, "Polyak rate")])
 def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
     proc = python_process([algo.__file__, "--help"])
     assert proc.returncode == 0
