@@ -32,7 +32,7 @@ def clean_env(**extra):
     return {**env, **extra}
 
 
-def run_two_processes(out_dir, args, timeout=300):
+def run_two_processes(out_dir, args, timeout=300, script="algos/ppo.py"):
     """Launch process 0 and 1 of one run; returns [(returncode, stdout, stderr)] * 2."""
     port = free_port()
     procs = []
@@ -40,7 +40,7 @@ def run_two_processes(out_dir, args, timeout=300):
         env = clean_env(JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2",
                         JAX_PROCESS_ID=str(rank))
         procs.append(subprocess.Popen(
-            [sys.executable, "algos/ppo.py", "--distributed", "--out-dir", str(out_dir / f"p{rank}"), *args],
+            [sys.executable, script, "--distributed", "--out-dir", str(out_dir / f"p{rank}"), *args],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         ))
     results = []
@@ -56,9 +56,9 @@ def run_two_processes(out_dir, args, timeout=300):
     return results
 
 
-def run_one_process(out_dir, args):
+def run_one_process(out_dir, args, script="algos/ppo.py"):
     proc = subprocess.run(
-        [sys.executable, "algos/ppo.py", "--out-dir", str(out_dir), *args], cwd=REPO, capture_output=True,
+        [sys.executable, script, "--out-dir", str(out_dir), *args], cwd=REPO, capture_output=True,
         text=True, timeout=300, env=clean_env(XLA_FLAGS="--xla_force_host_platform_device_count=2"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -94,6 +94,25 @@ def test_two_processes_equal_one_process_with_two_devices(tmp_path, layout_args,
         np.testing.assert_allclose(multi[k], single[k], rtol=1e-5, atol=1e-6, err_msg=k)
     if num_seeds == 2:
         assert not np.allclose(multi["policy_loss"][0], multi["policy_loss"][1])  # two distinct seeds
+
+
+def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path):
+    """SAC's data axis across two processes: each steps one environment into its own replay
+    buffer and samples half of every batch; equal to one process with two devices."""
+    args = ["--num-envs", "2", "--num-steps", "50", "--total-timesteps", "400", "--learning-starts", "100",
+            "--batch-size", "64", "--data-parallel", "2", "--eval-every", "2", "--log-every", "4", "--no-compile-cache"]
+    results = run_two_processes(tmp_path / "multi", args, script="algos/sac.py")
+    for rank, (code, out, err) in enumerate(results):
+        assert code == 0, f"process {rank}: {err[-3000:]}"
+    assert not (tmp_path / "multi" / "p1").exists()
+    (multi_dir,) = (tmp_path / "multi" / "p0").iterdir()
+    single_dir = run_one_process(tmp_path / "single", args, script="algos/sac.py")
+    assert json.loads((multi_dir / "summary.json").read_text())["processes"] == 2
+    multi, single = np.load(multi_dir / "metrics.npz"), np.load(single_dir / "metrics.npz")
+    for k in ("critic_loss", "actor_loss", "alpha", "episode_return", "eval_return"):
+        assert multi[k].shape == (1, 4)
+        np.testing.assert_allclose(multi[k], single[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    assert np.isfinite(multi["critic_loss"][0, 1:]).all()
 
 
 def test_seeds_that_cannot_be_spread_over_processes_are_a_clear_error(tmp_path):
