@@ -317,6 +317,17 @@ class ReplayBuffer(NamedTuple):
     filled_rows: jax.Array  # int32 scalar: rows written so far, at most rows
 
 
+def transitions_from_step(obs: jax.Array, action: jax.Array, info: envs.StepInfo) -> Transitions:
+    """What the buffer stores for one step of every environment (leaves [N, ...]).
+
+    The next observation is `info.final_obs`, the observation the step reached *before*
+    any auto-reset, and the end flag is `terminated` only: a time-limit cut keeps
+    terminated False, so its target bootstraps from the state it reached.
+    """
+    flat = lambda x: x.reshape(x.shape[0], -1)
+    return Transitions(flat(obs), action, info.reward, flat(info.final_obs), info.terminated)
+
+
 def buffer_init(rows: int, num_envs: int, obs_dim: int, action_dim: int) -> ReplayBuffer:
     data = Transitions(
         obs=jnp.zeros((rows, num_envs, obs_dim)),
@@ -506,7 +517,7 @@ def make_train(config: Config, log_fn=None):
         action = jnp.where(step_index * config.num_envs < config.learning_starts, random, policy_action)
 
         next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
-        step = Transitions(flatten_obs(state.obs), action, info.reward, flatten_obs(info.final_obs), info.terminated)
+        step = transitions_from_step(state.obs, action, info)
         buffer = buffer_add(state.buffer, step)
         obs_stats = state.obs_stats
         if config.normalize_obs:

@@ -64,6 +64,47 @@ def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
     assert sac.Config(buffer_size=1_000, num_envs=4, num_steps=50).buffer_rows == 250
 
 
+def test_buffer_stores_the_final_observation_and_only_true_terminations():
+    """Pendulum's 200-step time limit: the step that hits it stores the observation it
+    reached (not the reset one) with terminated False, so its target bootstraps."""
+    from common import envs
+
+    env, env_params = envs.make("Pendulum-v1")
+    vec_env = envs.VecEnv(env, env_params, 2)
+    obs, state = vec_env.reset(jax.random.key(0))
+    buffer = sac.buffer_init(256, 2, 3, 1)
+    for t in range(200):
+        action = jnp.full((2, 1), 0.5)
+        next_obs, state, info = vec_env.step(jax.random.key(t + 1), state, action * 2.0)
+        buffer = sac.buffer_add(buffer, sac.transitions_from_step(obs, action, info))
+        previous_obs, obs = obs, next_obs
+    assert bool(info.truncated.all()) and not bool(info.terminated.any())
+    last = jax.tree.map(lambda x: x[199], buffer.data)
+    np.testing.assert_array_equal(last.next_obs, info.final_obs)
+    assert not np.allclose(last.next_obs, obs)  # obs is already the reset observation
+    np.testing.assert_array_equal(last.obs, previous_obs)
+    assert not bool(buffer.data.terminated[:200].any())
+    # consecutive stored steps chain: next_obs of step t is obs of step t + 1 within the episode
+    np.testing.assert_array_equal(buffer.data.next_obs[:198], buffer.data.obs[1:199])
+
+
+def test_a_true_termination_is_stored_as_terminated():
+    """MountainCarContinuous ends for real at the goal: that step is stored as terminated."""
+    from common import envs
+
+    env, env_params = envs.make("MountainCarContinuous-v0")
+    vec_env = envs.VecEnv(env, env_params, 1)
+    _, state = vec_env.reset(jax.random.key(0))
+    # start just below the goal, moving right: the first full-throttle step terminates
+    state = state._replace(env_state=state.env_state.replace(
+        position=jnp.array([0.449]), velocity=jnp.array([0.05])))
+    obs = jnp.array([[0.449, 0.05]])
+    _, _, info = vec_env.step(jax.random.key(1), state, jnp.ones((1, 1)))
+    step = sac.transitions_from_step(obs, jnp.ones((1, 1)), info)
+    assert bool(step.terminated[0]) and not bool(info.truncated[0])
+    assert float(step.next_obs[0, 0]) >= 0.45  # the goal position it reached, not a reset
+
+
 # --- the squashed Gaussian ----------------------------------------------------------------------
 def _distrax_squashed(mean, log_std):
     return distrax.Transformed(distrax.MultivariateNormalDiag(mean, jnp.exp(log_std)), distrax.Block(distrax.Tanh(), 1))
