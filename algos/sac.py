@@ -56,7 +56,7 @@ class Config:
     num_steps: int = 200
     """steps per environment in one iteration, the unit of metrics, --log-every and --eval-every."""
     buffer_size: int = 1_000_000
-    """replay capacity in transitions per seed (capped at total_timesteps, which it never exceeds)."""
+    """replay capacity in transitions per seed (capped at total_timesteps: a larger buffer would never fill)."""
     batch_size: int = 256
     """transitions sampled (uniformly, with replacement) for each gradient step."""
     learning_starts: int = 1_000
@@ -158,8 +158,7 @@ class Config:
             raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
         if min(self.eval_every, self.log_every, self.num_devices) < 0:
             raise ValueError("--eval-every, --log-every and --num-devices must be 0 or positive.")
-        envs.check_env_id(self.env)
-        env, env_params = envs.make(self.env)
+        env, env_params = envs.make(self.env)  # raises for an unknown id, with close names
         if envs.is_discrete(env, env_params):
             raise ValueError(
                 f"SAC needs continuous (Box) actions and {self.env} has discrete ones; "
@@ -408,7 +407,7 @@ def sac_update(
     next_q = q_values(target_critic, batch.next_obs, next_action, act)
     target = critic_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
     (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
-        params["critic"], batch.obs, batch.action, jax.lax.stop_gradient(target), act
+        params["critic"], batch.obs, batch.action, target, act  # target: computed outside the gradient
     )
     critic, critic_opt = apply(c_grads, params["critic"], critic_opt)
 
@@ -502,13 +501,17 @@ def make_train(config: Config, log_fn=None):
 
     no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
 
+    def learning(step_index):
+        """Whether vector step `step_index` (from 0) learns: once more than learning_starts
+        env steps per seed have been taken, counting this step's."""
+        return (step_index + 1) * config.num_envs > config.learning_starts
+
     def env_step(state: TrainState, step_index: jax.Array):
         """All num_envs environments take one step, the buffer stores it, then the learner
         takes updates_per_step gradient steps once learning_starts env steps have been taken.
         step_index counts vector steps from 0 (not per seed: it keeps the branch a real one
         under vmap)."""
         key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
-        env_steps_done = (step_index + 1) * config.num_envs  # per seed, including this step
         random = jax.random.uniform(k_random, (config.num_envs, action_dim), minval=-1.0, maxval=1.0)
         mean, log_std = actor_outputs(state.learner.params["actor"], observe(state.obs_stats, state.obs), config)
         env_keys = devices.shard_split(k_policy, config.num_envs, shards)  # env i: same draw whatever D
@@ -524,7 +527,7 @@ def make_train(config: Config, log_fn=None):
             obs_stats = envs.update_stats(obs_stats, step.next_obs, devices.DATA if shards > 1 else None)
 
         learner, stats = jax.lax.cond(
-            env_steps_done > config.learning_starts,
+            learning(step_index),
             lambda: learn(state.learner, buffer, obs_stats, k_learn),
             lambda: (state.learner, no_stats),
         )
@@ -532,12 +535,12 @@ def make_train(config: Config, log_fn=None):
 
     def iteration(state: TrainState, iteration_index: jax.Array, seed_index: jax.Array):
         """num_steps env steps; metrics averaged over the iteration."""
-        first = iteration_index * config.num_steps
-        state, (info, stats) = jax.lax.scan(env_step, state, first + jnp.arange(config.num_steps))
+        step_indices = iteration_index * config.num_steps + jnp.arange(config.num_steps)
+        state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
         key, k_eval = jax.random.split(state.key)
         state = state._replace(key=key)
         metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
-        metrics["gradient_steps"] = jnp.isfinite(stats["critic_loss"]).sum() * config.updates_per_step
+        metrics["gradient_steps"] = learning(step_indices).sum() * config.updates_per_step
         metrics.update(envs.episode_metrics(info, shards))
         if config.eval_every:
             due = ((iteration_index + 1) % config.eval_every == 0) | (iteration_index == num_updates - 1)
@@ -578,8 +581,8 @@ def make_train(config: Config, log_fn=None):
 def main(config: Config) -> dict:
     """Compile, train every seed, write the run folder; returns summary.json's content."""
     env, env_params = envs.make(config.env)
-    vec_env = envs.VecEnv(env, env_params, 1)
-    buffer_bytes = replay_buffer_bytes(config, math.prod(vec_env.obs_shape), math.prod(vec_env.action_shape))
+    obs_dim = math.prod(env.observation_space(env_params).shape)
+    buffer_bytes = replay_buffer_bytes(config, obs_dim, math.prod(env.action_space(env_params).shape))
     return train_and_write(
         "sac", config, make_train, plan_layout(config), config.steps_per_iteration, config.num_updates,
         saved=lambda out: {"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
