@@ -11,24 +11,17 @@ Shao et al. 2024 (arXiv:2402.03300).
 
     python algos/grpo.py --env CartPole-v1 --num-seeds 4
     python algos/grpo.py --env CartPole-v1 --shared-group-reset
-
-Prints a progress line every `--log-every` updates and a per-seed table at the end; writes
-runs/grpo__<env>__<time>/ with config.json, progress.jsonl, metrics.npz, params.npz,
-summary.json. Seeds spread over devices; `--data-parallel D` splits each seed's
-environments over D devices and `--distributed` spans several processes (README, Scaling).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from common import devices  # first: gives JAX one CPU device per core before anything computes
-from common import envs
-from common.logging import emit_metrics
-from common.nets import mlp_apply, mlp_init
-from common.run import parse_config, train_and_write
+from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
+from scanrl.common import envs, loop, run
+from scanrl.common.nets import mlp_apply, mlp_init
+from scanrl.common.run import RunConfig
 
 import distrax
 import jax
@@ -37,18 +30,12 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config
+# Config: hyperparameters (run settings: common/run.py's RunConfig, the same flat flags)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Config:
-    """GRPO hyperparameters and run settings (every field is a --flag)."""
-
     env: str = "CartPole-v1"
     """gymnax environment id; discrete and continuous (Box) action spaces both work."""
-    seed: int = 0
-    """first seed; seed i of the run uses jax.random.key(seed + i)."""
-    num_seeds: int = 1
-    """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
     total_timesteps: int = 3_000_000
     """environment steps per seed (rounded down to whole updates; masked steps count too)."""
     num_envs: int = 64
@@ -89,104 +76,52 @@ class Config:
     """hidden layer sizes of the policy MLP."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
-    eval_every: int = 10
-    """evaluate the deterministic policy every this many updates, and after the last (0: never)."""
-    eval_episodes: int = 10
-    """episodes per evaluation (run in parallel)."""
-    eval_env_params: dict[str, float] = field(default_factory=dict)
-    """override env parameters for evaluation only, e.g. --eval-env-params length 0.7."""
-    log_every: int = 5
-    """console / wandb / progress.jsonl line every this many updates (0: none; the program
-    then has no host callback and JAX's persistent cache can store it)."""
-    num_devices: int = 0
-    """devices to use (0: all; on CPU one device per core)."""
-    data_parallel: int = 1
-    """devices that split each seed's num_envs environments, gradients and statistics averaged
-    (1: none, seeds fill the devices; 0: automatic). On CPU splitting is slower than it saves."""
-    distributed: bool = False
-    """multi-process run: jax.distributed.initialize() before anything else (also implied by
-    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
-    compile_cache: bool = True
-    """persistent compilation cache in ~/.cache/scanrl/jax: repeated runs skip compiling."""
-    wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
-    """wandb logging: disabled (default, needs no account), offline (local files), online."""
-    wandb_project: str = "scanrl"
-    """wandb project name."""
-    out_dir: str = "runs"
-    """parent folder of the run folder."""
+    run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
+    """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
 
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
+    batch_size = property(lambda self: self.num_envs * self.num_steps)
+    minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
+    num_updates = property(lambda self: self.total_timesteps // self.batch_size)
 
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
-
-    @property
-    def num_updates(self) -> int:
-        return self.total_timesteps // self.batch_size
+    def data_parallel_sizes(self) -> dict[str, int]:
+        """Per-seed sizes that --data-parallel must divide."""
+        return {"--num-envs": self.num_envs, "the minibatch size (num_envs * num_steps / num_minibatches)": self.minibatch_size}
 
     def __post_init__(self):
-        positive = ["num_seeds", "num_envs", "num_steps", "num_epochs", "num_minibatches", "eval_episodes"]
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
+        run.check_values(
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "max_grad_norm", "eps"),
+            nonnegative=("kl_coef", "ent_coef"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
+        )
         if self.group_size < 2:
             raise ValueError(f"--group-size must be at least 2 (a group of one has no baseline), got {self.group_size}.")
         if self.num_envs % self.group_size:
-            raise ValueError(
-                f"--num-envs {self.num_envs} is not divisible by --group-size {self.group_size}; "
-                "groups are blocks of neighbouring environments."
-            )
-        if not self.learning_rate > 0:
-            raise ValueError(f"--learning-rate must be positive, got {self.learning_rate}.")
+            raise ValueError(f"--num-envs {self.num_envs} is not divisible by --group-size {self.group_size}; "
+                             "groups are blocks of neighbouring environments.")
         if self.batch_size % self.num_minibatches:
-            raise ValueError(
-                f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
-                f"{self.num_minibatches}; pick a divisor of {self.batch_size}."
-            )
+            raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
+                             f"{self.num_minibatches}; pick a divisor of {self.batch_size}.")
         if self.total_timesteps < self.batch_size:
-            raise ValueError(
-                f"--total-timesteps {self.total_timesteps} is smaller than one rollout "
-                f"(num_envs * num_steps = {self.batch_size}); raise it or shrink the rollout."
-            )
-        if not 0 < self.gamma <= 1 or not 0 < self.clip_eps < 1:
-            raise ValueError("--gamma must lie in (0, 1] and --clip-eps in (0, 1).")
-        if min(self.kl_coef, self.ent_coef, self.eval_every, self.log_every, self.num_devices) < 0:
-            raise ValueError("--kl-coef, --ent-coef, --eval-every, --log-every and --num-devices must be 0 or positive.")
-        envs.check_env_id(self.env)
-        if self.eval_env_params:
-            _, env_params = envs.make(self.env)
-            envs.override_params(env_params, self.eval_env_params)
-        plan_layout(self)  # raises if no device layout fits
+            raise ValueError(f"--total-timesteps {self.total_timesteps} is smaller than one rollout "
+                             f"(num_envs * num_steps = {self.batch_size}); raise it or shrink the rollout.")
 
 
-# Settings for continuous-action envs, tried on Pendulum-v1 (see README and RESULTS.md).
-CONTINUOUS_DEFAULTS = dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True, learning_rate=1e-3)
+# Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
+PRESETS = {"continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True, learning_rate=1e-3)}
 
 
 def default_config(env: str = "CartPole-v1", **overrides) -> Config:
-    """The starting Config for `env`: the CartPole-tuned defaults if its actions are discrete,
-    CONTINUOUS_DEFAULTS if they are continuous; `overrides` win over both."""
-    base = {}
-    if env in envs.registered_envs() and not envs.is_discrete(*envs.make(env)):
-        base = dict(CONTINUOUS_DEFAULTS)
-    return Config(**{**base, **overrides, "env": env})
-
-
-def plan_layout(config: Config) -> devices.Layout:
-    """The (seed, data) device mesh for this config (see common.devices.plan_layout)."""
-    sizes = {"--num-envs": config.num_envs, "the minibatch size (num_envs * num_steps / num_minibatches)": config.minibatch_size}
-    return devices.plan_layout(config.num_seeds, sizes, config.data_parallel, config.num_devices)
+    """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions;
+    `overrides` (hyperparameters or run settings, flat) win."""
+    preset = PRESETS["continuous"] if envs.is_continuous(env) else {}
+    return run.build_config(Config, {**preset, **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
 # Network: a policy MLP only (no critic); a state-independent log-std for continuous actions
 # ---------------------------------------------------------------------------------------------
-def init_params(key: jax.Array, config: Config, obs_dim: int, vec_env: envs.VecEnv) -> dict:
-    out_dim = vec_env.num_actions if vec_env.discrete else math.prod(vec_env.action_shape)
-    params = {"actor": mlp_init(key, (obs_dim, *config.actor_hidden, out_dim), output_gain=0.01)}
+def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
+    params = {"actor": mlp_init(key, (vec_env.obs_dim, *config.actor_hidden, out_dim), output_gain=0.01)}
     if not vec_env.discrete:
         params["log_std"] = jnp.zeros(out_dim)
     return params
@@ -288,38 +223,38 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping then Adam's direction; learn() applies the (annealed) step size."""
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5))
+    """Global-norm clipping, Adam; the step size is a hyperparameter in the optimizer state,
+    set to the learning-rate schedule's value at the start of every update."""
+    def chain(learning_rate):
+        return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5),
+                           optax.scale_by_learning_rate(learning_rate))
+    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
 
 
-def minibatch_gradient(params: dict, minibatch: Batch, config: Config, shards: int = 1) -> tuple[dict, dict]:
-    """Gradient of grpo_loss over one whole minibatch (leaves [B, ...]); with `shards` > 1
-    each data shard differentiates its slice and the mean over shards is the whole one's."""
-    weight = shards / jnp.maximum(minibatch.mask.sum(), 1.0)  # valid steps of the whole minibatch
-    local = jax.tree.map(lambda x: devices.shard_slice(x, shards), minibatch)
-    varying = jax.lax.pcast(params, devices.DATA, to="varying") if shards > 1 else params
-    (_, stats), grads = jax.value_and_grad(grpo_loss, has_aux=True)(varying, local, config, weight)
-    return devices.data_mean((grads, stats), shards)
+def minibatch_gradient(params: dict, minibatch: Batch, config: Config, data=devices.NO_DATA) -> tuple[dict, dict]:
+    """Gradient of grpo_loss over one whole minibatch (leaves [B, ...]); with data parallelism
+    each device differentiates its slice and the mean over devices is the whole one's."""
+    weight = data.size / jnp.maximum(minibatch.mask.sum(), 1.0)  # valid steps of the whole minibatch
+    local = jax.tree.map(data.local, minibatch)
+    (_, stats), grads = jax.value_and_grad(grpo_loss, has_aux=True)(data.varying(params), local, config, weight)
+    return data.mean((grads, stats))
 
 
-def learn(params, opt_state, batch: Batch, key, learning_rate, config: Config, optimizer, shards: int = 1):
+def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, data=devices.NO_DATA):
     """num_epochs epochs of num_minibatches Adam steps over the flattened rollout [B, ...]."""
 
-    def minibatch_step(carry, minibatch):
+    def update_minibatch(carry, minibatch):
         params, opt_state = carry
-        grads, stats = minibatch_gradient(params, minibatch, config, shards)
+        grads, stats = minibatch_gradient(params, minibatch, config, data)
         updates, opt_state = optimizer.update(grads, opt_state)
-        params = jax.tree.map(lambda p, u: p - learning_rate * u, params, updates)
-        return (params, opt_state), stats
+        return (optax.apply_updates(params, updates), opt_state), stats
 
-    def epoch(carry, epoch_key):
+    def update_epoch(carry, epoch_key):
         order = jax.random.permutation(epoch_key, config.batch_size)
-        minibatches = jax.tree.map(
-            lambda x: x[order].reshape((config.num_minibatches, config.minibatch_size) + x.shape[1:]), batch
-        )
-        return jax.lax.scan(minibatch_step, carry, minibatches)
+        shape = (config.num_minibatches, config.minibatch_size)
+        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), batch))
 
-    (params, opt_state), stats = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, config.num_epochs))
+    (params, opt_state), stats = jax.lax.scan(update_epoch, (params, opt_state), jax.random.split(key, config.num_epochs))
     return params, opt_state, stats
 
 
@@ -352,38 +287,34 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_train(config: Config, log_fn=None):
-    """Build `train(keys[num_seeds]) -> {"params", "obs_stats", "metrics"}`, one jitted program.
-
-    metrics: dict of [num_seeds, num_updates] arrays (NaN where a value does not exist).
-    With data parallelism each device steps num_envs / D environments; the rollout is
-    gathered before the group advantages (groups may span devices), each device takes 1/D
-    of every minibatch, and gradients are averaged.
-    """
-    layout = plan_layout(config)
-    shards = layout.data_parallel
-    env, env_params = envs.make(config.env)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, shards)
-    eval_env = envs.VecEnv(
-        env,
-        envs.override_params(env_params, config.eval_env_params),
-        math.ceil(config.eval_episodes / shards) * shards,
-        shards,
-    )
-    obs_dim = math.prod(vec_env.obs_shape)
-    num_updates, act = config.num_updates, config.activation
+def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+    """GRPO's pieces for one seed (common/loop.py turns them into programs). `env`: a
+    gymnax-style env object to train on instead of config.env. With data parallelism each
+    device steps num_envs / D environments; the rollout is gathered before the group
+    advantages (groups may span devices), each device takes 1/D of every minibatch, and
+    gradients are averaged."""
+    env, env_params = envs.resolve(config.env, env, env_params)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
     optimizer = make_optimizer(config)
-
-    def flatten_obs(obs):  # [..., *obs_shape] -> [..., obs_dim]
-        return obs.reshape(obs.shape[: obs.ndim - len(vec_env.obs_shape)] + (obs_dim,))
+    act_fn = config.activation
+    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if config.anneal_lr \
+        else optax.constant_schedule(config.learning_rate)
 
     def observe(stats, obs):  # what the policy sees
-        obs = flatten_obs(obs)
+        obs = vec_env.flat_obs(obs)
         return envs.normalize(stats, obs) if config.normalize_obs else obs
 
-    def update(state: TrainState, update_index: jax.Array, seed_index: jax.Array):
+    def init(key: jax.Array) -> TrainState:
+        k_params, k_reset, key = jax.random.split(key, 3)
+        params = init_params(k_params, config, vec_env)
+        obs, env_state = reset_groups(vec_env, k_reset, config)
+        return TrainState(params=params, ref_params=params, opt_state=optimizer.init(params), env_state=env_state,
+                          obs=obs, obs_stats=envs.init_stats((vec_env.obs_dim,)), key=key)
+
+    def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
-        key, k_reset, k_rollout, k_epochs, k_eval = jax.random.split(state.key, 5)
+        # (the fifth key was evaluation's before it moved to common/loop.py; kept so results stay the same)
+        key, k_reset, k_rollout, k_epochs, _ = jax.random.split(state.key, 5)
         obs, env_state = state.obs, state.env_state
         if config.reset_every_rollout:
             obs, env_state = reset_groups(vec_env, k_reset, config)
@@ -393,91 +324,67 @@ def make_train(config: Config, log_fn=None):
             env_state, obs = carry
             k_action, k_env = jax.random.split(step_key)
             policy_obs = observe(state.obs_stats, obs)
-            action, log_prob = jax.vmap(lambda k, o: policy(params, o, act).sample_and_log_prob(seed=k))(
-                devices.shard_split(k_action, config.num_envs, shards), policy_obs
+            action, log_prob = jax.vmap(lambda k, o: policy(params, o, act_fn).sample_and_log_prob(seed=k))(
+                data.split_keys(k_action, config.num_envs), policy_obs
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
-            return (env_state, next_obs), Transition(policy_obs, action, log_prob, info)
+            return (env_state, next_obs), Transition(obs=policy_obs, action=action, log_prob=log_prob, info=info)
 
-        (env_state, next_obs), traj = jax.lax.scan(
-            env_step, (env_state, obs), jax.random.split(k_rollout, config.num_steps)
-        )
+        (env_state, next_obs), traj = jax.lax.scan(env_step, (env_state, obs), jax.random.split(k_rollout, config.num_steps))
         info = traj.info
         obs_stats = state.obs_stats
         if config.normalize_obs:  # new statistics take effect from the next rollout
-            stats_axis = devices.DATA if shards > 1 else None
-            obs_stats = envs.update_stats(obs_stats, flatten_obs(info.final_obs), stats_axis)
+            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs), data.stats_axis)
 
-        # 2. Group advantages over the whole batch (groups may span data shards).
+        # 2. Group advantages over the whole batch (groups may span data devices).
         done = info.terminated | info.truncated
         ref_log_prob = jnp.zeros_like(traj.log_prob)
         if config.kl_coef > 0:
-            ref_log_prob = policy(state.ref_params, traj.obs, act).log_prob(traj.action)
-        obs_all, action, log_prob, ref_log_prob, rewards, done = devices.gather_envs(
-            (traj.obs, traj.action, traj.log_prob, ref_log_prob, info.reward, done), shards
-        )
+            ref_log_prob = policy(state.ref_params, traj.obs, act_fn).log_prob(traj.action)
+        obs_all, action, log_prob, ref_log_prob, rewards, done = data.gather(
+            (traj.obs, traj.action, traj.log_prob, ref_log_prob, info.reward, done))
         returns = step_returns(rewards, done, config.gamma)
         mask = first_episode_mask(done) if config.truncate_at_first_done else jnp.ones_like(returns)
         advantages = group_advantages(returns, mask, config.group_size, config.eps)
-        batch = Batch(obs_all, action, log_prob, ref_log_prob, advantages, mask)
+        batch = Batch(obs=obs_all, action=action, log_prob=log_prob, ref_log_prob=ref_log_prob,
+                      advantage=advantages, mask=mask)
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
-        # 3. num_epochs epochs of num_minibatches Adam steps.
-        frac = 1.0 - update_index / num_updates if config.anneal_lr else 1.0
-        learning_rate = config.learning_rate * frac
-        params, opt_state, loss_stats = learn(
-            params, state.opt_state, flat, k_epochs, learning_rate, config, optimizer, shards
-        )
+        # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
+        learning_rate = schedule(update_index)
+        opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
+        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer, data)
 
-        # 4. Metrics; evaluation every eval_every updates and after the last one.
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info, shards))
-        metrics["valid_fraction"] = mask.mean()
-        metrics["learning_rate"] = jnp.asarray(learning_rate, jnp.float32)
-        if config.eval_every:
-            due = ((update_index + 1) % config.eval_every == 0) | (update_index == num_updates - 1)
-            act_fn = lambda obs: policy(params, observe(obs_stats, obs), act).mode()
-            metrics["eval_return"] = jax.lax.cond(
-                due, lambda: envs.evaluate(eval_env, act_fn, k_eval), lambda: jnp.float32(jnp.nan)
-            )
-        emit_metrics(log_fn, seed_index, update_index, num_updates, config.log_every, metrics)
-        new_state = TrainState(params, state.ref_params, opt_state, env_state, next_obs, obs_stats, key)
-        return new_state, metrics
+        metrics.update(envs.episode_metrics(info, data), valid_fraction=mask.mean(), learning_rate=learning_rate)
+        return TrainState(params=params, ref_params=state.ref_params, opt_state=opt_state, env_state=env_state,
+                          obs=next_obs, obs_stats=obs_stats, key=key), metrics
 
-    def train_one(key: jax.Array, seed_index: jax.Array):
-        k_params, k_reset, key = jax.random.split(key, 3)
-        params = init_params(k_params, config, obs_dim, vec_env)
-        obs, env_state = reset_groups(vec_env, k_reset, config)
-        state = TrainState(
-            params=params,
-            ref_params=params,
-            opt_state=optimizer.init(params),
-            env_state=env_state,
-            obs=obs,
-            obs_stats=envs.init_stats((obs_dim,)),
-            key=key,
-        )
-        state, metrics = jax.lax.scan(lambda s, u: update(s, u, seed_index), state, jnp.arange(num_updates))
-        return {"params": state.params, "obs_stats": state.obs_stats, "metrics": metrics}
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:
+        """obs [N, *obs] -> actions [N, ...]: the mode of the policy, or a sample."""
+        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn)
+        return dist.mode() if deterministic else dist.sample(seed=key)
 
-    return devices.seeds_over_devices(train_one, layout)
+    return loop.Algorithm(
+        init=init, update=update, act=act,
+        policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
+        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
+    )
+
+
+def make_train(config: Config, env=None, env_params=None):
+    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run, one jitted
+    program, seeds vmapped and sharded over devices; metrics leaves [num_seeds, num_updates]."""
+    return loop.build(make_algorithm, config, env, env_params).train
 
 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def main(config: Config) -> dict:
-    """Compile, train every seed, write the run folder; returns summary.json's content."""
-    return train_and_write(
-        "grpo", config, make_train, plan_layout(config), config.batch_size, config.num_updates,
-        saved=lambda out: {"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
-    )
-
-
-def cli(argv: list[str] | None = None) -> Config:
-    """Parse flags; the --env given picks the defaults (see default_config) shown by --help."""
-    return parse_config(Config, default_config, __doc__, argv)
+def main(argv: list[str] | None = None) -> dict:
+    """Flags -> Config -> the shared driver (common/run.py); returns summary.json's content."""
+    return run.main("grpo", Config, default_config, make_algorithm, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main(cli())
+    main()

@@ -12,11 +12,9 @@ Papers: Haarnoja et al. 2018 (arXiv:1801.01290), automatic temperature: Haarnoja
 
     python algos/sac.py --env Pendulum-v1 --num-seeds 4
 
-The whole loop, buffer included, is one compiled program per run: seeds are vmapped and
-spread over devices. Metrics are averaged over iterations of `num_steps` env steps: a
-progress line every `--log-every` iterations, a per-seed table at the end, and
-runs/sac__<env>__<time>/ with config.json, progress.jsonl, metrics.npz, params.npz,
-summary.json. Continuous (Box) actions only.
+The whole loop, buffer included, runs inside the compiled program: seeds are vmapped and
+spread over devices. One "update" is an iteration of `num_steps` env steps (the unit of
+metrics, --log-every and --eval-every). Continuous (Box) actions only.
 """
 
 from __future__ import annotations
@@ -25,11 +23,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from common import devices  # first: gives JAX one CPU device per core before anything computes
-from common import envs
-from common.logging import emit_metrics
-from common.run import parse_config, train_and_write
-from common.nets import mlp_apply, mlp_init
+from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
+from scanrl.common import envs, loop, run
+from scanrl.common.nets import mlp_apply, mlp_init
+from scanrl.common.run import RunConfig
 
 import jax
 import jax.numpy as jnp
@@ -37,18 +34,12 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config
+# Config: hyperparameters (run settings: common/run.py's RunConfig, the same flat flags)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Config:
-    """SAC hyperparameters and run settings (every field is a --flag)."""
-
     env: str = "Pendulum-v1"
     """gymnax environment id with continuous (Box) actions."""
-    seed: int = 0
-    """first seed; seed i of the run uses jax.random.key(seed + i)."""
-    num_seeds: int = 1
-    """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
     total_timesteps: int = 20_000
     """environment steps per seed (all its environments together; rounded down to whole iterations)."""
     num_envs: int = 1
@@ -90,94 +81,40 @@ class Config:
     """hidden layer sizes of each of the two Q MLPs."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
     """hidden-layer activation."""
-    eval_every: int = 10
-    """evaluate the deterministic policy (tanh of the mean) every this many iterations, and after the last (0: never)."""
-    eval_episodes: int = 10
-    """episodes per evaluation (run in parallel)."""
-    eval_env_params: dict[str, float] = field(default_factory=dict)
-    """override env parameters for evaluation only, e.g. --eval-env-params max_speed 6.0."""
-    log_every: int = 5
-    """console / wandb / progress.jsonl line every this many iterations (0: none; the program
-    then has no host callback and JAX's persistent cache can store it)."""
-    num_devices: int = 0
-    """devices to use (0: all; on CPU one device per core)."""
-    data_parallel: int = 1
-    """devices that split each seed's environments, replay buffer and batch, gradients averaged
-    (1: none, seeds fill the devices; 0: automatic)."""
-    distributed: bool = False
-    """multi-process run: jax.distributed.initialize() before anything else (also implied by
-    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
-    compile_cache: bool = True
-    """persistent compilation cache in ~/.cache/scanrl/jax: repeated runs skip compiling."""
-    wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
-    """wandb logging: disabled (default, needs no account), offline (local files), online."""
-    wandb_project: str = "scanrl"
-    """wandb project name."""
-    out_dir: str = "runs"
-    """parent folder of the run folder."""
+    run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
+    """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
 
-    @property
-    def steps_per_iteration(self) -> int:
-        """Env steps per seed in one iteration (all environments)."""
-        return self.num_envs * self.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        """Iterations (the unit the logger calls an update)."""
-        return self.total_timesteps // self.steps_per_iteration
+    steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
+    num_updates = property(lambda self: self.total_timesteps // self.steps_per_iteration)  # iterations
 
     @property
     def buffer_rows(self) -> int:
         """Rows of the circular buffer; a row holds one step of every environment."""
-        capacity = min(self.buffer_size, self.num_updates * self.steps_per_iteration)
-        return max(1, capacity // self.num_envs)
+        return max(1, min(self.buffer_size, self.num_updates * self.steps_per_iteration) // self.num_envs)
+
+    def data_parallel_sizes(self) -> dict[str, int]:
+        """Per-seed sizes that --data-parallel must divide."""
+        return {"--num-envs": self.num_envs, "--batch-size": self.batch_size}
 
     def __post_init__(self):
-        positive = ["num_seeds", "num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step",
-                    "eval_episodes"]
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
-        for name in ("learning_rate", "alpha"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}.")
-        if not 0 < self.tau <= 1 or not 0 < self.gamma <= 1:
-            raise ValueError("--tau and --gamma must lie in (0, 1].")
-        if self.learning_starts < 0:
-            raise ValueError(f"--learning-starts must be 0 or positive, got {self.learning_starts}.")
+        run.check_values(
+            self, positive=("num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step", "learning_rate",
+                            "alpha", "max_grad_norm"),
+            nonnegative=("learning_starts",), within={"gamma": "(0, 1]", "tau": "(0, 1]"},
+        )
         if self.log_std_min >= self.log_std_max:
-            raise ValueError("--log-std-min must be smaller than --log-std-max.")
-        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
-            raise ValueError(f"--max-grad-norm must be positive, got {self.max_grad_norm}.")
+            raise ValueError(f"--log-std-min {self.log_std_min} must be smaller than --log-std-max {self.log_std_max}.")
         if self.total_timesteps < self.steps_per_iteration:
-            raise ValueError(
-                f"--total-timesteps {self.total_timesteps} is smaller than one iteration "
-                f"(num_envs * num_steps = {self.steps_per_iteration}); raise it or lower --num-steps."
-            )
+            raise ValueError(f"--total-timesteps {self.total_timesteps} is smaller than one iteration "
+                             f"(num_envs * num_steps = {self.steps_per_iteration}); raise it or lower --num-steps.")
         if self.buffer_size < self.num_envs:
             raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
-        if min(self.eval_every, self.log_every, self.num_devices) < 0:
-            raise ValueError("--eval-every, --log-every and --num-devices must be 0 or positive.")
-        env, env_params = envs.make(self.env)  # raises for an unknown id, with close names
-        if envs.is_discrete(env, env_params):
-            raise ValueError(
-                f"SAC needs continuous (Box) actions and {self.env} has discrete ones; "
-                "use algos/ppo.py, algos/impala.py or algos/grpo.py for it."
-            )
-        plan_layout(self)  # raises if no device layout fits
-        if self.eval_env_params:
-            envs.override_params(env_params, self.eval_env_params)
 
 
 def default_config(env: str = "Pendulum-v1", **overrides) -> Config:
-    """The starting Config for `env` (the dataclass defaults, tuned on Pendulum-v1)."""
-    return Config(**{**overrides, "env": env})
-
-
-def plan_layout(config: Config) -> devices.Layout:
-    """The (seed, data) device mesh for this config (see common.devices.plan_layout)."""
-    sizes = {"--num-envs": config.num_envs, "--batch-size": config.batch_size}
-    return devices.plan_layout(config.num_seeds, sizes, config.data_parallel, config.num_devices)
+    """Config for `env` (the dataclass defaults, tuned on Pendulum-v1); `overrides`
+    (hyperparameters or run settings, flat) win."""
+    return run.build_config(Config, {**overrides, "env": env})
 
 
 def replay_buffer_bytes(config: Config, obs_dim: int, action_dim: int) -> int:
@@ -292,7 +229,7 @@ def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float)
 
 def polyak(online, target, tau: float):
     """target <- tau * online + (1 - tau) * target, leafwise."""
-    return jax.tree.map(lambda o, t: tau * o + (1.0 - tau) * t, online, target)
+    return optax.incremental_update(online, target, tau)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,13 +315,13 @@ def sac_update(
     config: Config,
     optimizer: optax.GradientTransformation,
     target_entropy: float,
-    shards: int = 1,
+    data=devices.NO_DATA,
 ) -> tuple[Learner, dict]:
     """One gradient step: the critics, then the actor (against the updated critics), then
     the temperature, then the Polyak-averaged target critics.
 
-    batch: leaves [B, ...] with observations as the networks see them. With `shards` > 1
-    (inside the "data" axis) batch is this device's 1/shards of the whole batch; the
+    batch: leaves [B, ...] with observations as the networks see them. With data parallelism
+    (D devices) batch is this device's 1/D of the whole batch; the
     noise of the whole batch is drawn and sliced and the gradients are averaged, so the
     result equals one device's step on the whole batch (tests/test_sac.py).
     Returns the new learner and the step's stats (scalars).
@@ -394,11 +331,10 @@ def sac_update(
     act, alpha = config.activation, jnp.exp(params["log_alpha"])
 
     def noise(k):  # this shard's rows of the whole batch's standard-normal noise [B, A]
-        whole = jax.random.normal(k, (batch.action.shape[0] * shards, batch.action.shape[1]))
-        return devices.shard_slice(whole, shards)
+        return data.local(jax.random.normal(k, (batch.action.shape[0] * data.size, batch.action.shape[1])))
 
     def apply(grads, params, opt_state):
-        grads = devices.data_mean(grads, shards)  # the whole batch's gradient on every device
+        grads = data.mean(grads)  # the whole batch's gradient on every device
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state
 
@@ -424,7 +360,7 @@ def sac_update(
     stats = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q_mean, "alpha": alpha, "entropy": -log_prob.mean()}
     new_params = {"actor": actor, "critic": critic, "log_alpha": log_alpha}
     new_learner = Learner(new_params, polyak(critic, target_critic, config.tau), (actor_opt, critic_opt, alpha_opt))
-    return new_learner, devices.data_mean(stats, shards)
+    return new_learner, data.mean(stats)
 
 
 class TrainState(NamedTuple):
@@ -436,165 +372,127 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_train(config: Config, log_fn=None):
-    """Build `train(keys[num_seeds]) -> {"params", "obs_stats", "metrics"}`, one jitted program.
-
-    metrics: dict of [num_seeds, num_updates] arrays, one value per iteration of num_steps
-    env steps (losses averaged over its gradient steps; NaN where there were none, before
-    learning_starts, or no episode ended). `log_fn(seed, iteration, metrics)` receives
-    progress on the host (see common.logging).
-
-    With data parallelism (D = layout.data_parallel > 1) each device steps num_envs / D
-    environments into its own buffer and samples batch_size / D transitions from it; the
-    gradients are averaged over devices, so every device keeps the same parameters.
-    """
-    layout = plan_layout(config)
-    shards = layout.data_parallel
-    env, env_params = envs.make(config.env)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, shards)
-    eval_env = envs.VecEnv(
-        env,
-        envs.override_params(env_params, config.eval_env_params),
-        math.ceil(config.eval_episodes / shards) * shards,
-        shards,
-    )
-    obs_dim = math.prod(vec_env.obs_shape)
-    action_dim = math.prod(vec_env.action_shape)
+def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+    """SAC's pieces for one seed (common/loop.py turns them into programs); an update is one
+    iteration of num_steps env steps (metrics averaged over it; losses NaN before
+    learning_starts). `env`: a gymnax-style env object to train on instead of config.env.
+    With data parallelism each device steps num_envs / D environments into its own buffer
+    and samples batch_size / D transitions from it; gradients are averaged over devices."""
+    env, env_params = envs.resolve(config.env, env, env_params)
+    if envs.is_discrete(env, env_params):
+        raise ValueError(f"SAC needs continuous (Box) actions and --env {config.env} has discrete ones; "
+                         "use algos/ppo.py, algos/impala.py or algos/grpo.py for it.")
+    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    obs_dim, action_dim = vec_env.obs_dim, vec_env.action_dim
     # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled
     action_scale = (vec_env.action_high - vec_env.action_low).reshape(-1) / 2.0
     action_offset = (vec_env.action_high + vec_env.action_low).reshape(-1) / 2.0
     target_entropy = -float(action_dim) if config.target_entropy is None else config.target_entropy
-    num_updates, act = config.num_updates, config.activation
-    local_batch = config.batch_size // shards
+    local_batch = config.batch_size // data.size
     optimizer = make_optimizer(config)
 
     def to_env(unit_action):  # [N, A] in [-1, 1] -> [N, *action_shape] in the env's bounds
         return (unit_action * action_scale + action_offset).reshape((-1, *vec_env.action_shape))
 
-    def flatten_obs(obs):  # [..., *obs_shape] -> [..., obs_dim]
-        return obs.reshape(obs.shape[: obs.ndim - len(vec_env.obs_shape)] + (obs_dim,))
-
     def observe(stats, obs):  # what the networks see
-        obs = flatten_obs(obs)
+        obs = vec_env.flat_obs(obs)
         return envs.normalize(stats, obs) if config.normalize_obs else obs
-
-    def evaluate(params, obs_stats, key):
-        """Mean return of eval_episodes episodes with the deterministic action tanh(mean)."""
-        def greedy(obs):
-            mean, _ = actor_outputs(params["actor"], observe(obs_stats, obs), config)
-            return to_env(jnp.tanh(mean))
-
-        return envs.evaluate(eval_env, greedy, key)
-
-    def learn(learner, buffer, obs_stats, key):
-        """updates_per_step gradient steps on fresh batches; stats averaged over them."""
-        def one(learner, step_key):
-            k_sample, k_update = jax.random.split(step_key)
-            if shards > 1:  # each device samples its own share from its own buffer
-                k_sample = jax.random.fold_in(k_sample, devices.data_index())
-            batch = buffer_sample(buffer, k_sample, local_batch)
-            batch = batch._replace(obs=observe(obs_stats, batch.obs), next_obs=observe(obs_stats, batch.next_obs))
-            return sac_update(learner, batch, k_update, config, optimizer, target_entropy, shards)
-
-        learner, stats = jax.lax.scan(one, learner, jax.random.split(key, config.updates_per_step))
-        return learner, jax.tree.map(jnp.mean, stats)
-
-    no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
 
     def learning(step_index):
         """Whether vector step `step_index` (from 0) learns: once more than learning_starts
         env steps per seed have been taken, counting this step's."""
         return (step_index + 1) * config.num_envs > config.learning_starts
 
-    def env_step(state: TrainState, step_index: jax.Array):
-        """All num_envs environments take one step, the buffer stores it, then the learner
-        takes updates_per_step gradient steps once learning_starts env steps have been taken.
-        step_index counts vector steps from 0 (not per seed: it keeps the branch a real one
-        under vmap)."""
-        key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
-        random = jax.random.uniform(k_random, (config.num_envs, action_dim), minval=-1.0, maxval=1.0)
-        mean, log_std = actor_outputs(state.learner.params["actor"], observe(state.obs_stats, state.obs), config)
-        env_keys = devices.shard_split(k_policy, config.num_envs, shards)  # env i: same draw whatever D
-        policy_action, _ = jax.vmap(sample_action)(env_keys, mean, log_std)
-        random = devices.shard_slice(random, shards)
-        action = jnp.where(step_index * config.num_envs < config.learning_starts, random, policy_action)
-
-        next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
-        step = transitions_from_step(state.obs, action, info)
-        buffer = buffer_add(state.buffer, step)
-        obs_stats = state.obs_stats
-        if config.normalize_obs:
-            obs_stats = envs.update_stats(obs_stats, step.next_obs, devices.DATA if shards > 1 else None)
-
-        learner, stats = jax.lax.cond(
-            learning(step_index),
-            lambda: learn(state.learner, buffer, obs_stats, k_learn),
-            lambda: (state.learner, no_stats),
-        )
-        return TrainState(learner, buffer, env_state, next_obs, obs_stats, key), (info, stats)
-
-    def iteration(state: TrainState, iteration_index: jax.Array, seed_index: jax.Array):
-        """num_steps env steps; metrics averaged over the iteration."""
-        step_indices = iteration_index * config.num_steps + jnp.arange(config.num_steps)
-        state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
-        key, k_eval = jax.random.split(state.key)
-        state = state._replace(key=key)
-        metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
-        metrics["gradient_steps"] = learning(step_indices).sum() * config.updates_per_step
-        metrics.update(envs.episode_metrics(info, shards))
-        if config.eval_every:
-            due = ((iteration_index + 1) % config.eval_every == 0) | (iteration_index == num_updates - 1)
-            metrics["eval_return"] = jax.lax.cond(
-                due,
-                lambda: evaluate(state.learner.params, state.obs_stats, k_eval),
-                lambda: jnp.float32(jnp.nan),
-            )
-        emit_metrics(log_fn, seed_index, iteration_index, num_updates, config.log_every, metrics)
-        return state, metrics
-
-    def train_one(key: jax.Array, seed_index: jax.Array):
+    def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
         params = init_params(k_params, config, obs_dim, action_dim)
         obs, env_state = vec_env.reset(k_reset)
-        opt_states = (
-            optimizer.init(params["actor"]), optimizer.init(params["critic"]), optimizer.init(params["log_alpha"])
-        )
-        state = TrainState(
-            learner=Learner(params, params["critic"], opt_states),
+        opt_states = tuple(optimizer.init(params[k]) for k in ("actor", "critic", "log_alpha"))
+        return TrainState(
+            learner=Learner(params=params, target_critic=params["critic"], opt_states=opt_states),
             buffer=buffer_init(config.buffer_rows, vec_env.num_envs, obs_dim, action_dim),
-            env_state=env_state,
-            obs=obs,
-            obs_stats=envs.init_stats((obs_dim,)),
-            key=key,
+            env_state=env_state, obs=obs, obs_stats=envs.init_stats((obs_dim,)), key=key,
         )
-        state, metrics = jax.lax.scan(
-            lambda s, i: iteration(s, i, seed_index), state, jnp.arange(num_updates)
-        )
-        return {"params": state.learner.params, "obs_stats": state.obs_stats, "metrics": metrics}
 
-    return devices.seeds_over_devices(train_one, layout)
+    def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
+        """num_steps env steps, each followed by updates_per_step gradient steps once learning."""
+
+        def learn(learner, buffer, obs_stats, key):  # stats averaged over the gradient steps
+            def update_minibatch(learner, step_key):
+                k_sample, k_update = jax.random.split(step_key)
+                batch = buffer_sample(buffer, data.fold_in(k_sample), local_batch)  # each device: its own buffer
+                batch = batch._replace(obs=observe(obs_stats, batch.obs), next_obs=observe(obs_stats, batch.next_obs))
+                return sac_update(learner, batch, k_update, config, optimizer, target_entropy, data)
+
+            learner, stats = jax.lax.scan(update_minibatch, learner, jax.random.split(key, config.updates_per_step))
+            return learner, jax.tree.map(jnp.mean, stats)
+
+        no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
+
+        def env_step(state: TrainState, step_index: jax.Array):
+            """All environments take one step into the buffer, then the learner learns (if due).
+            step_index counts vector steps from 0, the same for every seed: under vmap the
+            branch stays a real one."""
+            key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
+            random = jax.random.uniform(k_random, (config.num_envs, action_dim), minval=-1.0, maxval=1.0)
+            mean, log_std = actor_outputs(state.learner.params["actor"], observe(state.obs_stats, state.obs), config)
+            policy_action, _ = jax.vmap(sample_action)(data.split_keys(k_policy, config.num_envs), mean, log_std)
+            action = jnp.where(step_index * config.num_envs < config.learning_starts, data.local(random), policy_action)
+
+            next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
+            step = transitions_from_step(state.obs, action, info)
+            buffer = buffer_add(state.buffer, step)
+            obs_stats = state.obs_stats
+            if config.normalize_obs:
+                obs_stats = envs.update_stats(obs_stats, step.next_obs, data.stats_axis)
+            learner, stats = jax.lax.cond(
+                learning(step_index), lambda: learn(state.learner, buffer, obs_stats, k_learn),
+                lambda: (state.learner, no_stats),
+            )
+            return TrainState(learner=learner, buffer=buffer, env_state=env_state, obs=next_obs, obs_stats=obs_stats,
+                              key=key), (info, stats)
+
+        step_indices = update_index * config.num_steps + jnp.arange(config.num_steps)
+        state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
+        # (this split drew evaluation's key before evaluation moved to common/loop.py; kept so results stay the same)
+        state = state._replace(key=jax.random.split(state.key)[0])
+        metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
+        metrics["gradient_steps"] = learning(step_indices).sum() * config.updates_per_step
+        metrics.update(envs.episode_metrics(info, data))
+        return state, metrics
+
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:
+        """obs [N, *obs] -> actions [N, *action_shape] in the env's bounds: tanh(mean), or a sample."""
+        mean, log_std = actor_outputs(policy_params["params"]["actor"], observe(policy_params["obs_stats"], obs), config)
+        return to_env(jnp.tanh(mean) if deterministic else sample_action(key, mean, log_std)[0])
+
+    return loop.Algorithm(
+        init=init, update=update, act=act,
+        policy_params=lambda state: {"params": state.learner.params, "obs_stats": state.obs_stats},
+        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.steps_per_iteration,
+    )
+
+
+def make_train(config: Config, env=None, env_params=None):
+    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run, one jitted
+    program, seeds vmapped and sharded over devices; metrics leaves [num_seeds, num_updates]."""
+    return loop.build(make_algorithm, config, env, env_params).train
 
 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def main(config: Config) -> dict:
-    """Compile, train every seed, write the run folder; returns summary.json's content."""
-    env, env_params = envs.make(config.env)
-    obs_dim = math.prod(env.observation_space(env_params).shape)
-    buffer_bytes = replay_buffer_bytes(config, obs_dim, math.prod(env.action_space(env_params).shape))
-    return train_and_write(
-        "sac", config, make_train, plan_layout(config), config.steps_per_iteration, config.num_updates,
-        saved=lambda out: {"params": out["params"], "obs_stats": out["obs_stats"]._asdict()},
-        extra_summary={"replay_buffer_bytes_per_seed": buffer_bytes,
-                       "replay_buffer_bytes": buffer_bytes * config.num_seeds},
-    )
+def buffer_summary(program: loop.Program) -> dict:
+    """summary.json entries: replay buffer memory per seed and in all."""
+    config, vec_env = program.config, envs.VecEnv(program.algorithm.env, program.algorithm.env_params, 1)
+    per_seed = replay_buffer_bytes(config, vec_env.obs_dim, vec_env.action_dim)
+    return {"replay_buffer_bytes_per_seed": per_seed, "replay_buffer_bytes": per_seed * config.run.num_seeds}
 
 
-def cli(argv: list[str] | None = None) -> Config:
-    """Parse flags; see Config for every one."""
-    return parse_config(Config, default_config, __doc__, argv)
+def main(argv: list[str] | None = None) -> dict:
+    """Flags -> Config -> the shared driver (common/run.py); returns summary.json's content."""
+    return run.main("sac", Config, default_config, make_algorithm, __doc__, argv, extra_summary=buffer_summary)
 
 
 if __name__ == "__main__":
-    main(cli())
+    main()

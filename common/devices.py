@@ -10,9 +10,9 @@ restricts a run to the first N devices.
 
 `plan_layout` picks a mesh with axes ("seed", "data"): seeds are vmapped within a device
 and sharded over the "seed" axis; the "data" axis splits each seed's environments
-(data parallelism, `--data-parallel`). `seeds_over_devices(train_one, layout)` turns
-`train_one(key, seed_index) -> pytree` into one jitted `train(keys[num_seeds])` with
-`jax.shard_map`. The mesh may span several processes (`initialize_distributed`).
+(data parallelism, `--data-parallel`), and `DataAxis` is how an algorithm sees it.
+common/loop.py builds the programs on this mesh. The mesh may span several processes
+(`initialize_distributed`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -252,90 +250,62 @@ def plan_layout(
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
 
 
-def seeds_over_devices(train_one: Callable, layout: Layout) -> Callable:
-    """Wrap `train_one(key, seed_index) -> pytree` into one jitted program over all seeds.
+@dataclass(frozen=True)
+class DataAxis:
+    """The "data" mesh axis as one seed's code sees it: `size` devices share the seed's
+    environments (data parallelism). Every method is the identity for size 1, so the
+    algorithm's math reads the same with or without data parallelism.
 
-    Returns `train(keys) -> pytree` with `keys` shaped `[num_seeds]` (typed keys) and
-    every output leaf gaining a leading `[num_seeds]` axis. Seed `i` of the result equals
-    `train_one(keys[i], i)` run alone: seeds never interact. Inside `train_one` the
-    mesh axes "seed" and "data" are bound: collectives over "data" combine the shards
-    of one seed's environments (see `data_mean`, `gather_envs`).
-    """
-    num_seeds, padded = layout.num_seeds, layout.padded_seeds
-    # check_vma=False: with it on, a parameter built from a constant inside train_one
-    # (e.g. a zero log-std) would be treated as replicated and its gradient summed over
-    # devices, mixing seeds (jax-notes.md, trap 1). Outputs are replicated over "data".
-    if layout.seeds_per_shard > 1:
-        per_shard = jax.vmap(train_one)
-    else:  # one seed per device: skip vmap, whose batching pass re-traces the whole program
-        def per_shard(keys, seed_indices):
-            return jax.tree.map(lambda x: x[None], train_one(keys[0], seed_indices[0]))
-    sharded = jax.shard_map(
-        per_shard,
-        mesh=layout.mesh,
-        in_specs=(P("seed"), P("seed")),
-        out_specs=P("seed"),
-        check_vma=False,
-    )
-    replicated = NamedSharding(layout.mesh, P())
-
-    @partial(jax.jit, compiler_options=COMPILER_OPTIONS, in_shardings=(replicated,))
-    def train(keys):
-        if keys.shape[0] != num_seeds:
-            raise ValueError(f"train expects {num_seeds} keys, got {keys.shape[0]}.")
-        pad = padded - num_seeds
-        keys = jnp.concatenate([keys, keys[:1].repeat(pad, axis=0)]) if pad else keys
-        out = sharded(keys, jnp.arange(padded, dtype=jnp.int32))
-        return jax.tree.map(lambda x: x[:num_seeds], out)
-
-    return train
-
-
-# Inside train_one: the environments of one seed are split over the "data" axis.
-DATA = "data"
-
-
-def data_index() -> jax.Array:
-    """This device's position on the data axis (0 .. data_parallel - 1)."""
-    return jax.lax.axis_index(DATA)
-
-
-def shard_split(key: jax.Array, total: int, num_shards: int) -> jax.Array:
-    """This shard's slice of `jax.random.split(key, total)`: [total / num_shards] keys.
-
-    Item i of the whole batch gets the same key whatever the number of shards, so a
+    Item i of a batch of `total` gets the same key whatever `size` is (`split_keys`), so a
     data-parallel run draws the same randomness as a single device.
     """
-    keys = jax.random.split(key, total)
-    if num_shards == 1:
-        return keys
-    local = total // num_shards
-    return jax.lax.dynamic_slice_in_dim(keys, data_index() * local, local)
+
+    size: int = 1
+    name: str = "data"
+
+    @property
+    def stats_axis(self) -> str | None:
+        """The axis running statistics average over (None without data parallelism)."""
+        return self.name if self.size > 1 else None
+
+    def index(self) -> jax.Array | int:
+        """This device's position on the axis (0 .. size - 1)."""
+        return jax.lax.axis_index(self.name) if self.size > 1 else 0
+
+    def local(self, x: jax.Array, axis: int = 0) -> jax.Array:
+        """This device's equal slice of `x` along `axis`."""
+        if self.size == 1:
+            return x
+        n = x.shape[axis] // self.size
+        return jax.lax.dynamic_slice_in_dim(x, self.index() * n, n, axis)
+
+    def split_keys(self, key: jax.Array, total: int) -> jax.Array:
+        """This device's slice of `jax.random.split(key, total)`: [total / size] keys."""
+        return self.local(jax.random.split(key, total))
+
+    def fold_in(self, key: jax.Array) -> jax.Array:
+        """A key of this device's own (the same key without data parallelism)."""
+        return jax.random.fold_in(key, self.index()) if self.size > 1 else key
+
+    def mean(self, tree):
+        return jax.lax.pmean(tree, self.name) if self.size > 1 else tree
+
+    def sum(self, tree):
+        return jax.lax.psum(tree, self.name) if self.size > 1 else tree
+
+    def gather(self, tree, axis: int = 1):
+        """Concatenate the devices' environments along `axis`, in global environment order."""
+        if self.size == 1:
+            return tree
+        return jax.tree.map(lambda x: jax.lax.all_gather(x, self.name, axis=axis, tiled=True), tree)
+
+    def varying(self, params):
+        """Mark replicated parameters as varying before a gradient, so that `mean` of the
+        gradients is right whatever check_vma is (jax-notes.md, trap 2)."""
+        return jax.lax.pcast(params, self.name, to="varying") if self.size > 1 else params
 
 
-def shard_slice(x: jax.Array, num_shards: int) -> jax.Array:
-    """This shard's equal slice of `x` along its leading axis."""
-    if num_shards == 1:
-        return x
-    local = x.shape[0] // num_shards
-    return jax.lax.dynamic_slice_in_dim(x, data_index() * local, local)
-
-
-def data_mean(tree, num_shards: int):
-    """Mean over the data shards (identity for one shard)."""
-    return tree if num_shards == 1 else jax.lax.pmean(tree, DATA)
-
-
-def data_sum(tree, num_shards: int):
-    """Sum over the data shards (identity for one shard)."""
-    return tree if num_shards == 1 else jax.lax.psum(tree, DATA)
-
-
-def gather_envs(tree, num_shards: int, axis: int = 1):
-    """Concatenate the shards' environments along `axis`, in global environment order."""
-    if num_shards == 1:
-        return tree
-    return jax.tree.map(lambda x: jax.lax.all_gather(x, DATA, axis=axis, tiled=True), tree)
+NO_DATA = DataAxis()
 
 
 def fetch(tree):

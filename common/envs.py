@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from common import devices
+from scanrl.common.devices import NO_DATA, DataAxis
 
 
 def registered_envs() -> list[str]:
@@ -37,7 +38,10 @@ def check_env_id(env_id: str) -> None:
         return
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.6)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    raise ValueError(f"Unknown environment {env_id!r}.{hint} Known ids: gymnax.registered_envs.")
+    raise ValueError(
+        f"--env {env_id!r} is not a gymnax environment.{hint} "
+        "All ids: python -c 'import gymnax; print(gymnax.registered_envs)'."
+    )
 
 
 def make(env_id: str) -> tuple[Any, Any]:
@@ -46,6 +50,19 @@ def make(env_id: str) -> tuple[Any, Any]:
 
     check_env_id(env_id)
     return gymnax.make(env_id)
+
+
+def is_continuous(env_id: str) -> bool:
+    """Whether a gymnax id has continuous (Box) actions; False for unknown ids (reported later)."""
+    return env_id in registered_envs() and not is_discrete(*make(env_id))
+
+
+def resolve(env_id: str, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
+    """The env an algorithm trains on: a user's own gymnax-style `env` object (with its
+    `env_params`, default `env.default_params`) or else the gymnax id `env_id`."""
+    if env is None:
+        return make(env_id)
+    return env, env.default_params if env_params is None else env_params
 
 
 def override_params(env_params: Any, overrides: dict[str, float]) -> Any:
@@ -98,24 +115,26 @@ class StepInfo(NamedTuple):
 class VecEnv:
     """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly.
 
-    With `num_shards` D > 1 (data parallelism, inside `devices.seeds_over_devices`) each
+    With data parallelism (`data.size` D > 1, inside common/loop.py's programs) each
     device of the "data" axis steps its own `num_envs / D` of them (`self.num_envs` is
     that local count); environment i gets the same random key whatever D is.
     """
 
-    def __init__(self, env: Any, env_params: Any, num_envs: int, num_shards: int = 1):
-        if num_envs % num_shards:
-            raise ValueError(f"{num_envs} environments cannot be split over {num_shards} devices evenly.")
-        self.env, self.env_params = env, env_params
-        self.total_envs, self.num_shards = num_envs, num_shards
-        self.num_envs = num_envs // num_shards
+    def __init__(self, env: Any, env_params: Any, num_envs: int, data: DataAxis = NO_DATA):
+        if num_envs % data.size:
+            raise ValueError(f"{num_envs} environments cannot be split over {data.size} devices evenly.")
+        self.env, self.env_params, self.data = env, env_params, data
+        self.total_envs = num_envs
+        self.num_envs = num_envs // data.size
         self.discrete = is_discrete(env, env_params)
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
+        self.obs_dim = math.prod(self.obs_shape)
         if self.discrete:
             self.num_actions, self.action_shape = int(space.n), ()
         else:
             self.action_shape = tuple(space.shape)
+            self.action_dim = math.prod(self.action_shape)
             self.action_low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32), self.action_shape)
             self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
 
@@ -125,13 +144,14 @@ class VecEnv:
         env_keys: optional reset keys for all environments [total_envs] (e.g. repeated so
         that several environments start from the same state); default split from `key`.
         """
-        if env_keys is None:
-            keys = devices.shard_split(key, self.total_envs, self.num_shards)
-        else:
-            keys = devices.shard_slice(env_keys, self.num_shards)
+        keys = self.data.split_keys(key, self.total_envs) if env_keys is None else self.data.local(env_keys)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
         zeros = jnp.zeros(self.num_envs)
         return obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))
+
+    def flat_obs(self, obs: jax.Array) -> jax.Array:
+        """[..., *obs_shape] -> [..., obs_dim], what an MLP takes."""
+        return obs.reshape(obs.shape[: obs.ndim - len(self.obs_shape)] + (self.obs_dim,))
 
     def clip_action(self, action: jax.Array) -> jax.Array:
         """Continuous actions are clipped to the space's bounds; discrete ones pass through."""
@@ -143,7 +163,7 @@ class VecEnv:
         Args: action [N, *action] (continuous ones may lie outside the bounds).
         Returns (obs [N, *obs] after any reset, new state, StepInfo).
         """
-        keys = devices.shard_split(key, self.total_envs, self.num_shards)
+        keys = self.data.split_keys(key, self.total_envs)
         obs, env_state, reward, terminated, truncated, info = jax.vmap(
             self.env.step, in_axes=(0, 0, 0, None)
         )(keys, state.env_state, self.clip_action(action), self.env_params)
@@ -165,10 +185,10 @@ class VecEnv:
         return obs, new_state, step_info
 
 
-def evaluate(vec_env: VecEnv, act: Callable[[jax.Array], jax.Array], key: jax.Array) -> jax.Array:
+def evaluate(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], key: jax.Array) -> jax.Array:
     """Mean return of one episode in each of vec_env's environments (all data shards).
 
-    act(obs [N, *obs]) -> actions [N, ...], typically the mode of the policy. Steps every
+    act(obs [N, *obs], key) -> actions [N, ...], e.g. the mode of the policy. Steps every
     environment until each has finished its first episode (a while loop inside the program).
     """
     k_reset, k_steps = jax.random.split(key)
@@ -180,27 +200,25 @@ def evaluate(vec_env: VecEnv, act: Callable[[jax.Array], jax.Array], key: jax.Ar
 
     def step(carry):
         obs, state, total, finished, key = carry
-        key, k_step = jax.random.split(key)
-        obs, state, info = vec_env.step(k_step, state, act(obs))
+        key, k_act, k_step = jax.random.split(key, 3)
+        obs, state, info = vec_env.step(k_step, state, act(obs, k_act))
         total = total + jnp.where(finished, 0.0, info.reward)
         finished = finished | info.terminated | info.truncated
         return obs, state, total, finished, key
 
     init = (obs, state, jnp.zeros(n), jnp.zeros(n, bool), k_steps)
     returns = jax.lax.while_loop(not_finished, step, init)[2]
-    return devices.data_mean(returns.mean(), vec_env.num_shards)
+    return vec_env.data.mean(returns.mean())
 
 
-def episode_metrics(info: StepInfo, num_shards: int = 1) -> dict[str, jax.Array]:
+def episode_metrics(info: StepInfo, data: DataAxis = NO_DATA) -> dict[str, jax.Array]:
     """Mean return and length of the episodes that ended within `info` (leaves [T, N]).
 
     NaN when none ended, so a rollout shorter than an episode never reports a fake 0.
-    With `num_shards` > 1 the episodes of all data shards are counted together.
+    With data parallelism the episodes of all data shards are counted together.
     """
     done = info.terminated | info.truncated
-    count, total_return, total_length = devices.data_sum(
-        (done.sum(), info.episode_return.sum(), info.episode_length.sum()), num_shards
-    )
+    count, total_return, total_length = data.sum((done.sum(), info.episode_return.sum(), info.episode_length.sum()))
     safe = jnp.maximum(count, 1)
     nan = jnp.float32(jnp.nan)
     return {

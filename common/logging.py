@@ -1,19 +1,16 @@
-"""Logging out of the compiled program, and the run folder.
+"""Progress between chunks, and the run folder.
 
-Inside `train`, `emit_metrics(...)` sends one seed's scalar metrics to the host through
-`jax.debug.callback` every `log_every` updates (and at the last one). Under vmap and
-shard_map the callback fires once per seed, in no fixed order and from several device
-threads (only the first device of a seed's "data" row reports, its metrics already
-averaged over the row); `RunLogger.on_update` gathers them and, once every seed of an
-update has reported, prints a progress line, appends it to `progress.jsonl` and logs it to wandb
-(keys `seed_<i>/<metric>` plus `mean/<metric>`). In a multi-process run only process 0
-reports, and its live progress covers the seeds on its own devices; the files written
-at the end cover every seed.
+The driver (common/run.py) hands `RunLogger.on_chunk` each chunk's metrics
+(`[num_seeds, updates in the chunk]`) as the run goes: it prints one progress line
+(means over the chunk's updates and over seeds; `-` where no episode ended), appends
+the same to `progress.jsonl` and logs it to wandb (keys `seed_<i>/<metric>` plus
+`mean/<metric>`). Only process 0 of a multi-process run prints or writes; the metrics
+it receives cover every seed.
 
 A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
 `progress.jsonl` (written as the run goes), and at the end `metrics.npz` (every
-per-update metric, `[num_seeds, num_updates]`), `params.npz` (final parameters,
-leading axis = seed) and `summary.json`.
+per-update metric, `[num_seeds, num_updates]`), `params.npz` (the final policy, leading
+axis = seed) and `summary.json`.
 """
 
 from __future__ import annotations
@@ -21,39 +18,27 @@ from __future__ import annotations
 import json
 import math
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import numpy as np
-
-from common import devices
-
-
-def emit_metrics(
-    log_fn: Callable | None,
-    seed_index: jax.Array,
-    update: jax.Array,
-    num_updates: int,
-    log_every: int,
-    metrics: dict[str, jax.Array],
-) -> None:
-    """Inside jit: call `log_fn(seed_index, update, metrics)` on the host every `log_every` updates."""
-    if log_fn is None:
-        return
-
-    def send():
-        jax.debug.callback(log_fn, seed_index, update, metrics)
-
-    due = (update % log_every == 0) | (update == num_updates - 1)
-    jax.lax.cond(due & (devices.data_index() == 0), send, lambda: None)
 
 
 def _finite_or_none(x: float) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _last_finite(x: np.ndarray) -> np.ndarray:
+    """Per row of [seeds, n], the last non-NaN value (NaN if none)."""
+    out = np.full(x.shape[0], np.nan)
+    for i, row in enumerate(x):
+        finite = np.nonzero(~np.isnan(row))[0]
+        if finite.size:
+            out[i] = row[finite[-1]]
+    return out
 
 
 def _nanmean(x: np.ndarray, axis=None):
@@ -83,18 +68,12 @@ class RunLogger:
         wandb_mode: str = "disabled",
         wandb_project: str = "scanrl",
         first_seed: int = 0,
-        live_seeds: list[int] | None = None,
+        progress: bool = True,
     ):
         self.algo, self.env, self.num_seeds = algo, env, num_seeds
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
-        self.first_seed = first_seed
-        # seeds whose progress reaches this process (all of them unless multi-process)
-        self.live_seeds = list(range(num_seeds)) if live_seeds is None else list(live_seeds)
+        self.first_seed, self.progress = first_seed, progress
         self.active = jax.process_index() == 0
-        self._lock = threading.Lock()
-        self._pending: dict[int, dict[int, dict[str, float]]] = {}
-        self._t0: float | None = None
-        self._steps0 = 0
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.run_dir = Path(out_dir) / f"{algo}__{env}__{stamp}"
         self._wandb = None
@@ -118,60 +97,57 @@ class RunLogger:
                 config=config,
             )
 
-    # Called from inside the compiled program, once per seed per logged update.
-    def on_update(self, seed_index, update, metrics) -> None:
-        seed_index, update = int(seed_index), int(update)
-        if seed_index >= self.num_seeds or not self.active:
-            return  # padding seed (see common.devices.Layout) or not process 0
-        values = {k: float(v) for k, v in metrics.items()}
-        with self._lock:
-            self._pending.setdefault(update, {})[seed_index] = values
-            # Devices run at their own pace: flush complete updates in order.
-            for u in sorted(self._pending):
-                if len(self._pending[u]) < len(self.live_seeds):
-                    break
-                self._flush(u, self._pending.pop(u))
+    def say(self, text: str) -> None:
+        if self.active:
+            print(text, flush=True)
 
-    def _flush(self, update: int, per_seed: dict[int, dict[str, float]]) -> None:
-        now = time.perf_counter()
-        steps = (update + 1) * self.steps_per_update
-        if self._t0 is None:
-            self._t0, self._steps0 = now, steps
-        elapsed = now - self._t0
-        sps = (steps - self._steps0) * self.num_seeds / elapsed if elapsed > 0 else float("nan")
-        names = per_seed[self.live_seeds[0]].keys()
-        table = {k: np.array([per_seed[i][k] for i in self.live_seeds]) for k in names}
-        ret = table.get("episode_return")
-        line = f"[{self.algo} {self.env}] update {update + 1:>{len(str(self.num_updates))}}/{self.num_updates}"
-        line += f"  steps/seed {steps:>11,}"
-        if math.isfinite(sps):
-            line += f"  env steps/s {sps:>11,.0f}"
-        if ret is not None and not np.all(np.isnan(ret)):
-            line += f"  return {float(_nanmean(ret)):8.1f} (min {np.nanmin(ret):.1f}, max {np.nanmax(ret):.1f})"
-        evals = table.get("eval_return")
-        if evals is not None and not np.all(np.isnan(evals)):
-            line += f"  eval {float(_nanmean(evals)):8.1f}"
-        print(line, flush=True)
+    def on_chunk(self, updates_done: int, metrics: dict[str, np.ndarray], seconds: float) -> None:
+        """After each chunk: metrics name -> [num_seeds, n] of its n updates, which took `seconds`."""
+        if not self.active:
+            return
+        n = next(iter(metrics.values())).shape[1]
+        steps = updates_done * self.steps_per_update
+        sps = n * self.steps_per_update * self.num_seeds / seconds if seconds > 0 else float("nan")
+        with np.errstate(all="ignore"):  # a metric that is NaN over the whole chunk stays NaN
+            table = {k: _nanmean(v, axis=1) for k, v in metrics.items() if k != "eval_return"}
+            if "eval_return" in metrics:  # the chunk's latest evaluation
+                table["eval_return"] = _last_finite(metrics["eval_return"])
+        if self.progress:
+            print(self._line(updates_done, steps, sps, table), flush=True)
         record = {
-            "update": update + 1,
+            "update": updates_done,
             "steps_per_seed": steps,
             "env_steps_per_second": _finite_or_none(sps),
-            "seeds": [self.first_seed + i for i in self.live_seeds],
+            "seeds": [self.first_seed + i for i in range(self.num_seeds)],
             "per_seed": {k: [_finite_or_none(v) for v in vals] for k, vals in table.items()},
         }
         self._progress.write(json.dumps(record) + "\n")
         if self._wandb is not None:
             logged = {}
             for k, vals in table.items():
-                for i, v in zip(self.live_seeds, vals):
+                for i, v in enumerate(vals):
                     if math.isfinite(v):
-                        logged[f"seed_{self.first_seed + i}/{k}"] = v
+                        logged[f"seed_{self.first_seed + i}/{k}"] = float(v)
                 mean = float(_nanmean(vals))
                 if math.isfinite(mean):
                     logged[f"mean/{k}"] = mean
             if math.isfinite(sps):
                 logged["env_steps_per_second"] = sps
             self._wandb.log(logged, step=steps)
+
+    def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray]) -> str:
+        line = f"[{self.algo} {self.env}] update {update:>{len(str(self.num_updates))}}/{self.num_updates}"
+        line += f"  steps/seed {steps:>11,}"
+        line += f"  env steps/s {sps:>11,.0f}" if math.isfinite(sps) else "  env steps/s           -"
+        ret = table.get("episode_return")
+        if ret is not None and not np.all(np.isnan(ret)):
+            line += f"  return {float(_nanmean(ret)):8.1f} (min {np.nanmin(ret):.1f}, max {np.nanmax(ret):.1f})"
+        else:
+            line += "  return        -"
+        evals = table.get("eval_return")
+        if evals is not None and not np.all(np.isnan(evals)):
+            line += f"  eval {float(_nanmean(evals)):8.1f}"
+        return line
 
     def finish(
         self,

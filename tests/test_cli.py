@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from algos import impala, ppo, sac
+from scanrl.algos import impala, ppo, sac
 
 PPO = "algos/ppo.py"
 
@@ -15,8 +15,12 @@ def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
     proc = python_process([algo.__file__, "--help"])
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())  # help text may wrap
-    for field in dataclasses.fields(algo.Config):
-        flag = "--" + field.name.replace("_", "-")
+    from scanrl.common.run import RunConfig
+
+    names = [f.name for f in dataclasses.fields(algo.Config) if f.name != "run"]
+    names += [f.name for f in dataclasses.fields(RunConfig)]
+    for name in names:
+        flag = "--" + name.replace("_", "-")
         assert flag in text, flag
     assert phrase in text and "Adam step size" in text
 

@@ -10,17 +10,18 @@ from conftest import assert_shards_match_one_device
 FIXED_BATCH = textwrap.dedent(
     """
     import json, sys
-    import jax, jax.numpy as jnp
-    from algos import ppo
-    from common import devices, envs
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, PartitionSpec as P
+    from scanrl.algos import ppo
+    from scanrl.common import devices, envs
     env_id = sys.argv[1]
     config = ppo.default_config(env_id, num_envs=8, num_steps=16, num_minibatches=4, num_epochs=2,
-                                normalize_advantages=True, eval_every=0, log_every=0)
+                                normalize_advantages=True, eval_every=0, log_every=0, learning_rate=1e-3)
     env, env_params = envs.make(env_id)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim = vec_env.obs_shape[0]
     k = jax.random.split(jax.random.key(42), 8)
-    params = ppo.init_params(k[0], config, obs_dim, vec_env)
+    params = ppo.init_params(k[0], config, vec_env)
     B = config.batch_size
     if vec_env.discrete:
         action = jax.random.randint(k[1], (B,), 0, vec_env.num_actions)
@@ -37,15 +38,15 @@ FIXED_BATCH = textwrap.dedent(
     optimizer = ppo.make_optimizer(config)
     results = {}
     for shards in (1, 2, 4):
-        def train_one(key, seed_index):
+        data = devices.DataAxis(shards)
+        def one_update(key):
             minibatch = jax.tree.map(lambda x: x[: config.minibatch_size], batch)
-            grads, _ = ppo.minibatch_gradient(params, minibatch, config, shards)
-            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, 1e-3, config,
-                                             optimizer, shards)
+            grads, _ = ppo.minibatch_gradient(params, minibatch, config, data)
+            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer, data)
             return {"grads": grads, "params": new_params, "policy_loss": stats["policy_loss"]}
-        layout = devices.plan_layout(1, {"batch": B}, data_parallel=shards, num_devices=shards)
-        assert layout.data_parallel == shards
-        out = jax.device_get(devices.seeds_over_devices(train_one, layout)(devices.seed_keys(0, 1)))
+        mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))
+        program = jax.jit(jax.shard_map(one_update, mesh=mesh, in_specs=P(), out_specs=P(), check_vma=False))
+        out = jax.device_get(program(jax.random.key(0)))
         results[shards] = [x.tolist() for x in jax.tree.leaves(out)]
     print("RESULT" + json.dumps(results))
     """
@@ -55,19 +56,19 @@ SHORT_RUN = textwrap.dedent(
     """
     import json, sys
     import jax
-    from algos import ppo
-    from common import devices
+    from scanrl.algos import ppo
+    from scanrl.common import devices, loop
     env_id, num_seeds = sys.argv[1], int(sys.argv[2])
     results = {}
     for shards in (1, 2, 4):
         config = ppo.default_config(env_id, num_seeds=num_seeds, num_envs=8, num_steps=32,
                                     total_timesteps=8 * 32 * 3, num_minibatches=4, num_epochs=2,
                                     eval_every=3, eval_episodes=4, log_every=0, data_parallel=shards)
-        layout = ppo.plan_layout(config)
-        assert layout.data_parallel == shards, layout.describe()
-        out = jax.device_get(ppo.make_train(config)(devices.seed_keys(0, num_seeds)))
+        program = loop.build(ppo.make_algorithm, config)
+        assert program.layout.data_parallel == shards, program.layout.describe()
+        out = jax.device_get(program.train(devices.seed_keys(0, num_seeds)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
-        results[shards]["first_param"] = jax.tree.leaves(out["params"])[0].tolist()
+        results[shards]["first_param"] = jax.tree.leaves(out["policy"]["params"])[0].tolist()
     print("RESULT" + json.dumps(results))
     """
 )

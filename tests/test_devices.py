@@ -5,14 +5,14 @@ import textwrap
 import numpy as np
 import pytest
 
-from common import devices
+from scanrl.common import devices
 
 WORKER = textwrap.dedent(
     """
     import json, sys
     import jax
-    from algos import ppo
-    from common import devices
+    from scanrl.algos import ppo
+    from scanrl.common import devices
     assert len(jax.devices()) == 4, jax.devices()
     env, num_devices = sys.argv[1], int(sys.argv[2])
     config = ppo.default_config(env, num_seeds=8, total_timesteps=4 * 32 * 3, num_envs=4, num_steps=32,
@@ -21,8 +21,8 @@ WORKER = textwrap.dedent(
     train = ppo.make_train(config)
     out = jax.device_get(train(devices.seed_keys(0, 8)))
     result = {k: v.tolist() for k, v in out["metrics"].items()}
-    if "log_std" in out["params"]:
-        result["log_std"] = out["params"]["log_std"].tolist()
+    if "log_std" in out["policy"]["params"]:
+        result["log_std"] = out["policy"]["params"]["log_std"].tolist()
     print("RESULT" + json.dumps(result))
     """
 )
@@ -51,7 +51,7 @@ def test_four_devices_match_one_device(on_devices, env):
 LAYOUTS = textwrap.dedent(
     """
     import json
-    from common import devices
+    from scanrl.common import devices
     cases = {
         "8 seeds": (8, 4, 0), "1 seed": (1, 4, 0), "2 seeds": (2, 4, 0), "3 seeds": (3, 4, 0),
         "64 seeds": (64, 4, 0), "1 seed, 6 envs": (1, 6, 0), "1 seed, 3 envs": (1, 3, 0),

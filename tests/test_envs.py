@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from common import envs
-from common.nets import mlp_apply, mlp_init, orthogonal
+from scanrl.common import envs
+from scanrl.common.nets import mlp_apply, mlp_init, orthogonal
 
 
 def test_unknown_env_suggests_close_names():

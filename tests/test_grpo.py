@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algos import grpo
+from scanrl.algos import grpo
+from scanrl.common.run import train_and_write
 from conftest import assert_shards_match_one_device
 
 T, N, G = 12, 8, 4
@@ -139,8 +140,8 @@ DATA_PARALLEL = textwrap.dedent(
     """
     import json, sys
     import jax
-    from algos import grpo
-    from common import devices
+    from scanrl.algos import grpo
+    from scanrl.common import devices
     results = {}
     for shards in (1, 2, 4):
         config = grpo.default_config(sys.argv[1], num_envs=8, group_size=4, num_steps=64, num_minibatches=2,
@@ -165,5 +166,5 @@ def test_cartpole_learns(tmp_path):
     """Default (EmbodiChain-style) groups, the documented budget of 3e6 steps per seed."""
     config = grpo.default_config("CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path), compile_cache=False)
     assert config.total_timesteps <= 5_000_000
-    summary = grpo.main(config)
+    summary = train_and_write("grpo", config, grpo.make_algorithm)
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]

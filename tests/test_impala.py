@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algos import impala, ppo
-from common import devices
+from scanrl.algos import impala, ppo
+from scanrl.common import devices
 from conftest import assert_shards_match_one_device
 
 T, B = 20, 8
@@ -184,8 +184,8 @@ DATA_PARALLEL = textwrap.dedent(
     """
     import json, sys
     import jax
-    from algos import impala
-    from common import devices
+    from scanrl.algos import impala
+    from scanrl.common import devices
     results = {}
     for shards in (1, 2, 4):
         config = impala.default_config(sys.argv[1], num_seeds=1, num_envs=16, num_steps=32, num_minibatches=2,
@@ -216,7 +216,7 @@ def test_minibatches_must_be_whole_trajectories():
 # defaults 8-seed runs (seeds 0-7 and 8-15, lag 0 and 4) gave means 491-495, lowest seed 484.
 def learn_cartpole(**overrides):
     config = impala.default_config("CartPole-v1", num_seeds=4, seed=0, eval_every=0, log_every=0, **overrides)
-    out = jax.device_get(impala.make_train(config)(devices.seed_keys(config.seed, config.num_seeds)))
+    out = jax.device_get(impala.make_train(config)(devices.seed_keys(0, 4)))
     returns = out["metrics"]["episode_return"]
     tail = max(1, int(np.ceil(0.1 * returns.shape[1])))
     return np.nanmean(returns[:, -tail:], axis=1), config
@@ -233,7 +233,7 @@ def test_cartpole_learns_with_default_config(actor_lag):
 def test_pendulum_learns_with_continuous_defaults():
     config = impala.default_config("Pendulum-v1", num_seeds=4, seed=0, eval_every=0, log_every=0)
     assert config.total_timesteps <= 2_000_000
-    out = jax.device_get(impala.make_train(config)(devices.seed_keys(config.seed, config.num_seeds)))
+    out = jax.device_get(impala.make_train(config)(devices.seed_keys(0, 4)))
     returns = out["metrics"]["episode_return"]
     tail = max(1, int(np.ceil(0.1 * returns.shape[1])))
     final = np.nanmean(returns[:, -tail:], axis=1)

@@ -7,8 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algos import ppo
-from common import devices
+from scanrl.algos import ppo
+from scanrl.common.run import train_and_write
+from scanrl.common import devices
 
 
 # --- loss pieces against hand computations ----------------------------------------------------
@@ -110,7 +111,7 @@ def test_seed_i_of_a_sweep_equals_a_single_seed_run(env):
         for k in ("policy_loss", "value_loss", "approx_kl", "entropy"):
             np.testing.assert_allclose(sweep["metrics"][k][i], single["metrics"][k][0], rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(
-            jax.tree.leaves(sweep["params"])[0][i], jax.tree.leaves(single["params"])[0][0], rtol=1e-4, atol=1e-6
+            jax.tree.leaves(sweep["policy"])[0][i], jax.tree.leaves(single["policy"])[0][0], rtol=1e-4, atol=1e-6
         )
 
 
@@ -150,7 +151,7 @@ def test_cartpole_learns(tmp_path):
     config = ppo.default_config(
         "CartPole-v1", num_seeds=4, total_timesteps=500_000, log_every=0, out_dir=str(tmp_path), compile_cache=False
     )
-    summary = ppo.main(config)
+    summary = train_and_write("ppo", config, ppo.make_algorithm)
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
 
 
@@ -160,5 +161,5 @@ def test_pendulum_learns(tmp_path):
         "Pendulum-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path), compile_cache=False
     )
     assert config.total_timesteps == 1_000_000
-    summary = ppo.main(config)
+    summary = train_and_write("ppo", config, ppo.make_algorithm)
     assert summary["final_return_mean"] >= -400, summary["final_return_per_seed"]

@@ -12,8 +12,8 @@ import numpy as np
 import optax
 import pytest
 
-from algos import sac
-from common import devices
+from scanrl.algos import sac
+from scanrl.common import devices
 
 
 # --- replay buffer ------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
 def test_buffer_stores_the_final_observation_and_only_true_terminations():
     """Pendulum's 200-step time limit: the step that hits it stores the observation it
     reached (not the reset one) with terminated False, so its target bootstraps."""
-    from common import envs
+    from scanrl.common import envs
 
     env, env_params = envs.make("Pendulum-v1")
     vec_env = envs.VecEnv(env, env_params, 2)
@@ -90,7 +90,7 @@ def test_buffer_stores_the_final_observation_and_only_true_terminations():
 
 def test_a_true_termination_is_stored_as_terminated():
     """MountainCarContinuous ends for real at the goal: that step is stored as terminated."""
-    from common import envs
+    from scanrl.common import envs
 
     env, env_params = envs.make("MountainCarContinuous-v0")
     vec_env = envs.VecEnv(env, env_params, 1)
@@ -243,10 +243,9 @@ def test_no_update_before_learning_starts_then_updates_per_step_each_step():
     """2 envs x 100 steps = 200 env steps per iteration, learning after 250 env steps, 3 updates
     per vector step: iteration 0 has none, iteration 1 (env steps 200-399) learns on its
     last (400 - 250) / 2 = 75 vector steps, 225 gradient steps, then 100 x 3 per iteration."""
-    config = sac.Config(
-        num_envs=2, num_steps=100, total_timesteps=800, learning_starts=250, updates_per_step=3,
-        batch_size=32, eval_every=2, log_every=0, num_seeds=2, num_devices=1,
-    )
+    settings = dict(num_envs=2, num_steps=100, total_timesteps=800, learning_starts=250, updates_per_step=3,
+                    batch_size=32, eval_every=2, log_every=0, num_devices=1)
+    config = sac.default_config(num_seeds=2, **settings)
     out = jax.device_get(sac.make_train(config)(devices.seed_keys(0, 2)))
     metrics = out["metrics"]
     np.testing.assert_array_equal(metrics["gradient_steps"], [[0, 225, 300, 300]] * 2)
@@ -254,7 +253,7 @@ def test_no_update_before_learning_starts_then_updates_per_step_each_step():
     assert np.all(np.isnan(metrics["eval_return"][:, [0, 2]])) and np.all(np.isfinite(metrics["eval_return"][:, [1, 3]]))
     # seed 1 of the pair equals a run started alone at seed 1 (compared over the first 525
     # gradient steps: vmapped and single runs round differently and RL amplifies it later)
-    alone = jax.device_get(sac.make_train(dataclasses.replace(config, num_seeds=1))(devices.seed_keys(1, 1)))
+    alone = jax.device_get(sac.make_train(sac.default_config(num_seeds=1, **settings))(devices.seed_keys(1, 1)))
     for name in ("critic_loss", "actor_loss", "alpha", "episode_return"):
         np.testing.assert_allclose(alone["metrics"][name][0, :3], metrics[name][1, :3], rtol=1e-4, err_msg=name)
     assert not np.allclose(metrics["critic_loss"][0, 1:], metrics["critic_loss"][1, 1:])  # seeds differ
@@ -264,17 +263,17 @@ DATA_PARALLEL_SCRIPT = r"""
 import json, sys
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
-from common import devices
+from scanrl.common import devices
 sys.path.insert(0, "tests")
 from test_sac import _setup
-from algos import sac
+from scanrl.algos import sac
 
 config, learner, batch, optimizer = _setup(batch_size=32)
 results = {}
 for shards in (1, 2, 4):
     mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))
     def step(batch):
-        new, stats = sac.sac_update(learner, batch, jax.random.key(7), config, optimizer, -1.0, shards)
+        new, stats = sac.sac_update(learner, batch, jax.random.key(7), config, optimizer, -1.0, devices.DataAxis(shards))
         return new.params, stats
     params, stats = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=P("data"), out_specs=P(), check_vma=False))(batch)
     results[shards] = {"params": [np.asarray(x).tolist() for x in jax.tree.leaves(params)],
@@ -313,9 +312,9 @@ def _unboxed(stderr: str) -> str:
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--env", "CartPole-v1"], "SAC needs continuous (Box) actions and CartPole-v1 has discrete ones; use algos/ppo.py"),
+        (["--env", "CartPole-v1"], "SAC needs continuous (Box) actions and --env CartPole-v1 has discrete ones; use algos/ppo.py"),
         (["--env", "Pendulum-v2"], "Did you mean 'Pendulum-v1'"),
-        (["--tau", "0"], "--tau and --gamma must lie in (0, 1]"),
+        (["--tau", "0"], "--tau must lie in (0, 1], got 0.0"),
         (["--total-timesteps", "100"], "smaller than one iteration"),
         (["--batch-size", "0"], "--batch-size must be at least 1"),
     ],

@@ -1,0 +1,1 @@
+"""scanrl algorithms: one self-contained file each (ppo, impala, grpo, sac)."""
