@@ -54,7 +54,8 @@ _give_jax_one_cpu_device_per_core()
 
 
 def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> str | None:
-    """Turn JAX's persistent compilation cache on (default dir: ~/.cache/scanrl/jax).
+    """Turn JAX's persistent compilation cache on (dir: `cache_dir`, else $JAX_COMPILATION_CACHE_DIR,
+    else ~/.cache/scanrl/jax).
 
     A repeated run of the same program then loads the compiled executable instead of
     compiling it again. Returns the directory, or None when disabled.
@@ -62,6 +63,7 @@ def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> 
     if not enabled:
         jax.config.update("jax_enable_compilation_cache", False)
         return None
+    cache_dir = cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR")
     if cache_dir is None:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         cache_dir = str(Path(base) / "scanrl" / "jax")

@@ -1,15 +1,25 @@
-"""Shared test helpers: run the CLI or a Python snippet in a fresh process."""
+"""Shared test helpers: run the CLI or a Python snippet in a fresh process.
+
+The whole session (and every process it starts) shares one fresh persistent compilation
+cache, so a program that several tests build is compiled once.
+"""
 
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="scanrl-test-cache-"))
+
+from scanrl.common import devices  # noqa: E402  (after the cache dir is chosen)
+
+devices.enable_compile_cache()
 
 
 def run_python(args, env_extra=None, timeout=600, cwd=None):
@@ -18,6 +28,26 @@ def run_python(args, env_extra=None, timeout=600, cwd=None):
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd or REPO
     )
+
+
+def unboxed(text: str) -> str:
+    """tyro draws its errors in a box: the words alone, on one line."""
+    return " ".join(text.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+
+
+@pytest.fixture
+def cli_error(capsys, tmp_path):
+    """Run an algorithm's main(argv) in this process, as the command line would; returns
+    (exit code, stderr on one line) and checks that no run folder was started."""
+
+    def call(main, args):
+        out_dir = tmp_path / "cli-error-out"
+        with pytest.raises(SystemExit) as exit_info:
+            main([*args, "--out-dir", str(out_dir)])
+        assert not out_dir.exists() or not any(out_dir.iterdir())
+        return exit_info.value.code, unboxed(capsys.readouterr().err)
+
+    return call
 
 
 @pytest.fixture
@@ -37,9 +67,40 @@ def run_on_devices(script, *args, num_devices=4):
     return json.loads(line[len("RESULT"):])
 
 
+CASE_RUNNER = """
+import contextlib, io, json, sys
+script, cases = open(sys.argv[1]).read(), json.loads(sys.argv[2])
+results = []
+for args in cases:
+    sys.argv = ["case", *map(str, args)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(script, "<case>", "exec"), {"__name__": "__main__"})
+    line = next(l for l in out.getvalue().splitlines() if l.startswith("RESULT"))
+    results.append(json.loads(line[len("RESULT"):]))
+print("RESULT" + json.dumps(results))
+"""
+
+
+def run_cases_on_devices(script, cases, num_devices=4, tmp_dir=None):
+    """Run `script` (as run_on_devices would) once per argument tuple in `cases`, all in ONE
+    new process, saving the interpreter and JAX start-up per case; returns the results in order."""
+    path = Path(tempfile.mkdtemp(dir=tmp_dir)) / "case.py"
+    path.write_text(script)
+    return run_on_devices(CASE_RUNNER, str(path), json.dumps(cases), num_devices=num_devices)
+
+
 @pytest.fixture
 def on_devices():
     return run_on_devices
+
+
+# Start the longest tests first, so that with `pytest -n 2` neither worker ends alone on one.
+SLOW_FIRST = ("learns", "multiprocess", "processes", "one_device", "chunks_back_to_back", "log_every")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not any(word in item.nodeid for word in SLOW_FIRST))
 
 
 def assert_shards_match_one_device(results, keys, rtol=2e-5, atol=1e-6):

@@ -3,14 +3,19 @@
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
-from scanrl.algos import impala, ppo, sac
+from conftest import run_python
+
+from scanrl.algos import grpo, impala, ppo, sac
 
 PPO = "algos/ppo.py"
 
 
-@pytest.mark.parametrize("algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (sac, "Polyak rate")])
+@pytest.mark.parametrize(
+    "algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (grpo, "group std"), (sac, "Polyak rate")]
+)
 def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
     proc = python_process([algo.__file__, "--help"])
     assert proc.returncode == 0
@@ -42,13 +47,9 @@ def test_help_shows_continuous_defaults_for_a_continuous_env(python_process):
         (["--eval-env-params", "lenght", "0.7"], "Unknown environment parameter"),
     ],
 )
-def test_user_errors_exit_2_with_one_sentence_before_compiling(python_process, tmp_path, args, message):
-    proc = python_process([PPO, *args, "--out-dir", str(tmp_path)])
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})  # tyro draws a box
-    assert message in " ".join(unboxed.split())
-    assert "Traceback" not in proc.stderr
-    assert not any(tmp_path.iterdir())  # stopped before any run folder or compilation
+def test_user_errors_exit_2_with_one_sentence_before_compiling(cli_error, args, message):
+    code, stderr = cli_error(ppo.main, args)
+    assert code == 2 and message in stderr, stderr
 
 
 @pytest.mark.parametrize(
@@ -79,26 +80,35 @@ def test_device_layout_errors_exit_2_before_compiling(python_process, tmp_path, 
         (["--actor-lag", "-1"], "--actor-lag"),
     ],
 )
-def test_impala_user_errors_exit_2_before_compiling(python_process, tmp_path, args, message):
-    proc = python_process(["algos/impala.py", *args, "--out-dir", str(tmp_path)])
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})
-    assert message in " ".join(unboxed.split())
-    assert not any(tmp_path.iterdir())
+def test_impala_user_errors_exit_2_before_compiling(cli_error, args, message):
+    code, stderr = cli_error(impala.main, args)
+    assert code == 2 and message in stderr, stderr
 
 
-def run_cli(python_process, tmp_path, *extra):
-    proc = python_process(
+def test_an_error_from_the_command_line_is_one_sentence_without_traceback(python_process, tmp_path):
+    """The same path as the in-process checks above, once through a real process."""
+    proc = python_process([PPO, "--env", "CartPol-v1", "--out-dir", str(tmp_path)])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "Did you mean 'CartPole-v1'" in proc.stderr and not any(tmp_path.iterdir())
+
+
+def run_cli(tmp_path, *extra):
+    proc = run_python(
         [PPO, "--total-timesteps", "2048", "--num-seeds", "2", "--log-every", "1", "--eval-every", "2",
-         "--out-dir", str(tmp_path), "--no-compile-cache", *extra]
+         "--out-dir", str(tmp_path), *extra]
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = list(tmp_path.iterdir())
     return proc, run_dir
 
 
-def test_run_folder_contents(python_process, tmp_path):
-    proc, run_dir = run_cli(python_process, tmp_path)
+@pytest.fixture(scope="module")
+def logged_every_update(tmp_path_factory):
+    return run_cli(tmp_path_factory.mktemp("log1"))
+
+
+def test_run_folder_contents(logged_every_update):
+    proc, run_dir = logged_every_update
     names = {p.name for p in run_dir.iterdir()}
     assert {"config.json", "progress.jsonl", "metrics.npz", "params.npz", "summary.json"} <= names
     assert "wandb" not in names  # the default mode writes nothing for wandb
@@ -111,18 +121,43 @@ def test_run_folder_contents(python_process, tmp_path):
     progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
     assert [p["update"] for p in progress] == [1, 2, 3, 4]
     assert len(progress[0]["per_seed"]["policy_loss"]) == 2
-    import numpy as np
-
     metrics = np.load(run_dir / "metrics.npz")
     assert metrics["policy_loss"].shape == (2, 4)
     params = np.load(run_dir / "params.npz")
     assert params["params/actor/0/w"].shape == (2, 4, 64)
-    assert json.loads((run_dir / "config.json").read_text())["num_seeds"] == 2
-    assert "run folder" in proc.stdout and "seed    1" in proc.stdout
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["num_seeds"] == 2 and config["learning_rate"] == 2.5e-4  # flat, as the flags
+    assert "compiling…" in proc.stdout and "run folder" in proc.stdout and "seed    1" in proc.stdout
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("[ppo CartPole-v1] update")]
+    assert len(lines) == 4 and all("return" in l for l in lines)
 
 
-def test_wandb_offline_writes_per_seed_keys_without_network(python_process, tmp_path):
-    _, run_dir = run_cli(python_process, tmp_path, "--wandb-mode", "offline")
+def test_params_and_metrics_do_not_depend_on_log_every(logged_every_update, tmp_path):
+    """--log-every only sets the chunk size: 4 chunks of 1 update, 2 of 3 (the last masked),
+    or one of 4 give the same files bit for bit."""
+    _, reference = logged_every_update
+    for log_every in ("3", "0"):
+        _, run_dir = run_cli(tmp_path / log_every, "--log-every", log_every)
+        for name in ("params.npz", "metrics.npz"):
+            want, got = np.load(reference / name), np.load(run_dir / name)
+            assert sorted(want.files) == sorted(got.files)
+            for k in want.files:
+                np.testing.assert_array_equal(got[k], want[k], err_msg=f"--log-every {log_every}: {name} {k}")
+    progress = [json.loads(l) for l in (tmp_path / "3").iterdir().__next__().joinpath("progress.jsonl").read_text().splitlines()]
+    assert [p["update"] for p in progress] == [3, 4]
+
+
+def test_a_progress_line_without_finished_episodes_shows_a_dash(python_process, tmp_path):
+    """Pendulum's episodes last 200 steps: a 64-step first chunk has none."""
+    proc = python_process([PPO, "--env", "Pendulum-v1", "--num-envs", "2", "--num-steps", "32", "--num-minibatches", "2",
+                           "--total-timesteps", "256", "--log-every", "1", "--eval-every", "0", "--out-dir", str(tmp_path)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first = next(l for l in proc.stdout.splitlines() if l.startswith("[ppo Pendulum-v1] update"))
+    assert first.split("return")[1].split()[0] == "-", first
+
+
+def test_wandb_offline_writes_per_seed_keys_without_network(tmp_path):
+    _, run_dir = run_cli(tmp_path, "--wandb-mode", "offline")
     runs = list((run_dir / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     data = b"".join(p.read_bytes() for p in runs[0].glob("*.wandb"))

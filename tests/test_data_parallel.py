@@ -5,7 +5,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import assert_shards_match_one_device
+from conftest import assert_shards_match_one_device, run_cases_on_devices
+
+ENVS = ("CartPole-v1", "Pendulum-v1")
 
 FIXED_BATCH = textwrap.dedent(
     """
@@ -74,24 +76,23 @@ SHORT_RUN = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
-def test_gradient_and_update_on_a_fixed_batch_match_one_device(on_devices, env):
-    """4 minibatches x 2 epochs with advantage normalisation: the minibatch gradient and the
-    parameters after the whole update are the single-device ones for 2 and 4 shards."""
-    results = on_devices(FIXED_BATCH, env)
-    one = [np.array(x) for x in results["1"]]
-    assert any(np.abs(x).max() > 1e-4 for x in one)  # a real gradient and a real update
-    for shards in ("2", "4"):
-        for a, b in zip([np.array(x) for x in results[shards]], one):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=f"{shards} shards")
+def test_gradient_and_update_on_a_fixed_batch_match_one_device():
+    """4 minibatches x 2 epochs with advantage normalisation, CartPole and Pendulum: the
+    minibatch gradient and the parameters after the whole update are the single-device
+    ones for 2 and 4 shards."""
+    for env, results in zip(ENVS, run_cases_on_devices(FIXED_BATCH, [(env,) for env in ENVS])):
+        one = [np.array(x) for x in results["1"]]
+        assert any(np.abs(x).max() > 1e-4 for x in one)  # a real gradient and a real update
+        for shards in ("2", "4"):
+            for a, b in zip([np.array(x) for x in results[shards]], one):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=f"{env}, {shards} shards")
 
 
-@pytest.mark.parametrize("env,num_seeds", [("CartPole-v1", 1), ("Pendulum-v1", 2)])
-def test_short_run_matches_one_device(on_devices, env, num_seeds):
+def test_short_run_matches_one_device():
     """Three updates with rollouts, GAE, observation/reward normalisation (Pendulum) and
     evaluation: every metric agrees closely whatever the split. Pendulum runs 2 seeds so
     that with 2 shards the mesh is 2 seeds x 2 data devices."""
-    results = on_devices(SHORT_RUN, env, num_seeds)
-    assert_shards_match_one_device(
-        results, ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return", "first_param")
-    )
+    for results in run_cases_on_devices(SHORT_RUN, [("CartPole-v1", 1), ("Pendulum-v1", 2)]):
+        assert_shards_match_one_device(
+            results, ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return", "first_param")
+        )

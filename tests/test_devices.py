@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from scanrl.common import devices
+from conftest import run_cases_on_devices
 
 WORKER = textwrap.dedent(
     """
@@ -28,24 +29,21 @@ WORKER = textwrap.dedent(
 )
 
 
-def sharded_run(on_devices, env, num_devices):
-    return {k: np.array(v) for k, v in on_devices(WORKER, env, num_devices).items()}
-
-
-@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
-def test_four_devices_match_one_device(on_devices, env):
-    """8 seeds over 4 devices (2 each) equal 8 seeds on one device, seed by seed.
+def test_four_devices_match_one_device():
+    """8 seeds over 4 devices (2 each) equal 8 seeds on one device, seed by seed, on
+    CartPole and Pendulum (one process runs the four programs).
 
     Pendulum's policy has a log-std parameter created from a constant: under shard_map
     with check_vma on, its gradient would be summed over devices and seeds would mix.
     """
-    four = sharded_run(on_devices, env, 4)
-    one = sharded_run(on_devices, env, 1)
-    for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return"):
-        np.testing.assert_allclose(four[k], one[k], rtol=1e-5, atol=1e-6, err_msg=k)
-    if env == "Pendulum-v1":
-        np.testing.assert_allclose(four["log_std"], one["log_std"], rtol=1e-5, atol=1e-7)
-        assert not np.allclose(four["log_std"][0], four["log_std"][1])  # seeds kept apart
+    cases = [("CartPole-v1", 4), ("CartPole-v1", 1), ("Pendulum-v1", 4), ("Pendulum-v1", 1)]
+    results = [{k: np.array(v) for k, v in r.items()} for r in run_cases_on_devices(WORKER, cases)]
+    for env, four, one in (("CartPole-v1", *results[:2]), ("Pendulum-v1", *results[2:])):
+        for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return"):
+            np.testing.assert_allclose(four[k], one[k], rtol=1e-5, atol=1e-6, err_msg=f"{env}: {k}")
+        if env == "Pendulum-v1":
+            np.testing.assert_allclose(four["log_std"], one["log_std"], rtol=1e-5, atol=1e-7)
+            assert not np.allclose(four["log_std"][0], four["log_std"][1])  # seeds kept apart
 
 
 LAYOUTS = textwrap.dedent(

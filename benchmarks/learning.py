@@ -1,0 +1,55 @@
+"""Learning checks with the documented default configurations, seeds 0-3 of each.
+
+The test suite keeps one learning run per algorithm (PPO CartPole, IMPALA CartPole with
+actor lag 4, GRPO CartPole, SAC Pendulum); this script runs every documented check,
+including those, and prints one row each: per-seed final return (mean training-episode
+return over the last 10% of updates), the mean, the bar it must clear, pass/fail.
+
+    python benchmarks/learning.py                 # all checks (~5 minutes on 2 cores)
+    python benchmarks/learning.py ppo_pendulum    # some of them
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from scanrl.common import devices  # first: one CPU device per core
+from scanrl.algos import grpo, impala, ppo, sac
+
+# name: (module, env, overrides, minimum mean, minimum of every seed or None)
+CHECKS = {
+    "ppo_cartpole": (ppo, "CartPole-v1", dict(total_timesteps=500_000), 475, None),
+    "ppo_pendulum": (ppo, "Pendulum-v1", {}, -400, None),
+    "impala_cartpole_lag0": (impala, "CartPole-v1", dict(actor_lag=0), 475, 400),
+    "impala_cartpole_lag4": (impala, "CartPole-v1", dict(actor_lag=4), 475, 400),
+    "impala_pendulum": (impala, "Pendulum-v1", {}, -400, None),
+    "grpo_cartpole": (grpo, "CartPole-v1", {}, 475, None),
+    "sac_pendulum": (sac, "Pendulum-v1", {}, -200, -300),
+}
+
+
+def final_returns(module, env: str, overrides: dict) -> np.ndarray:
+    config = module.default_config(env, num_seeds=4, eval_every=0, log_every=0, **overrides)
+    out = module.make_train(config)(devices.seed_keys(0, 4))
+    returns = np.asarray(out["metrics"]["episode_return"])
+    tail = max(1, int(np.ceil(0.1 * returns.shape[1])))
+    return np.nanmean(returns[:, -tail:], axis=1)
+
+
+def main(names: list[str]) -> int:
+    failed = 0
+    for name in names or CHECKS:
+        module, env, overrides, mean_bar, seed_bar = CHECKS[name]
+        final = final_returns(module, env, overrides)
+        ok = final.mean() >= mean_bar and (seed_bar is None or final.min() >= seed_bar)
+        failed += not ok
+        bars = f"mean >= {mean_bar}" + (f", every seed >= {seed_bar}" if seed_bar is not None else "")
+        print(f"{name:22s} {' '.join(f'{x:8.1f}' for x in final)}  mean {final.mean():8.1f}  ({bars}) "
+              f"{'pass' if ok else 'FAIL'}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,154 @@
+"""common/loop.py: chunked runs equal the whole run bit for bit, programs hold no host
+callback, a user's own env object trains, and the install is namespaced."""
+
+import importlib.metadata
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import jax
+import numpy as np
+import pytest
+
+from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.common import devices, loop
+from conftest import REPO
+
+# Small configs that still exercise what matters: evaluation inside the chunks, padding
+# (3 seeds on 2 devices), IMPALA's lagged parameters, SAC's buffer and learning start.
+CONFIGS = {
+    "ppo": (ppo, dict(env="CartPole-v1", num_seeds=3, total_timesteps=4 * 32 * 5, num_envs=4, num_steps=32,
+                      eval_every=2, eval_episodes=2)),
+    "ppo_data_parallel": (ppo, dict(env="Pendulum-v1", num_seeds=1, data_parallel=2, total_timesteps=16 * 32 * 5,
+                                    num_steps=32, num_minibatches=8, num_epochs=2, eval_every=2, eval_episodes=2)),
+    "impala": (impala, dict(env="CartPole-v1", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
+                            actor_lag=2, eval_every=2, eval_episodes=2)),
+    "grpo": (grpo, dict(env="CartPole-v1", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
+                        eval_every=2, eval_episodes=2)),
+    "sac": (sac, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 40, num_steps=40, learning_starts=60,
+                      batch_size=32, eval_every=2, eval_episodes=2)),
+}
+
+
+def config_of(name, **extra):
+    module, kw = CONFIGS[name]
+    kw = {**kw, **extra}
+    return module, module.default_config(kw.pop("env"), log_every=0, **kw)
+
+
+def run_in_chunks(program, keys):
+    state, chunks, done = program.start(keys), [], 0
+    while done < program.num_updates:
+        n = min(program.chunk, program.num_updates - done)
+        state, metrics = program.advance(state, done, n)
+        chunks.append({k: np.asarray(v)[:, :n] for k, v in metrics.items()})
+        done += n
+    metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
+    return jax.device_get(program.policy(state)), metrics
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_chunks_back_to_back_equal_the_whole_run_bit_for_bit(name):
+    """Chunks of 2 (2 + 2 + 1, the last one masked) for every algorithm, and of 3 (3 + 2)
+    for PPO; test_cli checks chunks of 1, 3 and the whole run through the command line."""
+    module, config = config_of(name)
+    keys = devices.seed_keys(0, config.run.num_seeds)
+    whole = jax.device_get(module.make_train(config)(keys))
+    assert whole["metrics"]["episode_return"].shape == (config.run.num_seeds, 5)
+    assert np.isfinite(whole["metrics"]["eval_return"][:, [1, 3, 4]]).all()  # evaluated inside the chunks
+    for chunk in (2, 3) if name == "ppo" else (2,):
+        program = loop.build(module.make_algorithm, config, chunk=chunk)
+        policy, metrics = run_in_chunks(program, keys)
+        assert metrics.keys() == whole["metrics"].keys()
+        for k in metrics:
+            np.testing.assert_array_equal(metrics[k], whole["metrics"][k], err_msg=f"{name}, chunk {chunk}: {k}")
+        for got, want in zip(jax.tree.leaves(policy), jax.tree.leaves(whole["policy"])):
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}, chunk {chunk}: policy")
+
+
+def has_host_callback(lowered) -> bool:
+    text = lowered.as_text()
+    return "callback" in text
+
+
+def test_the_callback_detector_sees_a_callback():
+    def with_callback(x):
+        jax.debug.callback(print, x)
+        return x + 1
+
+    assert has_host_callback(jax.jit(with_callback).lower(1.0))
+    assert not has_host_callback(jax.jit(lambda x: x + 1).lower(1.0))
+
+
+@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac"])
+def test_no_training_program_contains_a_host_callback(name):
+    """Whole run, start and advance: without callbacks JAX's persistent cache can store them."""
+    module, config = config_of(name)
+    keys = devices.seed_keys(0, config.run.num_seeds)
+    program = loop.build(module.make_algorithm, config, chunk=2)
+    assert not has_host_callback(program.train.lower(keys))
+    assert not has_host_callback(program.start.lower(keys))
+    state = jax.eval_shape(program.start, keys)
+    assert not has_host_callback(program.advance.lower(state, 0, 2))
+
+
+def test_a_users_own_env_object_trains():
+    """make_train(config, env, env_params) trains on the env object given: gymnax's CartPole
+    instance with its default parameters reproduces the run by id bit for bit, and with a
+    longer pole (built by the test, not by id) the same seed trains differently."""
+    from gymnax.environments.classic_control import CartPole
+
+    module, config = config_of("ppo")
+    keys = devices.seed_keys(0, config.run.num_seeds)
+    by_id = jax.device_get(module.make_train(config)(keys))
+    env = CartPole()
+    same = jax.device_get(module.make_train(config, env, env.default_params)(keys))
+    np.testing.assert_array_equal(same["metrics"]["policy_loss"], by_id["metrics"]["policy_loss"])
+    long_pole = env.default_params.replace(length=2.0)
+    custom = jax.device_get(module.make_train(config, env, long_pole)(keys))
+    assert np.isfinite(custom["metrics"]["policy_loss"]).all()
+    assert not np.array_equal(custom["metrics"]["episode_return"], by_id["metrics"]["episode_return"])
+
+
+# --- the install --------------------------------------------------------------------------------
+def test_install_exposes_scanrl_and_no_top_level_algos_or_common(tmp_path):
+    """Outside the repo (so its folders are not on sys.path): scanrl.algos.ppo and
+    scanrl.common import, `algos` and `common` do not, and the distribution's only
+    top-level package is scanrl."""
+    code = (
+        "import importlib.util as u, json, scanrl.algos.ppo, scanrl.common.loop;"
+        "print(json.dumps([u.find_spec('algos') is None, u.find_spec('common') is None]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [True, True]
+    top_level = importlib.metadata.distribution("scanrl").read_text("top_level.txt")
+    assert top_level is None or top_level.split() == ["scanrl"]
+
+
+def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
+    """A regular (non-editable) build maps algos/ and common/ under scanrl/."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("scanrl-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "scanrl/algos/ppo.py" in names and "scanrl/common/loop.py" in names
+    packages = {n.split("/")[0] for n in names if not n.startswith("scanrl-")}
+    assert packages == {"scanrl"}, packages
+
+
+def test_a_copied_algorithm_file_runs_from_another_folder(tmp_path):
+    shutil.copy(REPO / "algos" / "ppo.py", tmp_path / "my_ppo.py")
+    proc = subprocess.run(
+        [sys.executable, "my_ppo.py", "--total-timesteps", "1024", "--num-steps", "64", "--eval-every", "0",
+         "--log-every", "0", "--out-dir", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["total_timesteps"] == 1024
