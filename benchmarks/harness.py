@@ -82,7 +82,10 @@ def main() -> None:
     parser.add_argument("--other-repo", required=True, type=Path)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--cases", nargs="*", default=list(CASES), help="a subset of the cases, by name")
     args = parser.parse_args()
+    for name in set(CASES) - set(args.cases):
+        del CASES[name]
     sides = {"this": (sys.executable, REPO), "other": (args.other_python, args.other_repo)}
     (compile_times if args.compile else throughput)(sides, args.repeats)
 

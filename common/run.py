@@ -178,17 +178,24 @@ def execute(algo: str, config: Any, program: loop.Program, extra_summary: Callab
     advance = program.advance.lower(state, 0, 0).compile()
     compile_seconds = time.perf_counter() - t0
 
-    run_seconds, chunks, done = 0.0, [], 0
-    while done < program.num_updates:
-        n = min(program.chunk, program.num_updates - done)
-        t0 = time.perf_counter()
-        state, metrics = advance(state, done, n)
-        metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for the chunk
-        seconds = time.perf_counter() - t0
-        run_seconds += seconds
-        chunks.append(metrics)
-        done += n
-        logger.on_chunk(done, metrics, seconds)
+    # Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the
+    # devices never wait for the host between chunks (JAX dispatches asynchronously).
+    chunks, launched, done = [], [], 0
+    t_start = t_last = time.perf_counter()
+    while done < program.num_updates or launched:
+        if done < program.num_updates:
+            n = min(program.chunk, program.num_updates - done)
+            state, metrics = advance(state, done, n)
+            done += n
+            launched.append((done, n, metrics))
+        if len(launched) == 2 or done == program.num_updates:
+            updates_done, n, metrics = launched.pop(0)
+            metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for that chunk
+            now = time.perf_counter()
+            chunks.append(metrics)
+            logger.on_chunk(updates_done, metrics, now - t_last)
+            t_last = now
+    run_seconds = time.perf_counter() - t_start
 
     metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
     return logger.finish(
