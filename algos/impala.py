@@ -154,18 +154,8 @@ def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
 # ---------------------------------------------------------------------------------------------
 # The math: pure functions, tested against rlax, GAE and a plain-Python loop in tests/test_impala.py
 # ---------------------------------------------------------------------------------------------
-def vtrace(
-    values: jax.Array,
-    next_values: jax.Array,
-    rewards: jax.Array,
-    rhos: jax.Array,
-    terminated: jax.Array,
-    done: jax.Array,
-    gamma: float,
-    lambda_: float = 1.0,
-    clip_rho_threshold: float = 1.0,
-    clip_c_threshold: float = 1.0,
-) -> jax.Array:
+def vtrace(values, next_values, rewards, rhos, terminated, done, gamma, lambda_=1.0, clip_rho_threshold=1.0,
+           clip_c_threshold=1.0) -> jax.Array:
     """V-trace targets v_s over a time-major trajectory; every input and the output [T, B].
 
     values V(x_t); next_values V(x'_t) of the observation step t reached (the final one,
@@ -191,17 +181,7 @@ def vtrace(
     return errors + values
 
 
-def pg_advantage(
-    vs: jax.Array,
-    values: jax.Array,
-    next_values: jax.Array,
-    rewards: jax.Array,
-    terminated: jax.Array,
-    done: jax.Array,
-    gamma: float,
-    lambda_: float = 1.0,
-    mode: str = "official",
-) -> jax.Array:
+def pg_advantage(vs, values, next_values, rewards, terminated, done, gamma, lambda_=1.0, mode="official") -> jax.Array:
     """Policy-gradient advantage r_t + gamma (1 - terminated_t) q_t - V(x_t), inputs [T, B].
 
     q_t bootstraps the next state: official, the next V-trace target v_{t+1}; acme,

@@ -188,14 +188,7 @@ def sample_action(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> tuple[
     return squashed_sample(mean, log_std, jax.random.normal(key, mean.shape))
 
 
-def critic_target(
-    reward: jax.Array,
-    terminated: jax.Array,
-    next_q: jax.Array,
-    next_log_prob: jax.Array,
-    alpha: jax.Array,
-    gamma: float,
-) -> jax.Array:
+def critic_target(reward, terminated, next_q, next_log_prob, alpha, gamma) -> jax.Array:
     """Soft Bellman target y = r + gamma (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')).
 
     reward, terminated, next_log_prob [B]; next_q [2, B] from the target critics at the
@@ -308,15 +301,8 @@ class Learner(NamedTuple):
     opt_states: tuple  # (actor, critic, alpha) optimizer states
 
 
-def sac_update(
-    learner: Learner,
-    batch: Transitions,
-    key: jax.Array,
-    config: Config,
-    optimizer: optax.GradientTransformation,
-    target_entropy: float,
-    data=devices.NO_DATA,
-) -> tuple[Learner, dict]:
+def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Config, optimizer: optax.GradientTransformation,
+               target_entropy: float, data=devices.NO_DATA) -> tuple[Learner, dict]:
     """One gradient step: the critics, then the actor (against the updated critics), then
     the temperature, then the Polyak-averaged target critics.
 

@@ -3,7 +3,6 @@
 import textwrap
 
 import numpy as np
-import pytest
 
 from conftest import assert_shards_match_one_device, run_cases_on_devices
 

@@ -1,7 +1,6 @@
 """SAC: replay buffer, squashed-Gaussian log-probs against distrax, targets, temperature,
 Polyak averaging, update bookkeeping, data parallelism, errors and learning."""
 
-import dataclasses
 import json
 import math
 
