@@ -41,25 +41,26 @@ MARK_BEGIN, MARK_END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 def worker(algo_name: str, num_seeds: int, num_devices: int, data_parallel: int, cache_dir: str) -> dict:
     """Runs in its own process: compile and time one training run."""
-    from common import devices  # sets one CPU device per core before JAX computes
+    from scanrl.common import devices, loop  # sets one CPU device per core before JAX computes
 
     import importlib
 
     import jax
 
-    algo = importlib.import_module(f"algos.{algo_name}")
+    algo = importlib.import_module(f"scanrl.algos.{algo_name}")
     devices.enable_compile_cache(True, cache_dir)
     settings = dict(num_seeds=num_seeds, eval_every=0, log_every=0, num_devices=num_devices,
                     data_parallel=data_parallel)
     if algo_name == "ppo":  # PureJaxRL's configuration is PPO's discrete default
-        config = algo.Config(env="CartPole-v1", total_timesteps=500_000, **settings)
+        config = algo.default_config("CartPole-v1", total_timesteps=500_000, **settings)
     elif algo_name == "sac":  # continuous actions only: its own Pendulum defaults
         config = algo.default_config("Pendulum-v1", **settings)
     else:  # the algorithm's own CartPole defaults
         config = algo.default_config("CartPole-v1", **settings)
     keys = devices.seed_keys(0, num_seeds)
     t0 = time.perf_counter()
-    train = algo.make_train(config)
+    program = loop.build(algo.make_algorithm, config)
+    train = program.train
     compiled = train.lower(keys).compile()
     compile_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -67,7 +68,7 @@ def worker(algo_name: str, num_seeds: int, num_devices: int, data_parallel: int,
     run_seconds = time.perf_counter() - t0
     steps_per_update = config.steps_per_iteration if algo_name == "sac" else config.batch_size
     steps = num_seeds * config.num_updates * steps_per_update
-    layout = algo.plan_layout(config)
+    layout = program.layout
     return {
         "algo": algo_name,
         "env": config.env,
