@@ -37,7 +37,8 @@ class Config:
     env: str = "CartPole-v1"
     """gymnax environment id; discrete and continuous (Box) action spaces both work."""
     total_timesteps: int = 3_000_000
-    """environment steps per seed (rounded down to whole updates; masked steps count too)."""
+    """environment steps per seed (rounded down to whole updates; masked steps count too; 0: until a
+    --stop-* condition holds, with learning-rate annealing off)."""
     num_envs: int = 64
     """parallel environments per seed: num_envs / group_size groups."""
     group_size: int = 4
@@ -69,7 +70,7 @@ class Config:
     shared_group_reset: bool = False
     """every member of a group starts each rollout from the same initial state (off: EmbodiChain)."""
     max_grad_norm: float = 0.5
-    """clip the global gradient norm to this."""
+    """clip the global gradient norm to this (0: no clipping)."""
     normalize_obs: bool = False
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
     actor_hidden: tuple[int, ...] = (64, 64)
@@ -81,7 +82,7 @@ class Config:
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
-    num_updates = property(lambda self: self.total_timesteps // self.batch_size)
+    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
 
     def data_parallel_sizes(self) -> dict[str, int]:
         """Per-seed sizes that --data-parallel must divide."""
@@ -89,8 +90,8 @@ class Config:
 
     def __post_init__(self):
         run.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "max_grad_norm", "eps"),
-            nonnegative=("kl_coef", "ent_coef"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps"),
+            nonnegative=("kl_coef", "ent_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.group_size < 2:
             raise ValueError(f"--group-size must be at least 2 (a group of one has no baseline), got {self.group_size}.")
@@ -100,9 +101,7 @@ class Config:
         if self.batch_size % self.num_minibatches:
             raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
                              f"{self.num_minibatches}; pick a divisor of {self.batch_size}.")
-        if self.total_timesteps < self.batch_size:
-            raise ValueError(f"--total-timesteps {self.total_timesteps} is smaller than one rollout "
-                             f"(num_envs * num_steps = {self.batch_size}); raise it or shrink the rollout.")
+        run.check_budget(self, self.batch_size, "rollout")
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
@@ -223,10 +222,11 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping, Adam; the step size is a hyperparameter in the optimizer state,
-    set to the learning-rate schedule's value at the start of every update."""
+    """Global-norm clipping (if max_grad_norm > 0), Adam; the step size is a hyperparameter in
+    the optimizer state, set to the learning-rate schedule's value at the start of every update."""
     def chain(learning_rate):
-        return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5),
+        clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
+        return optax.chain(*clip, optax.scale_by_adam(eps=1e-5),
                            optax.scale_by_learning_rate(learning_rate))
     return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
 
@@ -297,7 +297,8 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
     optimizer = make_optimizer(config)
     act_fn = config.activation
-    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if config.anneal_lr \
+    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
     def observe(stats, obs):  # what the policy sees

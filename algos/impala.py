@@ -34,7 +34,8 @@ class Config:
     env: str = "CartPole-v1"
     """gymnax environment id; discrete and continuous (Box) action spaces both work."""
     total_timesteps: int = 1_000_000
-    """environment steps per seed (rounded down to whole updates)."""
+    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition holds,
+    with learning-rate annealing off)."""
     num_envs: int = 64
     """parallel environments per seed (trajectories per rollout)."""
     num_steps: int = 64
@@ -85,7 +86,7 @@ class Config:
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_envs = property(lambda self: self.num_envs // self.num_minibatches)
-    num_updates = property(lambda self: self.total_timesteps // self.batch_size)
+    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
 
     def data_parallel_sizes(self) -> dict[str, int]:
         """Per-seed sizes that --data-parallel must divide."""
@@ -102,9 +103,7 @@ class Config:
         if self.num_envs % self.num_minibatches:
             raise ValueError(f"--num-envs {self.num_envs} is not divisible by --num-minibatches {self.num_minibatches}; "
                              "minibatches are whole trajectories, so pick a divisor of num_envs.")
-        if self.total_timesteps < self.batch_size:
-            raise ValueError(f"--total-timesteps {self.total_timesteps} is smaller than one rollout "
-                             f"(num_envs * num_steps = {self.batch_size}); raise it or shrink the rollout.")
+        run.check_budget(self, self.batch_size, "rollout")
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (2e6 steps): 16 envs give twice the
@@ -332,7 +331,8 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
     optimizer = make_optimizer(config)
     act_fn = config.activation
-    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if config.anneal_lr \
+    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
     def observe(stats, obs):  # what the networks see

@@ -41,7 +41,8 @@ class Config:
     env: str = "Pendulum-v1"
     """gymnax environment id with continuous (Box) actions."""
     total_timesteps: int = 20_000
-    """environment steps per seed (all its environments together; rounded down to whole iterations)."""
+    """environment steps per seed (all its environments together; rounded down to whole iterations;
+    0: until a --stop-* condition holds)."""
     num_envs: int = 1
     """parallel environments per seed; each step adds num_envs transitions to the buffer."""
     num_steps: int = 200
@@ -71,8 +72,8 @@ class Config:
     """lower bound of the actor's log standard deviation (before tanh)."""
     log_std_max: float = 2.0
     """upper bound of the actor's log standard deviation (before tanh)."""
-    max_grad_norm: float | None = None
-    """clip each network's global gradient norm to this (None: no clipping)."""
+    max_grad_norm: float = 0.0
+    """clip each network's global gradient norm to this (0: no clipping)."""
     normalize_obs: bool = False
     """normalise observations by a running mean/std (the buffer stores raw observations)."""
     actor_hidden: tuple[int, ...] = (64, 64)
@@ -85,7 +86,7 @@ class Config:
     """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
 
     steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
-    num_updates = property(lambda self: self.total_timesteps // self.steps_per_iteration)  # iterations
+    num_updates = property(lambda self: run.updates_for(self, self.steps_per_iteration))  # iterations
 
     @property
     def buffer_rows(self) -> int:
@@ -99,14 +100,12 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step", "learning_rate",
-                            "alpha", "max_grad_norm"),
-            nonnegative=("learning_starts",), within={"gamma": "(0, 1]", "tau": "(0, 1]"},
+                            "alpha"),
+            nonnegative=("learning_starts", "max_grad_norm"), within={"gamma": "(0, 1]", "tau": "(0, 1]"},
         )
         if self.log_std_min >= self.log_std_max:
             raise ValueError(f"--log-std-min {self.log_std_min} must be smaller than --log-std-max {self.log_std_max}.")
-        if self.total_timesteps < self.steps_per_iteration:
-            raise ValueError(f"--total-timesteps {self.total_timesteps} is smaller than one iteration "
-                             f"(num_envs * num_steps = {self.steps_per_iteration}); raise it or lower --num-steps.")
+        run.check_budget(self, self.steps_per_iteration, "iteration")
         if self.buffer_size < self.num_envs:
             raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
 
@@ -290,7 +289,7 @@ def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Tran
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
     adam = optax.adam(config.learning_rate)
-    if config.max_grad_norm is None:
+    if config.max_grad_norm == 0:
         return adam
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
 

@@ -65,22 +65,29 @@ def resolve(env_id: str, env: Any = None, env_params: Any = None) -> tuple[Any, 
     return env, env.default_params if env_params is None else env_params
 
 
-def override_params(env_params: Any, overrides: dict[str, float]) -> Any:
+def override_params(env_params: Any, overrides: dict[str, float], flag: str = "--env-params") -> Any:
     """A copy of `env_params` with some fields replaced, e.g. `{"length": 0.7}` for CartPole.
 
-    Integer fields keep their type. Unknown names raise ValueError listing the valid ones.
+    Integer fields keep their type. ValueError naming `flag` for an unknown name or a value
+    that does not fit the field.
     """
     fields = {f.name: f for f in dataclasses.fields(env_params)}
     unknown = sorted(set(overrides) - set(fields))
     if unknown:
         raise ValueError(
-            f"Unknown environment parameter(s) {', '.join(unknown)}; this environment has: "
+            f"{flag}: Unknown environment parameter(s) {', '.join(unknown)}; this environment has: "
             f"{', '.join(sorted(fields))}."
         )
     typed = {}
     for name, value in overrides.items():
         current = getattr(env_params, name)
-        typed[name] = int(value) if isinstance(current, int) and not isinstance(current, bool) else value
+        if isinstance(current, bool) or not isinstance(current, (int, float, jax.Array)):
+            raise ValueError(f"{flag} {name}: this parameter is not a number and cannot be set from the command line.")
+        if isinstance(current, int):
+            if value != int(value):
+                raise ValueError(f"{flag} {name} must be a whole number, got {value}.")
+            value = int(value)
+        typed[name] = value
     return env_params.replace(**typed)
 
 

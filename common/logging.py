@@ -63,29 +63,38 @@ class RunLogger:
         config: dict[str, Any],
         num_seeds: int,
         steps_per_update: int,
-        num_updates: int,
+        num_updates: int | None,
         out_dir: str = "runs",
         wandb_mode: str = "disabled",
         wandb_project: str = "scanrl",
         first_seed: int = 0,
         progress: bool = True,
+        run_dir: str | None = None,
+        resume_update: int = 0,
     ):
+        """num_updates: None for a run without a budget (until a stop condition holds).
+        run_dir, resume_update: continue that run folder from a checkpoint at that update
+        (progress.jsonl keeps its records up to it)."""
         self.algo, self.env, self.num_seeds = algo, env, num_seeds
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed, self.progress = first_seed, progress
         self.active = jax.process_index() == 0
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.run_dir = Path(out_dir) / f"{algo}__{env}__{stamp}"
+        self.run_dir = Path(run_dir) if run_dir else Path(out_dir) / f"{algo}__{env}__{stamp}"
         self._wandb = None
         if not self.active:
             return
         suffix = 1
-        while self.run_dir.exists():
+        while self.run_dir.exists() and not run_dir:
             suffix += 1
             self.run_dir = Path(out_dir) / f"{algo}__{env}__{stamp}-{suffix}"
-        self.run_dir.mkdir(parents=True)
+        self.run_dir.mkdir(parents=True, exist_ok=bool(run_dir))
         (self.run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
-        self._progress = open(self.run_dir / "progress.jsonl", "a", buffering=1)
+        progress_file = self.run_dir / "progress.jsonl"
+        if run_dir and progress_file.exists():  # drop what was logged after the checkpoint: it is redone
+            kept = [l for l in progress_file.read_text().splitlines() if l and json.loads(l)["update"] <= resume_update]
+            progress_file.write_text("".join(l + "\n" for l in kept))
+        self._progress = open(progress_file, "a", buffering=1)
         if wandb_mode != "disabled":
             import wandb
 
@@ -136,7 +145,8 @@ class RunLogger:
             self._wandb.log(logged, step=steps)
 
     def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray]) -> str:
-        line = f"[{self.algo} {self.env}] update {update:>{len(str(self.num_updates))}}/{self.num_updates}"
+        line = f"[{self.algo} {self.env}] update "
+        line += f"{update:>{len(str(self.num_updates))}}/{self.num_updates}" if self.num_updates else f"{update:>6}"
         line += f"  steps/seed {steps:>11,}"
         line += f"  env steps/s {sps:>11,.0f}" if math.isfinite(sps) else "  env steps/s           -"
         ret = table.get("episode_return")
@@ -162,11 +172,11 @@ class RunLogger:
     ) -> dict[str, Any]:
         """Write metrics.npz, params.npz and summary.json; print the final table; return the summary.
 
-        metrics: name -> [num_seeds, num_updates]; params: pytree with leaves [num_seeds, ...];
+        metrics: name -> [num_seeds, updates trained]; params: pytree with leaves [num_seeds, ...];
         extra: more summary.json entries. Every process must call it (it only writes on process 0).
         """
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
-        tail = max(1, math.ceil(0.1 * self.num_updates))
+        tail = max(1, math.ceil(0.1 * metrics["episode_return"].shape[1]))  # of the updates trained
         final = _nanmean(metrics["episode_return"][:, -tail:], axis=1)
         eval_return_mean = None
         if "eval_return" in metrics and not np.all(np.isnan(metrics["eval_return"])):

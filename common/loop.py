@@ -11,7 +11,8 @@ sizes. `build(make_algorithm, config)` places the seeds on the device mesh
 - `start(keys) -> state` and `advance(state, first_update, n) -> (state, metrics)`: the
   same run in chunks of at most `chunk` updates (metrics [num_seeds, chunk], NaN past
   `n`). `advance` is compiled once for every n and donates its state. Chunks run back to
-  back give bit for bit the whole run's result.
+  back give bit for bit the whole run's result. Its metrics also hold `_policy_finite`
+  (1 where every policy parameter is finite after the update) for the driver's watch.
 
 Seeds are vmapped within a device and sharded over the mesh's "seed" axis; with data
 parallelism a seed's state carries an extra axis of its `data` devices' shards
@@ -88,10 +89,13 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     run = config.run
     layout = devices.plan_layout(run.num_seeds, config.data_parallel_sizes(), run.data_parallel, run.num_devices)
     data = devices.DataAxis(layout.data_parallel)
-    algo = make_algorithm(config, env, env_params, data=data)
+    env, base_params = envs.resolve(config.env, env, env_params)
+    train_params = envs.override_params(base_params, run.env_params, "--env-params")
+    algo = make_algorithm(config, env, train_params, data=data)
     num_updates, num_seeds = algo.num_updates, run.num_seeds
     chunk = min(chunk or num_updates, num_updates)
-    eval_params = envs.override_params(algo.env_params, run.eval_env_params)
+    eval_params = envs.override_params(base_params, run.eval_env_params, "--eval-env-params") \
+        if run.eval_env_params else train_params
     eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data.size) * data.size, data)
 
     def evaluate(train_state, key):
@@ -103,6 +107,10 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
 
     def update_one(state, u):
         train, metrics = algo.update(state.train, u)
+        # For the driver's non-finite watch (dropped from the results): a diverged loss
+        # reaches the policy's parameters within the update.
+        policy = [x for x in jax.tree.leaves(algo.policy_params(train)) if jnp.issubdtype(x.dtype, jnp.inexact)]
+        metrics["_policy_finite"] = jnp.all(jnp.stack([jnp.isfinite(x).all() for x in policy]))
         if run.eval_every:
             due = ((u + 1) % run.eval_every == 0) | (u == num_updates - 1)
             key = jax.random.fold_in(state.eval_key, u)
@@ -164,7 +172,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     @partial(jit, in_shardings=(replicated,))
     def train(keys):
         states, metrics = updates(num_updates)(init_all(padded(keys)), 0, num_updates)
-        metrics = jax.tree.map(lambda m: m[:num_seeds], metrics)
+        metrics = {k: m[:num_seeds] for k, m in metrics.items() if not k.startswith("_")}
         return {"state": jax.tree.map(lambda x: x[:num_seeds], states), "policy": policy_of(states), "metrics": metrics}
 
     @partial(jit, in_shardings=(replicated,))

@@ -1,30 +1,45 @@
 """Run settings and the driver every algorithm's command line uses.
 
 `RunConfig` holds what every algorithm shares (seeds, devices, evaluation, logging,
-output, wandb, cache); each algorithm's Config holds one as its `run` field, shown as
-flat flags (`--num-seeds`, not `--run.num-seeds`).
+checkpoints, stop conditions, output, wandb, cache); each algorithm's Config holds one as
+its `run` field, shown as flat flags (`--num-seeds`, not `--run.num-seeds`).
 
-`main(...)` is a file's command line: flags -> Config -> checks (device layout, env, env
-parameters; one sentence and exit code 2 before compiling) -> `execute(...)`, which says
+`main(...)` is a file's command line: `--config FILE` / `--resume RUN_DIR` first, then flags
+-> Config -> checks (device layout, env, env parameters, output folder, memory; one
+sentence and exit code 2 before compiling, no run folder) -> `execute(...)`, which says
 "compiling…", compiles with the persistent cache, then advances the run chunk by chunk
-(`--log-every` updates each) and between chunks prints progress, appends progress.jsonl
-and logs to wandb from Python; at the end it writes the run folder (common/logging.py).
+(`--log-every` updates each). Between chunks it prints progress, appends progress.jsonl,
+logs to wandb, checkpoints, watches for non-finite parameters, checks the stop conditions
+and Ctrl-C / SIGTERM; at the end (or the stop) it writes the run folder (common/logging.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
+import io
+import json
 import math
+import os
+import re
+import signal
 import sys
+import tempfile
 import time
+import typing
+from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 import jax
 import numpy as np
 
-from scanrl.common import devices, loop
+from scanrl.common import checkpoint, devices, loop
 from scanrl.common.logging import RunLogger
+
+INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
 
 
 def flag(name: str) -> str:
@@ -42,6 +57,10 @@ def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple
         value = getattr(config, f.name)
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{flag(f.name)} must be a finite number, got {value}.")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise ValueError(f"{flag(f.name)} {k} must be a finite number, got {v}.")
     for name in positive:
         value = getattr(config, name)
         if value is not None and not value > 0:
@@ -60,6 +79,24 @@ def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple
             raise ValueError(f"{flag(name)} must lie in {interval}, got {value}.")
 
 
+def check_budget(config: Any, per_update: int, unit: str) -> None:
+    """--total-timesteps: 0 (until a stop condition holds) or at least one update's steps."""
+    total = config.total_timesteps
+    if total < 0:
+        raise ValueError(f"--total-timesteps must be 0 or positive, got {total}.")
+    if total == 0 and not config.run.has_stop_condition:
+        raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
+                         "--stop-minutes or --stop-plateau too.")
+    if 0 < total < per_update:
+        raise ValueError(f"--total-timesteps {total} is smaller than one {unit} (num_envs * num_steps = {per_update}); "
+                         f"raise it or shrink the {unit}.")
+
+
+def updates_for(config: Any, per_update: int) -> int:
+    """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for --total-timesteps 0."""
+    return config.total_timesteps // per_update if config.total_timesteps else INDEFINITE_UPDATES
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Run settings shared by every algorithm (flat flags)."""
@@ -68,15 +105,34 @@ class RunConfig:
     """first seed; seed i of the run uses jax.random.key(seed + i)."""
     num_seeds: int = 1
     """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
+    env_params: dict[str, float] = field(default_factory=dict)
+    """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too unless
+    --eval-env-params is given)."""
     eval_every: int = 50
     """evaluate the deterministic policy every this many updates, and after the last (0: never)."""
     eval_episodes: int = 10
     """episodes per evaluation (run in parallel)."""
     eval_env_params: dict[str, float] = field(default_factory=dict)
-    """override env parameters for evaluation only, e.g. --eval-env-params length 0.7."""
+    """evaluate on the default env with these parameters instead, e.g. --eval-env-params length 0.7."""
     log_every: int = 10
     """progress line, progress.jsonl record and wandb log every this many updates: the run
     advances in chunks of this many updates (0: one chunk, no progress lines)."""
+    checkpoint_every: int = 100
+    """save the whole training state to RUN_DIR/checkpoints every this many updates (at the first
+    chunk boundary past each multiple; the last 3 are kept), and always at the end (0: only at the end)."""
+    resume: str = ""
+    """continue the run in this folder from its newest checkpoint with its saved config; flags that
+    would change its results are refused, --total-timesteps may be raised to extend it."""
+    config: str = ""
+    """read settings from this JSON or YAML file first (any subset of fields; a run folder's
+    config.json reproduces that run); flags given with it win."""
+    stop_return: float | None = None
+    """stop once the mean over seeds of the latest evaluation return (episode return with
+    --eval-every 0) reaches this."""
+    stop_minutes: float | None = None
+    """stop after this many minutes of training (wall clock, this invocation)."""
+    stop_plateau: int | None = None
+    """stop when this many evaluations in a row bring no new best mean evaluation return."""
     num_devices: int = 0
     """devices to use (0: all; on CPU one device per core)."""
     data_parallel: int = 1
@@ -96,11 +152,23 @@ class RunConfig:
     """parent folder of the run folder."""
 
     def __post_init__(self):
-        check_values(self, positive=("num_seeds", "eval_episodes"),
-                     nonnegative=("eval_every", "log_every", "num_devices", "data_parallel"))
+        check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
+                     nonnegative=("eval_every", "log_every", "checkpoint_every", "num_devices", "data_parallel"))
+        if self.stop_plateau is not None and not self.eval_every:
+            raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
+        if self.resume and self.config:
+            raise ValueError(f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}.")
+
+    @property
+    def has_stop_condition(self) -> bool:
+        return any(v is not None for v in (self.stop_return, self.stop_minutes, self.stop_plateau))
 
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
+LAUNCH_FIELDS = frozenset({"config", "resume"})  # how a run was started, not what it is: not in config.json
+# Settings a resumed run may change: they do not change what it computes.
+RESUMABLE = frozenset({"total_timesteps", "log_every", "checkpoint_every", "stop_return", "stop_minutes", "stop_plateau",
+                       "compile_cache", "wandb_mode", "wandb_project", "out_dir", "distributed"}) | LAUNCH_FIELDS
 
 
 def build_config(config_cls: type, values: dict[str, Any]):
@@ -114,29 +182,207 @@ def build_config(config_cls: type, values: dict[str, Any]):
 def config_dict(config: Any) -> dict[str, Any]:
     """A Config as flat values, the form flags take and config.json stores."""
     values = dataclasses.asdict(config)
-    return {**{k: v for k, v in values.items() if k != "run"}, **values["run"]}
+    run = {k: v for k, v in values["run"].items() if k not in LAUNCH_FIELDS}
+    return {**{k: v for k, v in values.items() if k != "run"}, **run}
 
 
-def parse_config(config_cls: type, default_config: Callable[[str], Any], doc: str, argv: list[str] | None = None):
-    """Flags -> Config; `default_config(env)` supplies the defaults (presets) shown by --help."""
+# ---------------------------------------------------------------------------------------------
+# Config files: --config FILE and a run folder's config.json
+# ---------------------------------------------------------------------------------------------
+def _field_types(config_cls: type) -> dict[str, Any]:
+    hints = {**typing.get_type_hints(config_cls), **typing.get_type_hints(RunConfig)}
+    return {k: v for k, v in hints.items() if k != "run" and k not in LAUNCH_FIELDS}
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """`value` read from JSON/YAML as type `hint`; ValueError saying what was expected."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "false"):
+            return str(value).lower() == "true"
+        raise ValueError("true or false")
+    if hint is int:
+        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit())):
+            raise ValueError("an integer")
+        return int(value)
+    if hint is float:
+        if isinstance(value, bool):
+            raise ValueError("a number")
+        try:
+            return float(value)  # YAML 1.1 reads 3e-4 as a string
+        except (TypeError, ValueError):
+            raise ValueError("a number") from None
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError("a string")
+        return value
+    if origin is Literal:
+        if value not in args:
+            raise ValueError(f"one of {', '.join(map(repr, args))}")
+        return value
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        return _coerce(value, next(a for a in args if a is not type(None)))
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError("a list")
+        return tuple(_coerce(v, args[0]) for v in value)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError("a mapping of names to numbers")
+        return {str(k): _coerce(v, args[1]) for k, v in value.items()}
+    return value
+
+
+def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
+    """Flat values from a JSON or YAML file (flat keys, or a nested `run` mapping), each
+    coerced to its field's type. ValueError naming the key and the file for anything wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"--config {path}: no such file.")
+    text = path.read_text()
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as e:  # a syntax error: say where
+        raise ValueError(f"{path} is not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
+                         f"{str(e).splitlines()[0]}.") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a mapping of field names to values, not a {type(data).__name__}.")
+    data = {**{k: v for k, v in data.items() if k != "run"}, **(data.get("run") or {})}
+    types, values = _field_types(config_cls), {}
+    for key, value in data.items():
+        if key in LAUNCH_FIELDS:
+            raise ValueError(f"key '{key}' in {path}: {flag(key)} can only be given as a flag.")
+        if key not in types:
+            close = difflib.get_close_matches(key, list(types), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else "."
+            raise ValueError(f"unknown key '{key}' in {path}{hint}")
+        try:
+            values[key] = _coerce(value, types[key])
+        except ValueError as e:
+            raise ValueError(f"key '{key}' in {path} must be {e}, got {value!r}.") from None
+    return values
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def _flag_value(argv: list[str], name: str) -> str | None:
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str, argv: list[str] | None = None):
+    """`--resume RUN_DIR` / `--config FILE`, then flags -> Config. `default_config(env, **values)`
+    supplies the defaults (presets for the env, then the file's values) that --help shows."""
     import tyro
 
     argv = sys.argv[1:] if argv is None else argv
     if devices.distributed_requested(argv):
         devices.initialize_distributed()  # before anything below touches JAX
-    env = config_cls.__dataclass_fields__["env"].default
-    for i, arg in enumerate(argv):
-        if arg == "--env" and i + 1 < len(argv):
-            env = argv[i + 1]
-        elif arg.startswith("--env="):
-            env = arg.split("=", 1)[1]
-    return tyro.cli(
-        config_cls, args=argv, default=default_config(env), description=doc.split("\n\n")[0],
-        config=(tyro.conf.OmitArgPrefixes,),
-    )
+    resume, config_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
+    source = Path(resume) / "config.json" if resume else config_file
+    if resume and not (Path(resume) / "config.json").is_file():
+        fail(f"--resume {resume} is not a run folder (it has no config.json).")
+    saved = {}
+    if source:
+        try:
+            saved = read_config_file(source, config_cls)
+        except ValueError as e:
+            fail(str(e))
+    env = _flag_value(argv, "--env") or saved.get("env") or config_cls.__dataclass_fields__["env"].default
+    try:
+        base = default_config(env, **{k: v for k, v in saved.items() if k != "env"})
+    except (ValueError, TypeError) as e:
+        fail(f"{source}: {e}")
+    for name in ("--env-params", "--eval-env-params"):
+        _check_pairs(argv, name)
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            config = tyro.cli(config_cls, args=argv, default=base, description=doc.split("\n\n")[0],
+                              config=(tyro.conf.OmitArgPrefixes,))
+    except SystemExit as e:
+        if e.code:
+            fail(_tyro_error_sentence(captured.getvalue()))
+        raise
+    sys.stderr.write(captured.getvalue())  # tyro's warnings, if any
+    if resume:
+        check_resume(saved, config)
+    return config
 
 
-def fail(message: str) -> None:
+def _check_pairs(argv: list[str], name: str) -> None:
+    """`--env-params KEY VALUE ...`: every VALUE must be a number (tyro's own message shows none)."""
+    if name not in argv:
+        return
+    i = argv.index(name) + 1
+    words = []
+    while i < len(argv) and not argv[i].startswith("--"):
+        words.append(argv[i])
+        i += 1
+    if len(words) % 2:
+        fail(f"{name} takes KEY VALUE pairs, got {' '.join(words) or 'nothing'}.")
+    for key, value in zip(words[::2], words[1::2]):
+        try:
+            float(value)
+        except ValueError:
+            fail(f"{name} {key} must be a number, got '{value}'.")
+
+
+def _tyro_error_sentence(text: str) -> str:
+    """tyro draws its errors in a box with the flag's help: the message alone, on one line."""
+    lines = [line.strip(" │╭╮╰╯") for line in text.splitlines()]
+    sections, current = [], []
+    for line in lines:
+        if line.startswith("─") or not line.strip("─ "):
+            if current:
+                sections.append(current)
+            current = []
+        elif not line.startswith("─"):
+            current.append(line.strip())
+    if current:
+        sections.append(current)
+    if not sections:
+        return text.strip()
+    message = " ".join(sections[0])
+    message = re.sub(r"^Error parsing Config: ", "", message)
+    message = re.sub(r"^Error parsing (--[\w-]+): ", r"\1: ", message)
+    for section in sections[1:]:
+        if section[0].startswith("Perhaps you meant"):
+            message += f"; perhaps you meant {section[1].split()[0]}"
+    return message if message.endswith(".") else message + "."
+
+
+def check_resume(saved: dict[str, Any], config: Any) -> None:
+    """A resumed run computes what the saved one would have: refuse flags that change that."""
+    now = json.loads(json.dumps(config_dict(config), default=str))
+    saved = json.loads(json.dumps(saved, default=str))
+    for key, value in now.items():
+        if key not in RESUMABLE and key in saved and saved[key] != value:
+            fail(f"{flag(key)} cannot change when resuming (the run used {saved[key]}, got {value}): it would change "
+                 f"the results; start a new run with --config {config.run.resume}/config.json instead.")
+    old_total, total = saved.get("total_timesteps", 0), now["total_timesteps"]
+    if old_total and (total == 0 or total < old_total) or not old_total and total:
+        fail(f"--total-timesteps can only be raised when resuming (the run asked for {old_total}, got {total}).")
+
+
+def fail(message: str) -> typing.NoReturn:
     """A mistake the user can fix: one sentence on stderr, exit code 2."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
@@ -147,73 +393,329 @@ def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: 
     """An algorithm file's command line: parse, check, train, write. Returns summary.json's content."""
     config = parse_config(config_cls, default_config, doc, argv)
     try:
-        program = prepare(config, make_algorithm)
+        prepared = prepare(config, make_algorithm)
     except ValueError as e:
         fail(str(e))
-    return execute(algo, config, program, extra_summary=extra_summary)
+    summary = execute(algo, config, prepared, extra_summary=extra_summary)
+    if summary["exit_code"]:
+        raise SystemExit(summary["exit_code"])
+    return summary
 
 
-def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None) -> loop.Program:
-    """Everything short of compiling: device layout, env, programs (ValueError if they do not fit)."""
-    devices.enable_compile_cache(config.run.compile_cache)
-    return loop.build(make_algorithm, config, env, env_params, chunk=config.run.log_every or None)
+# ---------------------------------------------------------------------------------------------
+# Before compiling: layout, env, output folder, checkpoint to resume, memory
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Prepared:
+    """A run ready to compile: its programs, lowered, and where it starts."""
+
+    program: loop.Program
+    start: Any  # jax.stages.Lowered
+    advance: Any
+    state_shape: Any  # the state's pytree of jax.ShapeDtypeStruct (with shardings)
+    checkpoint: Path | None  # resume from this file
+    lowering_seconds: float  # tracing and lowering, counted in compile_seconds
 
 
-def execute(algo: str, config: Any, program: loop.Program, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
-    """Compile `program`, run it chunk by chunk with progress between chunks, write the run
-    folder. Returns summary.json's content (on every process; only process 0 writes)."""
-    wall_start = time.perf_counter()
+def _check_out_dir(out_dir: str) -> None:
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out-dir {out_dir} is a file, not a folder.")
+    existing = next(p for p in (path, *path.absolute().parents) if p.exists())
+    try:  # the real test (permissions, read-only mounts, root): create something there, then remove it
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as e:
+        raise ValueError(f"--out-dir {out_dir} is not writable ({existing}: {e.strerror}).") from None
+
+
+def _available_memory() -> tuple[int, str]:
+    """Bytes this run can use on one host, and what they are."""
+    device = jax.local_devices()[0]
+    if device.platform != "cpu":
+        stats = device.memory_stats() or {}
+        if "bytes_limit" in stats:
+            return stats["bytes_limit"] * jax.local_device_count(), f"{device.platform} memory"
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024, "available RAM"
+    except (OSError, KeyError):
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"), "available RAM"
+
+
+ITEMSIZE = {"f64": 8, "i64": 8, "ui64": 8, "f32": 4, "i32": 4, "ui32": 4, "bf16": 2, "f16": 2, "i16": 2, "ui16": 2,
+            "i8": 1, "ui8": 1, "i1": 1}
+
+
+def check_memory(config: Any, state_shape: Any, lowered_advance: Any, num_local_devices: int) -> None:
+    """Refuse (ValueError) a run whose state plus largest intermediate array cannot fit.
+
+    A lower bound, read before compiling: the state's bytes, plus the largest array any
+    operation of one chunk produces (from the lowered program's types, if given; per device,
+    so times the devices on this host)."""
+    state = sum(x.size * getattr(x.dtype, "itemsize", 8) for x in jax.tree.leaves(state_shape))
+    largest = 0
+    for dims, kind in re.findall(r"tensor<((?:\d+x)+)([a-z]+\d+)>", lowered_advance.as_text() if lowered_advance else ""):
+        largest = max(largest, math.prod(int(d) for d in dims[:-1].split("x")) * ITEMSIZE.get(kind, 4))
+    need, (available, what) = state / jax.process_count() + largest * num_local_devices, _available_memory()
+    if need > available:
+        gib = lambda b: f"{b / 2**30:,.1f} GiB"
+        parts = f"training state {gib(state)}" + (f", largest array of an update {gib(largest)} per device" if largest else "")
+        raise ValueError(f"this run needs at least {gib(need)} of memory ({parts}) but there is {gib(available)} of "
+                         f"{what}; {_size_flags(config)}.")
+
+
+def _size_flags(config: Any) -> str:
+    sizes = [flag(k) for k in ("num_envs", "num_steps", "buffer_size", "group_size") if hasattr(config, k)]
+    return f"lower --num-seeds or {', '.join(sizes)}"
+
+
+def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None) -> Prepared:
+    """Everything short of compiling (ValueError with one sentence if the run cannot go ahead)."""
     run = config.run
-    layout = program.layout
+    devices.enable_compile_cache(run.compile_cache)
+    ckpt = None
+    if run.resume:
+        found = checkpoint.all_checkpoints(Path(run.resume) / "checkpoints")
+        if not found:
+            raise ValueError(f"--resume {run.resume} has no checkpoint (the run stopped before its first one); "
+                             f"start it again with --config {run.resume}/config.json.")
+        ckpt = found[-1]
+    else:
+        _check_out_dir(run.out_dir)
+    program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None)
+    if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
+        raise ValueError(f"--resume {run.resume}: the run already trained all {program.num_updates} updates; "
+                         f"raise --total-timesteps to extend it.")
+    if jax.process_index() == 0:
+        print("compiling…", flush=True)  # tracing, lowering and compiling take a few seconds (cached: ~1)
+    t0 = time.perf_counter()
+    keys = devices.seed_keys(run.seed, run.num_seeds)
+    state_shape = jax.eval_shape(program.start, keys)
+    num_local = len(program.layout.mesh.local_devices)
+    check_memory(config, state_shape, None, num_local)  # before tracing an update: the state alone may not fit
+    try:
+        advance = program.advance.lower(state_shape, 0, 0)
+    except OverflowError:  # an array longer than int32 indices reach
+        raise ValueError(f"an array of one update would hold more than 2**31 elements; {_size_flags(config)}.") from None
+    check_memory(config, state_shape, advance, num_local)
+    start = program.start.lower(keys)
+    return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
+                    lowering_seconds=time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Between chunks: signals, stop conditions, non-finite watch
+# ---------------------------------------------------------------------------------------------
+class Signals:
+    """Ctrl-C / SIGTERM while training: the first asks the driver to stop after the current
+    chunk (it checkpoints and writes everything); a second one exits at once."""
+
+    NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+    def __init__(self, say: Callable[[str], None]):
+        self.received, self.say, self.previous, self.announced = None, say, {}, False
+
+    def __enter__(self):
+        if threading_is_main():
+            for sig in self.NAMES:
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, sig, frame):  # no printing here: the main thread may be inside print()
+        if self.received is not None:
+            os._exit(128 + sig)  # the second one: leave now (the last checkpoint stays)
+        self.received = sig
+
+    def announce(self) -> None:
+        """Say once, between chunks, that a signal arrived."""
+        if self.received is not None and not self.announced:
+            self.announced = True
+            self.say(f"{self.NAMES[self.received]}: finishing the chunk in flight, then checkpointing "
+                     f"(press again to quit at once)…")
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+class StopConditions:
+    """--stop-return, --stop-minutes, --stop-plateau, checked on each chunk's metrics."""
+
+    def __init__(self, run: RunConfig, best: float = -math.inf, since_best: int = 0):
+        self.run, self.best, self.since_best = run, best, since_best
+        self.started = time.perf_counter()
+
+    def check(self, metrics: dict[str, np.ndarray]) -> str | None:
+        """metrics: name -> [seeds, n] of one chunk. Returns the condition that holds, or None."""
+        run, reached = self.run, None
+        evals = metrics.get("eval_return")
+        for column in range(evals.shape[1]) if evals is not None else ():
+            if np.isnan(evals[:, column]).all():
+                continue
+            mean = float(np.nanmean(evals[:, column]))
+            self.best, self.since_best = (mean, 0) if mean > self.best else (self.best, self.since_best + 1)
+        if run.stop_return is not None:
+            source = evals if run.eval_every else metrics.get("episode_return")
+            latest = _latest_mean(source)
+            if latest is not None and latest >= run.stop_return:
+                reached = "stop_return"
+        if run.stop_plateau is not None and self.since_best >= run.stop_plateau:
+            reached = reached or "stop_plateau"
+        if run.stop_minutes is not None and time.perf_counter() - self.started >= 60 * run.stop_minutes:
+            reached = reached or "stop_minutes"
+        return reached
+
+
+def _latest_mean(x: np.ndarray | None) -> float | None:
+    """Mean over seeds of the latest update where any seed has a value."""
+    if x is None:
+        return None
+    columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
+    return float(np.nanmean(x[:, columns[-1]])) if columns.size else None
+
+
+def first_nonfinite(metrics: dict[str, np.ndarray], first_update: int) -> tuple[int, int, list[str]] | None:
+    """(seed index, update, metric names) where a seed's policy first went non-finite, or None."""
+    finite = metrics["_policy_finite"]
+    bad = np.argwhere(finite == 0)
+    if not bad.size:
+        return None
+    seed, column = min(map(tuple, bad), key=lambda sc: (sc[1], sc[0]))
+    names = sorted(k for k, v in metrics.items() if not k.startswith("_") and np.isinf(v[seed, column])
+                   or (k.endswith("loss") and np.isnan(v[seed, column])))
+    return int(seed), first_update + int(column) + 1, names
+
+
+def _agree(code: int) -> int:
+    """The largest of the processes' stop codes (every process must take the same decision)."""
+    if jax.process_count() == 1:
+        return code
+    from jax.experimental import multihost_utils
+
+    return int(np.max(multihost_utils.process_allgather(np.int32(code))))
+
+
+# ---------------------------------------------------------------------------------------------
+# The chunked run
+# ---------------------------------------------------------------------------------------------
+REASONS = ["", "budget", "stop_return", "stop_minutes", "stop_plateau", "interrupt", "non-finite"]
+
+
+def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+    """Compile, run chunk by chunk (progress, checkpoints, stop conditions, signals between
+    chunks), write the run folder. Returns summary.json's content (on every process; only
+    process 0 writes). Exits 130/143 after an interrupt and 1 after a non-finite policy
+    when called from the command line (`main`); from Python the summary says `stopped_by`."""
+    wall_start = time.perf_counter()
+    run, program = config.run, prepared.program
+    num_updates = program.num_updates
+    indefinite = config.total_timesteps == 0
+    done, extra = 0, {}
+    if prepared.checkpoint is not None:
+        done = checkpoint.update_of(prepared.checkpoint)
     logger = RunLogger(
         algo=algo, env=config.env, config=config_dict(config), num_seeds=run.num_seeds,
-        steps_per_update=program.steps_per_update, num_updates=program.num_updates, out_dir=run.out_dir,
-        wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
-        progress=bool(run.log_every),
+        steps_per_update=program.steps_per_update, num_updates=None if indefinite else num_updates,
+        out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
+        progress=bool(run.log_every), run_dir=run.resume or None, resume_update=done,
     )
-    logger.say("compiling…")
-    keys = devices.seed_keys(run.seed, run.num_seeds)
     t0 = time.perf_counter()
-    state = program.start.lower(keys).compile()(keys)
-    advance = program.advance.lower(state, 0, 0).compile()
-    compile_seconds = time.perf_counter() - t0
+    advance = prepared.advance.compile()
+    if prepared.checkpoint is not None:
+        state, extra = checkpoint.load(prepared.checkpoint, prepared.state_shape)
+        logger.say(f"resuming from update {done} ({prepared.checkpoint})")
+    else:
+        state = prepared.start.compile()(devices.seed_keys(run.seed, run.num_seeds))
+    compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
 
-    # Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the
-    # devices never wait for the host between chunks (JAX dispatches asynchronously).
-    chunks, launched, done = [], [], 0
+    metric_names = [k for k in prepared.advance.out_info[1] if not k.startswith("_")]
+    chunks = [{k: extra[f"metric_{k}"] for k in metric_names}] if done else []
+    resumed_from = [int(u) for u in extra.get("resumed_from", [])] + ([done] if done else [])
+    stops = StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0)))
+    ckpt_dir = logger.run_dir / "checkpoints"
+    last_ckpt, reason, nonfinite = done, None, None
+
+    def save_checkpoint():
+        metrics = {f"metric_{k}": np.concatenate([c[k] for c in chunks], axis=1) for k in metric_names}
+        checkpoint.save(ckpt_dir, done, state, write=logger.active, extra={
+            **metrics, "best_eval": stops.best, "since_best": stops.since_best, "resumed_from": resumed_from})
+
+    # Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the devices
+    # never wait for the host between chunks (JAX dispatches asynchronously). A stop therefore
+    # takes effect after the chunk in flight; a checkpoint first drains the pipeline (the next
+    # chunk would consume the donated state).
+    launched = deque()
     t_start = t_last = time.perf_counter()
-    while done < program.num_updates or launched:
-        if done < program.num_updates:
-            n = min(program.chunk, program.num_updates - done)
-            state, metrics = advance(state, done, n)
-            done += n
-            launched.append((done, n, metrics))
-        if len(launched) == 2 or done == program.num_updates:
-            updates_done, n, metrics = launched.pop(0)
-            metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for that chunk
-            now = time.perf_counter()
-            chunks.append(metrics)
-            logger.on_chunk(updates_done, metrics, now - t_last)
-            t_last = now
-    run_seconds = time.perf_counter() - t_start
+    with Signals(logger.say) as signals:
+        while True:
+            if reason is None and done < num_updates:
+                n = min(program.chunk, num_updates - done)
+                state, metrics = advance(state, done, n)
+                launched.append((done, n, metrics))
+                done += n
+            checkpoint_due = run.checkpoint_every and done // run.checkpoint_every > last_ckpt // run.checkpoint_every
+            while launched and (len(launched) == 2 or reason is not None or done == num_updates or checkpoint_due):
+                first, n, metrics = launched.popleft()
+                metrics = {k: v[:, :n] for k, v in jax.device_get(devices.fetch(metrics)).items()}  # waits
+                now = time.perf_counter()
+                found = first_nonfinite(metrics, first)
+                metrics.pop("_policy_finite")
+                chunks.append(metrics)
+                logger.on_chunk(first + n, metrics, now - t_last)
+                t_last = now
+                nonfinite = nonfinite or found
+                code = REASONS.index("non-finite") if nonfinite else 0
+                signals.announce()
+                code = code or (REASONS.index("interrupt") if signals.received else 0)
+                code = code or REASONS.index(stops.check(metrics) or "")
+                if _agree(code) and reason is None:
+                    reason = REASONS[_agree(code)]
+            if not launched and (reason is not None or done == num_updates):
+                break
+            if checkpoint_due and reason is None:
+                save_checkpoint()
+                last_ckpt = done
+        run_seconds = time.perf_counter() - t_start
+        reason = reason or "budget"
+        if reason != "non-finite":
+            save_checkpoint()
 
-    metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
-    return logger.finish(
+    metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in metric_names}
+    summary = logger.finish(
         metrics=metrics,
         params=devices.fetch(program.policy(state)),
-        total_timesteps=program.num_updates * program.steps_per_update,
+        total_timesteps=done * program.steps_per_update,
         compile_seconds=compile_seconds,
         run_seconds=run_seconds,
         wall_seconds=time.perf_counter() - wall_start,
         extra={
-            "layout": layout.describe(), "processes": jax.process_count(),
+            "updates": done, "stopped_by": reason, "resumed_from": resumed_from or None,
+            "layout": program.layout.describe(), "processes": jax.process_count(),
             **(extra_summary(program) if extra_summary else {}),
         },
     )
+    summary = {**summary, "exit_code": 0}
+    if reason == "interrupt":
+        command = sys.argv[0] if sys.argv[0].endswith(".py") else f"-m scanrl.algos.{algo}"
+        logger.say(f"Interrupted after update {done}: continue with `python {command} --resume {logger.run_dir}`.")
+        summary["exit_code"] = 128 + (signals.received or signal.SIGINT)
+    elif reason == "non-finite":
+        seed, update, names = nonfinite
+        what = f" ({', '.join(names)} non-finite)" if names else ""
+        print(f"error: seed {run.seed + seed} went non-finite at update {update}: its policy parameters hold NaN or "
+              f"inf{what}; the run stopped and wrote its files (no checkpoint of the broken state).", file=sys.stderr)
+        summary["exit_code"] = 1
+    return summary
 
 
 def train_and_write(algo: str, config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None,
                     extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
     """Train `config` from Python (no flags) and write its run folder; returns the summary."""
     return execute(algo, config, prepare(config, make_algorithm, env, env_params), extra_summary)
-

@@ -43,6 +43,7 @@ def run_in_chunks(program, keys):
     while done < program.num_updates:
         n = min(program.chunk, program.num_updates - done)
         state, metrics = program.advance(state, done, n)
+        assert np.asarray(metrics.pop("_policy_finite"))[:, :n].all()  # the driver's non-finite watch
         chunks.append({k: np.asarray(v)[:, :n] for k, v in metrics.items()})
         done += n
     metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
