@@ -1,0 +1,292 @@
+"""The run lifecycle: checkpoints, resume, signals, stop conditions, config files, env overrides,
+the non-finite watch, and every bad input a user can give (one sentence, exit 2, no folder)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.common import checkpoint, devices
+
+ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "sac": sac}
+# Small runs with many chunks (one update each) and a checkpoint every 2 updates.
+SMALL = {
+    "ppo": ["--total-timesteps", "102400", "--num-seeds", "2", "--eval-every", "20"],
+    "sac": ["--num-steps", "50", "--total-timesteps", "5000", "--learning-starts", "200", "--num-seeds", "2",
+            "--eval-every", "20", "--eval-episodes", "2"],
+    "impala": ["--total-timesteps", "40960", "--eval-every", "5"],
+    "grpo": ["--num-envs", "16", "--num-steps", "128", "--total-timesteps", "20480", "--eval-every", "5"],
+}
+LIFECYCLE = ["--log-every", "1", "--checkpoint-every", "2"]
+
+
+def run_dir_of(out: Path) -> Path:
+    (run_dir,) = list(out.iterdir())
+    return run_dir
+
+
+def assert_same_run(a: Path, b: Path):
+    """params.npz and metrics.npz bit for bit, and progress.jsonl without gaps or duplicates."""
+    for name in ("params.npz", "metrics.npz"):
+        want, got = np.load(a / name), np.load(b / name)
+        assert sorted(want.files) == sorted(got.files)
+        for k in want.files:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{name} {k}")
+    updates = lambda d: [json.loads(l)["update"] for l in (d / "progress.jsonl").read_text().splitlines()]
+    assert updates(b) == updates(a)
+
+
+def start(algo, out, *extra):
+    return subprocess.Popen([sys.executable, f"algos/{algo}.py", *SMALL[algo], *LIFECYCLE, "--out-dir", str(out), *extra],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def signal_after_checkpoint(proc, out, sig, after=0):
+    """Send `sig` once a checkpoint newer than update `after` exists; returns (stdout, stderr)."""
+    deadline = time.time() + 300
+    while not [p for p in out.glob("*/checkpoints/update_*.npz") if checkpoint.update_of(p) > after]:
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()[1][-3000:]
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    return proc.communicate(timeout=300)
+
+
+def resume(run_dir):
+    return subprocess.Popen([sys.executable, "-m", "scanrl.algos.ppo" if "ppo__" in run_dir.name else "scanrl.algos.sac",
+                             "--resume", str(run_dir)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
+    """Ctrl-C after the first checkpoint (exit 130, every file written, one sentence on how to
+    resume); the resumed run SIGKILLed after a later checkpoint; resumed again, it ends bit
+    for bit as the run that was never stopped."""
+    reference = Path(ALGOS[algo].main([*SMALL[algo], *LIFECYCLE, "--out-dir", str(tmp_path / "ref")])["run_dir"])
+    updates = json.loads((reference / "summary.json").read_text())["updates"]
+
+    proc = start(algo, tmp_path / "run")
+    stdout, stderr = signal_after_checkpoint(proc, tmp_path / "run", signal.SIGINT)
+    run_dir = run_dir_of(tmp_path / "run")
+    assert proc.returncode == 130, stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    stopped = summary["updates"]
+    assert summary["stopped_by"] == "interrupt" and stopped < updates
+    assert checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1]) == stopped
+    assert np.load(run_dir / "metrics.npz")["episode_return"].shape[1] == stopped
+    assert np.load(run_dir / "params.npz")["params/actor/0/w"].shape[0] == 2
+    assert f"--resume {run_dir}" in stdout
+
+    proc = resume(run_dir)
+    signal_after_checkpoint(proc, tmp_path / "run", signal.SIGKILL, after=stopped)
+    assert proc.returncode == -signal.SIGKILL
+    killed_at = checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1])
+    assert stopped < killed_at < updates  # killed mid-run: summary.json is still the interrupted one's
+    assert json.loads((run_dir / "summary.json").read_text())["updates"] == stopped
+
+    proc = resume(run_dir)
+    assert proc.wait(timeout=600) == 0, proc.communicate()[1][-3000:]
+    assert_same_run(reference, run_dir)
+    assert json.loads((run_dir / "summary.json").read_text())["resumed_from"] == [stopped, killed_at]
+
+
+def test_sigterm_exits_143_with_files_written(tmp_path):
+    proc = start("ppo", tmp_path)
+    signal_after_checkpoint(proc, tmp_path, signal.SIGTERM)
+    assert proc.returncode == 143
+    summary = json.loads((run_dir_of(tmp_path) / "summary.json").read_text())
+    assert summary["stopped_by"] == "interrupt" and (run_dir_of(tmp_path) / "params.npz").exists()
+
+
+@pytest.mark.parametrize("algo", ["impala", "grpo"])
+def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, algo):
+    """In-process, for the other two: a run cut short (by a tiny --stop-minutes, after its
+    first chunk) and resumed ends as the run that never stopped."""
+    module = ALGOS[algo]
+    args = [*SMALL[algo], *LIFECYCLE]
+    module.main([*args, "--out-dir", str(tmp_path / "ref")])
+    module.main([*args, "--out-dir", str(tmp_path / "cut"), "--stop-minutes", "1e-9"])
+    cut = run_dir_of(tmp_path / "cut")
+    summary = json.loads((cut / "summary.json").read_text())
+    assert summary["stopped_by"] == "stop_minutes" and summary["updates"] <= 2
+    module.main(["--resume", str(cut), "--stop-minutes", "None"])  # else the saved condition stops it again
+    assert_same_run(run_dir_of(tmp_path / "ref"), cut)
+
+
+# --- stop conditions -----------------------------------------------------------------------
+STOP_RUN = ["--total-timesteps", "204800", "--num-seeds", "2", "--log-every", "5", "--eval-every", "5"]
+
+
+def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path):
+    summary = ppo.main([*STOP_RUN, "--stop-return", "150", "--out-dir", str(tmp_path)])
+    assert summary["stopped_by"] == "stop_return" and summary["updates"] < 400
+    assert summary["total_timesteps"] == summary["updates"] * 512 < 204800
+    evals = np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]
+    means = np.nanmean(evals[:, ~np.isnan(evals).all(axis=0)], axis=0)
+    reached = np.nonzero(means >= 150)[0]
+    assert reached.size and reached[0] >= len(means) - 2  # stopped within a chunk (one evaluation) of reaching it
+    assert json.loads((Path(summary["run_dir"]) / "config.json").read_text())["total_timesteps"] == 204800
+
+
+def test_stop_plateau_counts_evaluations_without_a_new_best(tmp_path):
+    summary = ppo.main([*STOP_RUN, "--stop-plateau", "2", "--out-dir", str(tmp_path)])
+    assert summary["stopped_by"] == "stop_plateau" and summary["updates"] < 400
+    evals = np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]
+    means = np.nanmean(evals[:, ~np.isnan(evals).all(axis=0)], axis=0)  # one evaluation per chunk
+    best, since_best, held = -np.inf, 0, None
+    for i, mean in enumerate(means):
+        best, since_best = (mean, 0) if mean > best else (best, since_best + 1)
+        if since_best >= 2 and held is None:
+            held = i
+    assert held is not None and held >= len(means) - 2  # the chunk in flight when it held may finish
+
+
+def test_without_a_budget_training_runs_until_the_stop_condition(tmp_path):
+    summary = ppo.main(["--total-timesteps", "0", "--stop-return", "100", "--log-every", "5", "--eval-every", "5",
+                        "--out-dir", str(tmp_path)])
+    assert summary["stopped_by"] == "stop_return" and summary["total_timesteps"] == summary["updates"] * 512 > 0
+    assert json.loads((Path(summary["run_dir"]) / "config.json").read_text())["total_timesteps"] == 0
+
+
+# --- config files, env overrides ------------------------------------------------------------
+def test_config_file_reproduces_a_run_and_flags_override_it(tmp_path):
+    args = ["--total-timesteps", "4096", "--num-seeds", "2", "--learning-rate", "1e-3", "--eval-every", "4"]
+    first = Path(ppo.main([*args, "--out-dir", str(tmp_path / "a")])["run_dir"])
+    again = Path(ppo.main(["--config", str(first / "config.json"), "--out-dir", str(tmp_path / "b")])["run_dir"])
+    assert_same_run(first, again)
+    other = Path(ppo.main(["--config", str(first / "config.json"), "--seed", "5", "--out-dir", str(tmp_path / "c")])["run_dir"])
+    saved = json.loads((other / "config.json").read_text())
+    assert saved["seed"] == 5 and saved["learning_rate"] == 1e-3 and saved["total_timesteps"] == 4096
+    assert not np.array_equal(np.load(other / "params.npz")["params/actor/0/w"], np.load(first / "params.npz")["params/actor/0/w"])
+
+
+def test_yaml_file_with_a_subset_of_fields(tmp_path):
+    """YAML 1.1 reads 3e-4 as a string: it is coerced by the field's type."""
+    path = tmp_path / "c.yaml"
+    path.write_text("learning_rate: 3e-4\nnum_envs: 8\nactor_hidden: [32, 32]\nrun:\n  num_seeds: 2\n")
+    config = ppo.run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--config", str(path), "--num-envs", "16"])
+    assert config.learning_rate == 3e-4 and config.num_envs == 16 and config.actor_hidden == (32, 32)
+    assert config.run.num_seeds == 2 and config.gamma == ppo.Config().gamma
+
+
+def test_env_params_change_training_and_evaluation(tmp_path):
+    """CartPole episodes capped at 20 steps: training and evaluation returns stay <= 20, unless
+    --eval-env-params names the evaluation env (the default one with those overrides)."""
+    args = ["--total-timesteps", "4096", "--eval-every", "4", "--env-params", "max_steps_in_episode", "20"]
+    summary = ppo.main([*args, "--out-dir", str(tmp_path / "a")])
+    metrics = np.load(Path(summary["run_dir"]) / "metrics.npz")
+    assert np.nanmax(metrics["episode_return"]) <= 20 and np.nanmax(metrics["eval_return"]) == 20
+    summary = ppo.main([*args, "--eval-env-params", "length", "0.5", "--out-dir", str(tmp_path / "b")])
+    assert np.nanmax(np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]) > 20
+
+
+# --- non-finite watch ------------------------------------------------------------------------
+def test_a_diverging_run_stops_with_exit_1_naming_seed_and_update(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        ppo.main(["--total-timesteps", "20480", "--learning-rate", "1e30", "--num-seeds", "2", "--log-every", "2",
+                  "--out-dir", str(tmp_path)])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "went non-finite at update" in err and "seed" in err
+    run_dir = run_dir_of(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == "non-finite" and summary["updates"] < 40
+    update = int(err.split("at update ")[1].split(":")[0])
+    assert update <= summary["updates"]
+    assert not checkpoint.all_checkpoints(run_dir / "checkpoints") or \
+        checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1]) < update
+
+
+# --- checkpoint files ------------------------------------------------------------------------
+def test_checkpoint_round_trip_keys_shardings_and_keep_last(tmp_path):
+    mesh = jax.make_mesh((len(jax.devices()),), ("seed",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("seed"))
+    n = len(jax.devices()) * 2
+    tree = {"w": jax.device_put(jnp.arange(n * 3.0).reshape(n, 3), sharding),
+            "key": jax.device_put(devices.seed_keys(0, n), sharding), "step": jnp.int32(7)}
+    for update in range(5):
+        checkpoint.save(tmp_path, update, tree, extra={"metric_x": np.ones((2, update))})
+    assert [checkpoint.update_of(p) for p in checkpoint.all_checkpoints(tmp_path)] == [2, 3, 4]
+    (tmp_path / ".update_9.tmp").write_bytes(b"half a file")  # a write cut short is ignored
+    template = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree)
+    restored, extra = checkpoint.load(checkpoint.all_checkpoints(tmp_path)[-1], template)
+    np.testing.assert_array_equal(restored["w"], tree["w"])
+    assert restored["w"].sharding == sharding and restored["key"].dtype == tree["key"].dtype
+    np.testing.assert_array_equal(jax.random.key_data(restored["key"]), jax.random.key_data(tree["key"]))
+    assert extra["metric_x"].shape == (2, 4)
+    with pytest.raises(ValueError, match="does not match"):
+        checkpoint.load(checkpoint.all_checkpoints(tmp_path)[-1], {**template, "w": jax.ShapeDtypeStruct((n, 4), jnp.float32)})
+
+
+# --- bad inputs: one sentence, exit 2, before compiling, no run folder -------------------------
+BAD_INPUTS = [
+    (["--learning-rate", "inf"], "--learning-rate must be a finite number, got inf"),
+    (["--gamma", "2"], "--gamma must lie in (0, 1], got 2.0"),
+    (["--max-grad-norm", "-1"], "--max-grad-norm must be 0 or positive, got -1.0"),
+    (["--eval-env-params", "max_steps_in_episode", "abc"], "--eval-env-params max_steps_in_episode must be a number, got 'abc'"),
+    (["--env-params", "lenght", "0.5"], "--env-params: Unknown environment parameter(s) lenght"),
+    (["--env", "CartPol-v1"], "Did you mean"),
+    (["--total-timesteps", "0"], "--total-timesteps 0 trains until a stop condition holds"),
+    (["--stop-plateau", "3", "--eval-every", "0"], "--stop-plateau 3 counts evaluations, but --eval-every is 0"),
+]
+
+
+@pytest.mark.parametrize("algo", list(ALGOS))
+def test_bad_inputs_are_one_sentence_with_exit_2(cli_error, capsys, tmp_path, algo):
+    module = ALGOS[algo]
+    for args, message in BAD_INPUTS:
+        if algo == "sac" and args[0] == "--env":
+            args, message = ["--env", "Pendulum-v2"], "Did you mean 'Pendulum-v1'"
+        code, err = cli_error(module.main, args)
+        assert code == 2 and message in err and err.startswith("error: ") and "Traceback" not in err, (args, err)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for out_dir, message in ((a_file, f"--out-dir {a_file} is a file, not a folder"),
+                             (Path("/proc/scanrl/out"), "--out-dir /proc/scanrl/out is not writable")):
+        with pytest.raises(SystemExit) as exit_info:
+            module.main(["--out-dir", str(out_dir)])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    code, err = cli_error(module.main, ["--resume", str(tmp_path)])
+    assert code == 2 and "is not a run folder" in err
+
+
+@pytest.mark.parametrize("algo,args", [
+    ("ppo", ["--num-envs", "1000000", "--total-timesteps", "128000000"]),
+    ("sac", ["--buffer-size", "300000000", "--total-timesteps", "300000000", "--num-seeds", "4"]),
+])
+def test_a_run_too_big_for_memory_is_refused_with_the_estimate(cli_error, algo, args):
+    code, err = cli_error(ALGOS[algo].main, args)
+    assert code == 2 and "this run needs at least" in err and "GiB" in err and "--num-envs" in err, err
+
+
+def test_resume_errors(cli_error, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    saved = ppo.run.config_dict(ppo.default_config(total_timesteps=4096))
+    (run_dir / "config.json").write_text(json.dumps(saved))
+    code, err = cli_error(ppo.main, ["--resume", str(run_dir)])
+    assert code == 2 and "has no checkpoint" in err
+    code, err = cli_error(ppo.main, ["--resume", str(run_dir), "--learning-rate", "0.1"])
+    assert code == 2 and "--learning-rate cannot change when resuming (the run used 0.00025, got 0.1)" in err
+    code, err = cli_error(ppo.main, ["--resume", str(run_dir), "--total-timesteps", "2048"])
+    assert code == 2 and "--total-timesteps can only be raised" in err
+
+
+def test_config_file_errors_name_the_key_and_the_file(cli_error, tmp_path):
+    for text, message in (('{"lerning_rate": 0.1}', "unknown key 'lerning_rate' in"),
+                          ('{"num_envs": "many"}', "key 'num_envs' in"),
+                          ('{"gamma": 2}', "--gamma must lie in (0, 1], got 2")):
+        path = tmp_path / "c.json"
+        path.write_text(text)
+        code, err = cli_error(ppo.main, ["--config", str(path)])
+        assert code == 2 and message in err and str(path) in err, err
