@@ -31,15 +31,16 @@ def _is_key(x) -> bool:
     return jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def _host(x) -> np.ndarray:
-    """A (possibly sharded, possibly multi-process) array as one numpy array."""
-    if _is_key(x):
-        x = jax.random.key_data(x)
-    if isinstance(x, jax.Array) and not x.is_fully_addressable:
-        from jax.experimental import multihost_utils
+def _host(tree: Any) -> list[np.ndarray]:
+    """The leaves of a (possibly sharded, possibly multi-process) tree as numpy arrays."""
+    leaves = [jax.random.key_data(x) if _is_key(x) else x for x in jax.tree.leaves(tree)]
+    spread = [x for x in leaves if isinstance(x, jax.Array) and not x.is_fully_addressable]
+    if spread:  # across processes: one program replicates every leaf onto every process
+        from jax.sharding import NamedSharding, PartitionSpec
 
-        x = multihost_utils.process_allgather(x, tiled=True)
-    return np.asarray(x)
+        replicated = NamedSharding(spread[0].sharding.mesh, PartitionSpec())
+        leaves = jax.jit(lambda xs: xs, out_shardings=replicated)(leaves)
+    return [np.asarray(x) for x in leaves]
 
 
 def describe(tree: Any) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def save(folder: Path, update: int, tree: Any, extra: dict[str, np.ndarray] | No
 
     Every process of a multi-process run must call it (gathering is collective); only those
     with `write` write. Returns the file's path."""
-    leaves = [_host(x) for x in jax.tree.leaves(tree)]
+    leaves = _host(tree)
     path = Path(folder) / f"update_{update}.npz"
     if not write:
         return path
@@ -88,18 +89,24 @@ def update_of(path: Path) -> int:
     return int(NAME.match(Path(path).name).group(1))
 
 
+def verify(path: Path, template: Any) -> None:
+    """ValueError unless the checkpoint holds a state shaped like `template`."""
+    with np.load(path) as z:
+        saved = json.loads(str(z["fingerprint"]))
+    expected = describe(template)
+    if saved != expected:
+        diff = next((f"leaf {i}: saved {a}, now {b}" for i, (a, b) in enumerate(zip(saved["leaves"], expected["leaves"]))
+                     if a != b), "the tree structure differs")
+        raise ValueError(f"checkpoint {path} does not match this run's state ({diff}).")
+
+
 def load(path: Path, template: Any) -> tuple[Any, dict[str, np.ndarray]]:
     """Restore a tree saved by `save` onto `template`'s structure and shardings (arrays or
     jax.ShapeDtypeStruct with .sharding). Returns (tree, extra). ValueError if the saved state
     does not match the template (different config, or a changed algorithm file)."""
     leaves, treedef = jax.tree.flatten(template)
+    verify(path, template)
     with np.load(path) as z:
-        saved = json.loads(str(z["fingerprint"]))
-        expected = describe(template)
-        if saved != expected:
-            diff = next((f"leaf {i}: saved {a}, now {b}" for i, (a, b) in enumerate(zip(saved["leaves"], expected["leaves"]))
-                         if a != b), "the tree structure differs")
-            raise ValueError(f"checkpoint {path} does not match this run's state ({diff}).")
         raw = [z[f"leaf_{i}"] for i in range(len(leaves))]
         extra = {k[len("extra_"):]: z[k] for k in z.files if k.startswith("extra_")}
 

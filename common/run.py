@@ -492,6 +492,12 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     t0 = time.perf_counter()
     keys = devices.seed_keys(run.seed, run.num_seeds)
     state_shape = jax.eval_shape(program.start, keys)
+    if ckpt is not None:
+        try:
+            checkpoint.verify(ckpt, state_shape)
+        except ValueError as e:
+            raise ValueError(f"--resume {run.resume}: {e} A flag changed the state's shapes (e.g. SAC's replay buffer "
+                             f"is capped at --total-timesteps); start a new run instead.") from None
     num_local = len(program.layout.mesh.local_devices)
     check_memory(config, state_shape, None, num_local)  # before tracing an update: the state alone may not fit
     try:
@@ -642,10 +648,14 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
     ckpt_dir = logger.run_dir / "checkpoints"
     last_ckpt, reason, nonfinite = done, None, None
 
+    saving = [0.0]  # seconds spent writing checkpoints (summary.json: checkpoint_seconds)
+
     def save_checkpoint():
+        t = time.perf_counter()
         metrics = {f"metric_{k}": np.concatenate([c[k] for c in chunks], axis=1) for k in metric_names}
         checkpoint.save(ckpt_dir, done, state, write=logger.active, extra={
             **metrics, "best_eval": stops.best, "since_best": stops.since_best, "resumed_from": resumed_from})
+        saving[0] += time.perf_counter() - t
 
     # Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the devices
     # never wait for the host between chunks (JAX dispatches asynchronously). A stop therefore
@@ -697,6 +707,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         wall_seconds=time.perf_counter() - wall_start,
         extra={
             "updates": done, "stopped_by": reason, "resumed_from": resumed_from or None,
+            "checkpoint_seconds": saving[0],
             "layout": program.layout.describe(), "processes": jax.process_count(),
             **(extra_summary(program) if extra_summary else {}),
         },
