@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import io
 import json
 import math
@@ -37,64 +36,11 @@ import jax
 import numpy as np
 
 from scanrl.common import checkpoint, devices, loop
+from scanrl.common.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
+    INDEFINITE_UPDATES, LAUNCH_FIELDS, check_budget, check_pairs, check_values, flag, flag_value, read_config_file,
+    tyro_error_sentence, updates_for,
+)
 from scanrl.common.logging import RunLogger
-
-INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
-
-
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple[str, ...] = (),
-                 within: dict[str, str] | None = None) -> None:
-    """Raise ValueError naming the flag and echoing the value for the first bad one.
-
-    Every float field must be finite; `positive` ints are at least 1, floats > 0;
-    `within` maps a field to an interval such as "(0, 1]"; None values are not checked.
-    """
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{flag(f.name)} must be a finite number, got {value}.")
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise ValueError(f"{flag(f.name)} {k} must be a finite number, got {v}.")
-    for name in positive:
-        value = getattr(config, name)
-        if value is not None and not value > 0:
-            raise ValueError(f"{flag(name)} must be {'at least 1' if isinstance(value, int) else 'positive'}, got {value}.")
-    for name in nonnegative:
-        value = getattr(config, name)
-        if value is not None and value < 0:
-            raise ValueError(f"{flag(name)} must be 0 or positive, got {value}.")
-    for name, interval in (within or {}).items():
-        value, (low, high) = getattr(config, name), map(float, interval[1:-1].split(","))
-        if value is None:
-            continue
-        above = value >= low if interval[0] == "[" else value > low
-        below = value <= high if interval[-1] == "]" else value < high
-        if not (above and below):
-            raise ValueError(f"{flag(name)} must lie in {interval}, got {value}.")
-
-
-def check_budget(config: Any, per_update: int, unit: str) -> None:
-    """--total-timesteps: 0 (until a stop condition holds) or at least one update's steps."""
-    total = config.total_timesteps
-    if total < 0:
-        raise ValueError(f"--total-timesteps must be 0 or positive, got {total}.")
-    if total == 0 and not config.run.has_stop_condition:
-        raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
-                         "--stop-minutes or --stop-plateau too.")
-    if 0 < total < per_update:
-        raise ValueError(f"--total-timesteps {total} is smaller than one {unit} (num_envs * num_steps = {per_update}); "
-                         f"raise it or shrink the {unit}.")
-
-
-def updates_for(config: Any, per_update: int) -> int:
-    """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for --total-timesteps 0."""
-    return config.total_timesteps // per_update if config.total_timesteps else INDEFINITE_UPDATES
 
 
 @dataclass(frozen=True)
@@ -165,7 +111,6 @@ class RunConfig:
 
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
-LAUNCH_FIELDS = frozenset({"config", "resume"})  # how a run was started, not what it is: not in config.json
 # Settings a resumed run may change: they do not change what it computes.
 RESUMABLE = frozenset({"total_timesteps", "log_every", "checkpoint_every", "stop_return", "stop_minutes", "stop_plateau",
                        "compile_cache", "wandb_mode", "wandb_project", "out_dir", "distributed"}) | LAUNCH_FIELDS
@@ -187,106 +132,8 @@ def config_dict(config: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Config files: --config FILE and a run folder's config.json
-# ---------------------------------------------------------------------------------------------
-def _field_types(config_cls: type) -> dict[str, Any]:
-    hints = {**typing.get_type_hints(config_cls), **typing.get_type_hints(RunConfig)}
-    return {k: v for k, v in hints.items() if k != "run" and k not in LAUNCH_FIELDS}
-
-
-def _coerce(value: Any, hint: Any) -> Any:
-    """`value` read from JSON/YAML as type `hint`; ValueError saying what was expected."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if str(value).lower() in ("true", "false"):
-            return str(value).lower() == "true"
-        raise ValueError("true or false")
-    if hint is int:
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit())):
-            raise ValueError("an integer")
-        return int(value)
-    if hint is float:
-        if isinstance(value, bool):
-            raise ValueError("a number")
-        try:
-            return float(value)  # YAML 1.1 reads 3e-4 as a string
-        except (TypeError, ValueError):
-            raise ValueError("a number") from None
-    if hint is str:
-        if not isinstance(value, str):
-            raise ValueError("a string")
-        return value
-    if origin is Literal:
-        if value not in args:
-            raise ValueError(f"one of {', '.join(map(repr, args))}")
-        return value
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        if value is None and type(None) in args:
-            return None
-        return _coerce(value, next(a for a in args if a is not type(None)))
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise ValueError("a list")
-        return tuple(_coerce(v, args[0]) for v in value)
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ValueError("a mapping of names to numbers")
-        return {str(k): _coerce(v, args[1]) for k, v in value.items()}
-    return value
-
-
-def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
-    """Flat values from a JSON or YAML file (flat keys, or a nested `run` mapping), each
-    coerced to its field's type. ValueError naming the key and the file for anything wrong."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"--config {path}: no such file.")
-    text = path.read_text()
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as e:  # a syntax error: say where
-        raise ValueError(f"{path} is not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
-                         f"{str(e).splitlines()[0]}.") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a mapping of field names to values, not a {type(data).__name__}.")
-    data = {**{k: v for k, v in data.items() if k != "run"}, **(data.get("run") or {})}
-    types, values = _field_types(config_cls), {}
-    for key, value in data.items():
-        if key in LAUNCH_FIELDS:
-            raise ValueError(f"key '{key}' in {path}: {flag(key)} can only be given as a flag.")
-        if key not in types:
-            close = difflib.get_close_matches(key, list(types), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else "."
-            raise ValueError(f"unknown key '{key}' in {path}{hint}")
-        try:
-            values[key] = _coerce(value, types[key])
-        except ValueError as e:
-            raise ValueError(f"key '{key}' in {path} must be {e}, got {value!r}.") from None
-    return values
-
-
-# ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def _flag_value(argv: list[str], name: str) -> str | None:
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(name + "="):
-            value = arg.split("=", 1)[1]
-    return value
-
-
 def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str, argv: list[str] | None = None):
     """`--resume RUN_DIR` / `--config FILE`, then flags -> Config. `default_config(env, **values)`
     supplies the defaults (presets for the env, then the file's values) that --help shows."""
@@ -295,7 +142,7 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
     argv = sys.argv[1:] if argv is None else argv
     if devices.distributed_requested(argv):
         devices.initialize_distributed()  # before anything below touches JAX
-    resume, config_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
+    resume, config_file = flag_value(argv, "--resume"), flag_value(argv, "--config")
     source = Path(resume) / "config.json" if resume else config_file
     if resume and not (Path(resume) / "config.json").is_file():
         fail(f"--resume {resume} is not a run folder (it has no config.json).")
@@ -305,13 +152,16 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
             saved = read_config_file(source, config_cls)
         except ValueError as e:
             fail(str(e))
-    env = _flag_value(argv, "--env") or saved.get("env") or config_cls.__dataclass_fields__["env"].default
+    env = flag_value(argv, "--env") or saved.get("env") or config_cls.__dataclass_fields__["env"].default
     try:
         base = default_config(env, **{k: v for k, v in saved.items() if k != "env"})
     except (ValueError, TypeError) as e:
         fail(f"{source}: {e}")
-    for name in ("--env-params", "--eval-env-params"):
-        _check_pairs(argv, name)
+    try:
+        for name in ("--env-params", "--eval-env-params"):
+            check_pairs(argv, name)
+    except ValueError as e:
+        fail(str(e))
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
@@ -319,54 +169,12 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
                               config=(tyro.conf.OmitArgPrefixes,))
     except SystemExit as e:
         if e.code:
-            fail(_tyro_error_sentence(captured.getvalue()))
+            fail(tyro_error_sentence(captured.getvalue()))
         raise
     sys.stderr.write(captured.getvalue())  # tyro's warnings, if any
     if resume:
         check_resume(saved, config)
     return config
-
-
-def _check_pairs(argv: list[str], name: str) -> None:
-    """`--env-params KEY VALUE ...`: every VALUE must be a number (tyro's own message shows none)."""
-    if name not in argv:
-        return
-    i = argv.index(name) + 1
-    words = []
-    while i < len(argv) and not argv[i].startswith("--"):
-        words.append(argv[i])
-        i += 1
-    if len(words) % 2:
-        fail(f"{name} takes KEY VALUE pairs, got {' '.join(words) or 'nothing'}.")
-    for key, value in zip(words[::2], words[1::2]):
-        try:
-            float(value)
-        except ValueError:
-            fail(f"{name} {key} must be a number, got '{value}'.")
-
-
-def _tyro_error_sentence(text: str) -> str:
-    """tyro draws its errors in a box with the flag's help: the message alone, on one line."""
-    lines = [line.strip(" │╭╮╰╯") for line in text.splitlines()]
-    sections, current = [], []
-    for line in lines:
-        if line.startswith("─") or not line.strip("─ "):
-            if current:
-                sections.append(current)
-            current = []
-        elif not line.startswith("─"):
-            current.append(line.strip())
-    if current:
-        sections.append(current)
-    if not sections:
-        return text.strip()
-    message = " ".join(sections[0])
-    message = re.sub(r"^Error parsing Config: ", "", message)
-    message = re.sub(r"^Error parsing (--[\w-]+): ", r"\1: ", message)
-    for section in sections[1:]:
-        if section[0].startswith("Perhaps you meant"):
-            message += f"; perhaps you meant {section[1].split()[0]}"
-    return message if message.endswith(".") else message + "."
 
 
 def check_resume(saved: dict[str, Any], config: Any) -> None:
@@ -491,7 +299,9 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         print("compiling…", flush=True)  # tracing, lowering and compiling take a few seconds (cached: ~1)
     t0 = time.perf_counter()
     keys = devices.seed_keys(run.seed, run.num_seeds)
-    state_shape = jax.eval_shape(program.start, keys)
+    start = program.start.lower(keys)
+    state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
+                               start.out_info)
     if ckpt is not None:
         try:
             checkpoint.verify(ckpt, state_shape)
@@ -505,7 +315,6 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     except OverflowError:  # an array longer than int32 indices reach
         raise ValueError(f"an array of one update would hold more than 2**31 elements; {_size_flags(config)}.") from None
     check_memory(config, state_shape, advance, num_local)
-    start = program.start.lower(keys)
     return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
                     lowering_seconds=time.perf_counter() - t0)
 

@@ -23,8 +23,8 @@ ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "sac": sac}
 # Small runs with many chunks (one update each) and a checkpoint every 2 updates.
 SMALL = {
     "ppo": ["--total-timesteps", "102400", "--num-seeds", "2", "--eval-every", "20"],
-    "sac": ["--num-steps", "50", "--total-timesteps", "5000", "--learning-starts", "200", "--num-seeds", "2",
-            "--eval-every", "20", "--eval-episodes", "2"],
+    "sac": ["--num-steps", "50", "--total-timesteps", "4000", "--learning-starts", "200", "--num-seeds", "2",
+            "--eval-every", "20", "--eval-episodes", "2", "--batch-size", "64"],
     "impala": ["--total-timesteps", "40960", "--eval-every", "5"],
     "grpo": ["--num-envs", "16", "--num-steps", "128", "--total-timesteps", "20480", "--eval-every", "5"],
 }
