@@ -123,3 +123,39 @@ def test_seeds_that_cannot_be_spread_over_processes_are_a_clear_error(tmp_path):
         assert "--num-seeds 3 cannot be spread evenly over the 2 seed shards" in message
         assert "use a multiple of 2" in message
     assert not any(tmp_path.rglob("summary.json"))
+
+
+def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
+    """Ctrl-C reaches only process 1: both agree to stop after the same chunk, process 0
+    writes every file; resumed as a pair, the run ends as one process with two devices does."""
+    args = ["--total-timesteps", str(128 * 150), "--num-steps", "32", "--eval-every", "25", "--log-every", "1",
+            "--checkpoint-every", "2", "--num-seeds", "2", "--no-compile-cache"]
+    port = free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, "algos/ppo.py", "--distributed", "--out-dir", str(tmp_path / f"p{rank}"), *args], cwd=REPO,
+        env=clean_env(JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2", JAX_PROCESS_ID=str(rank)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    try:
+        while not list((tmp_path / "p0").glob("*/checkpoints/update_*.npz")):
+            assert all(p.poll() is None for p in procs), procs[0].communicate()[1][-3000:]
+        procs[1].send_signal(signal.SIGINT)
+        outputs = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [130, 130], [o[1][-2000:] for o in outputs]
+    (run_dir,) = (tmp_path / "p0").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == "interrupt" and summary["updates"] < 150 and not (tmp_path / "p1").exists()
+
+    results = run_two_processes(tmp_path / "again", ["--resume", str(run_dir), "--no-compile-cache"])
+    for rank, (code, out, err) in enumerate(results):
+        assert code == 0, f"process {rank}: {err[-3000:]}"
+    single_dir = run_one_process(tmp_path / "single", args)
+    multi, single = np.load(run_dir / "metrics.npz"), np.load(single_dir / "metrics.npz")
+    for k in ("policy_loss", "value_loss", "episode_return", "eval_return"):
+        assert multi[k].shape == (2, 150)
+        np.testing.assert_allclose(multi[k], single[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    progress = [json.loads(l)["update"] for l in (run_dir / "progress.jsonl").read_text().splitlines()]
+    assert progress == list(range(1, 151))
