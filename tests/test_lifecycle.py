@@ -290,3 +290,20 @@ def test_config_file_errors_name_the_key_and_the_file(cli_error, tmp_path):
         path.write_text(text)
         code, err = cli_error(ppo.main, ["--config", str(path)])
         assert code == 2 and message in err and str(path) in err, err
+
+
+def test_a_second_signal_exits_at_once(monkeypatch):
+    """The first signal only asks for a stop; the second leaves at once with 128 + signal."""
+    from scanrl.common import run
+
+    exits = []
+    monkeypatch.setattr(run.os, "_exit", exits.append)
+    signals = run.Signals(say=lambda text: None)
+    signals._handle(signal.SIGINT, None)
+    assert signals.received == signal.SIGINT and exits == []
+    signals._handle(signal.SIGINT, None)
+    assert exits == [130]
+    signals = run.Signals(say=lambda text: None)
+    signals._handle(signal.SIGTERM, None)
+    signals._handle(signal.SIGTERM, None)
+    assert exits == [130, 143]
