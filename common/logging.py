@@ -49,6 +49,14 @@ def _nanmean(x: np.ndarray, axis=None):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
+def latest_mean(x: np.ndarray | None) -> float | None:
+    """Of [seeds, n]: the mean over seeds of the latest column where any seed has a value."""
+    if x is None:
+        return None
+    columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
+    return float(_nanmean(x[:, columns[-1]])) if columns.size else None
+
+
 class RunLogger:
     """Host side of a run: progress lines, wandb, and the run folder.
 
@@ -180,9 +188,7 @@ class RunLogger:
         final = _nanmean(metrics["episode_return"][:, -tail:], axis=1)
         eval_return_mean = None
         if "eval_return" in metrics and not np.all(np.isnan(metrics["eval_return"])):
-            evaluated = ~np.isnan(metrics["eval_return"]).all(axis=0)
-            last = np.nonzero(evaluated)[0][-1]
-            eval_return_mean = _finite_or_none(_nanmean(metrics["eval_return"][:, last]))
+            eval_return_mean = _finite_or_none(latest_mean(metrics["eval_return"]))
         steps_all_seeds = total_timesteps * self.num_seeds
         summary = {
             "algo": self.algo,

@@ -40,7 +40,7 @@ from scanrl.common.configs import (  # noqa: F401  (re-exported: the algorithm f
     INDEFINITE_UPDATES, LAUNCH_FIELDS, check_budget, check_pairs, check_values, flag, flag_value, read_config_file,
     tyro_error_sentence, updates_for,
 )
-from scanrl.common.logging import RunLogger
+from scanrl.common.logging import RunLogger, latest_mean
 
 
 @dataclass(frozen=True)
@@ -378,7 +378,7 @@ class StopConditions:
             self.best, self.since_best = (mean, 0) if mean > self.best else (self.best, self.since_best + 1)
         if run.stop_return is not None:
             source = evals if run.eval_every else metrics.get("episode_return")
-            latest = _latest_mean(source)
+            latest = latest_mean(source)
             if latest is not None and latest >= run.stop_return:
                 reached = "stop_return"
         if run.stop_plateau is not None and self.since_best >= run.stop_plateau:
@@ -386,14 +386,6 @@ class StopConditions:
         if run.stop_minutes is not None and time.perf_counter() - self.started >= 60 * run.stop_minutes:
             reached = reached or "stop_minutes"
         return reached
-
-
-def _latest_mean(x: np.ndarray | None) -> float | None:
-    """Mean over seeds of the latest update where any seed has a value."""
-    if x is None:
-        return None
-    columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
-    return float(np.nanmean(x[:, columns[-1]])) if columns.size else None
 
 
 def first_nonfinite(metrics: dict[str, np.ndarray], first_update: int) -> tuple[int, int, list[str]] | None:
@@ -482,7 +474,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
             checkpoint_due = run.checkpoint_every and done // run.checkpoint_every > last_ckpt // run.checkpoint_every
             while launched and (len(launched) == 2 or reason is not None or done == num_updates or checkpoint_due):
                 first, n, metrics = launched.popleft()
-                metrics = {k: v[:, :n] for k, v in jax.device_get(devices.fetch(metrics)).items()}  # waits
+                metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for the chunk
                 now = time.perf_counter()
                 found = first_nonfinite(metrics, first)
                 metrics.pop("_policy_finite")
@@ -494,8 +486,9 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
                 signals.announce()
                 code = code or (REASONS.index("interrupt") if signals.received else 0)
                 code = code or REASONS.index(stops.check(metrics) or "")
-                if _agree(code) and reason is None:
-                    reason = REASONS[_agree(code)]
+                agreed = _agree(code)  # a collective across processes: once per chunk
+                if agreed and reason is None:
+                    reason = REASONS[agreed]
             if not launched and (reason is not None or done == num_updates):
                 break
             if checkpoint_due and reason is None:
