@@ -100,6 +100,13 @@ def verify(path: Path, template: Any) -> None:
         raise ValueError(f"checkpoint {path} does not match this run's state ({diff}).")
 
 
+def read(path: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """A checkpoint's fingerprint and raw leaves, as saved (keys as key data), without a template."""
+    with np.load(path) as z:
+        fingerprint = json.loads(str(z["fingerprint"]))
+        return fingerprint, [z[f"leaf_{i}"] for i in range(len(fingerprint["leaves"]))]
+
+
 def load(path: Path, template: Any) -> tuple[Any, dict[str, np.ndarray]]:
     """Restore a tree saved by `save` onto `template`'s structure and shardings (arrays or
     jax.ShapeDtypeStruct with .sharding). Returns (tree, extra). ValueError if the saved state

@@ -9,11 +9,13 @@ command line.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import difflib
 import json
 import math
 import re
+import sys
 import types
 import typing
 from pathlib import Path
@@ -217,3 +219,16 @@ def tyro_error_sentence(text: str) -> str:
         if section[0].startswith("Perhaps you meant"):
             message += f"; perhaps you meant {section[1].split()[0]}"
     return message if message.endswith(".") else message + "."
+
+
+class RunFolderError(ValueError):
+    """A folder that is not (or not yet) a run folder."""
+
+
+class ToolParser(argparse.ArgumentParser):
+    """argparse for the tools (scanrl-eval, scanrl-plot): an error is one sentence and exit 2,
+    as for the training flags."""
+
+    def error(self, message: str):
+        print(f"error: {message}.", file=sys.stderr)
+        raise SystemExit(2)

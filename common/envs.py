@@ -192,8 +192,8 @@ class VecEnv:
         return obs, new_state, step_info
 
 
-def evaluate(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], key: jax.Array) -> jax.Array:
-    """Mean return of one episode in each of vec_env's environments (all data shards).
+def run_episodes(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Return [N] and length [N] of the first episode of each of this device's N environments.
 
     act(obs [N, *obs], key) -> actions [N, ...], e.g. the mode of the policy. Steps every
     environment until each has finished its first episode (a while loop inside the program).
@@ -203,19 +203,25 @@ def evaluate(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], 
     n = vec_env.num_envs
 
     def not_finished(carry):
-        return ~carry[3].all()
+        return ~carry[4].all()
 
     def step(carry):
-        obs, state, total, finished, key = carry
+        obs, state, total, length, finished, key = carry
         key, k_act, k_step = jax.random.split(key, 3)
         obs, state, info = vec_env.step(k_step, state, act(obs, k_act))
         total = total + jnp.where(finished, 0.0, info.reward)
+        length = length + jnp.where(finished, 0, 1)
         finished = finished | info.terminated | info.truncated
-        return obs, state, total, finished, key
+        return obs, state, total, length, finished, key
 
-    init = (obs, state, jnp.zeros(n), jnp.zeros(n, bool), k_steps)
-    returns = jax.lax.while_loop(not_finished, step, init)[2]
-    return vec_env.data.mean(returns.mean())
+    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps)
+    _, _, returns, lengths, _, _ = jax.lax.while_loop(not_finished, step, init)
+    return returns, lengths
+
+
+def evaluate(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], key: jax.Array) -> jax.Array:
+    """Mean return of one episode in each of vec_env's environments (all data shards)."""
+    return vec_env.data.mean(run_episodes(vec_env, act, key)[0].mean())
 
 
 def episode_metrics(info: StepInfo, data: DataAxis = NO_DATA) -> dict[str, jax.Array]:

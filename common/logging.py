@@ -8,9 +8,9 @@ the same to `progress.jsonl` and logs it to wandb (keys `seed_<i>/<metric>` plus
 it receives cover every seed.
 
 A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
-`progress.jsonl` (written as the run goes), and at the end `metrics.npz` (every
-per-update metric, `[num_seeds, num_updates]`), `params.npz` (the final policy, leading
-axis = seed) and `summary.json`.
+`progress.jsonl` (written as the run goes; `seconds` is training time so far), and at the
+end `metrics.npz` (every per-update metric, `[num_seeds, num_updates]`), `params.npz` (the
+final policy, leading axis = seed), `summary.json` and `curves.png` (common/plots.py).
 """
 
 from __future__ import annotations
@@ -99,9 +99,11 @@ class RunLogger:
         self.run_dir.mkdir(parents=True, exist_ok=bool(run_dir))
         (self.run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
         progress_file = self.run_dir / "progress.jsonl"
+        self._seconds = 0.0  # training seconds so far (compile excluded), over every resume
         if run_dir and progress_file.exists():  # drop what was logged after the checkpoint: it is redone
             kept = [l for l in progress_file.read_text().splitlines() if l and json.loads(l)["update"] <= resume_update]
             progress_file.write_text("".join(l + "\n" for l in kept))
+            self._seconds = json.loads(kept[-1]).get("seconds", 0.0) if kept else 0.0
         self._progress = open(progress_file, "a", buffering=1)
         if wandb_mode != "disabled":
             import wandb
@@ -131,9 +133,11 @@ class RunLogger:
                 table["eval_return"] = _last_finite(metrics["eval_return"])
         if self.progress:
             print(self._line(updates_done, steps, sps, table), flush=True)
+        self._seconds += seconds
         record = {
             "update": updates_done,
             "steps_per_seed": steps,
+            "seconds": round(self._seconds, 4),
             "env_steps_per_second": _finite_or_none(sps),
             "seeds": [self.first_seed + i for i in range(self.num_seeds)],
             "per_seed": {k: [_finite_or_none(v) for v in vals] for k, vals in table.items()},

@@ -84,6 +84,19 @@ class Program:
         return self.algorithm.steps_per_update
 
 
+def eval_key(seed_key: jax.Array) -> jax.Array:
+    """A seed's evaluation stream; its evaluation after update u uses fold_in(eval_key, u)."""
+    return jax.random.fold_in(seed_key, EVAL_STREAM)
+
+
+def evaluation_params(run: Any, base_params: Any) -> Any:
+    """The env parameters a run evaluates on: `--eval-env-params` over the env's defaults if
+    given, else the training parameters (`--env-params` over the defaults)."""
+    if run.eval_env_params:
+        return envs.override_params(base_params, run.eval_env_params, "--eval-env-params")
+    return envs.override_params(base_params, run.env_params, "--env-params")
+
+
 def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None) -> Program:
     """Programs for `config` (an algorithm Config holding `run`); raises ValueError with one
     sentence when no device layout fits or the env or its parameters are wrong."""
@@ -95,8 +108,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     algo = make_algorithm(config, env, train_params, data=data)
     num_updates, num_seeds = algo.num_updates, run.num_seeds
     chunk = min(chunk or num_updates, num_updates)
-    eval_params = envs.override_params(base_params, run.eval_env_params, "--eval-env-params") \
-        if run.eval_env_params else train_params
+    eval_params = evaluation_params(run, base_params)
     eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data.size) * data.size, data)
 
     def evaluate(train_state, key):
@@ -104,7 +116,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         return envs.evaluate(eval_env, lambda obs, k: algo.act(policy, obs, k, True), key)
 
     def init_one(key):
-        return SeedState(train=algo.init(key), eval_key=jax.random.fold_in(key, EVAL_STREAM))
+        return SeedState(train=algo.init(key), eval_key=eval_key(key))
 
     def update_one(state, u):
         train, metrics = algo.update(state.train, u)

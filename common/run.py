@@ -514,6 +514,8 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
             **(extra_summary(program) if extra_summary else {}),
         },
     )
+    if logger.active:
+        draw_curves(logger.run_dir)
     summary = {**summary, "exit_code": 0}
     if reason == "interrupt":
         command = sys.argv[0] if sys.argv[0].endswith(".py") else f"-m scanrl.algos.{algo}"
@@ -526,6 +528,17 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
               f"inf{what}; the run stopped and wrote its files (no checkpoint of the broken state).", file=sys.stderr)
         summary["exit_code"] = 1
     return summary
+
+
+def draw_curves(run_dir: Path) -> None:
+    """curves.png, after the run's files are written; a plotting failure is only a warning."""
+    try:
+        from scanrl.common import plots
+
+        plots.curves(run_dir)
+    except Exception as e:  # noqa: BLE001 - a picture must never fail a finished run
+        print(f"warning: curves.png was not drawn ({type(e).__name__}: {e}); the run's other files are complete.",
+              file=sys.stderr)
 
 
 def train_and_write(algo: str, config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None,

@@ -111,3 +111,23 @@ def assert_shards_match_one_device(results, keys, rtol=2e-5, atol=1e-6):
                 np.array(results[shards][k], float), np.array(results["1"][k], float),
                 rtol=rtol, atol=atol, err_msg=f"{k}, {shards} shards",
             )
+
+
+def check_run_tools(run_dir):
+    """What every finished run folder must give the tools: scanrl-eval, unchanged, reproduces
+    the run's last evaluation per seed (same policy, keys and episode count), and curves.png
+    is a picture of the run (not blank)."""
+    from PIL import Image
+
+    from scanrl.common import evaluate
+
+    metrics = np.load(Path(run_dir) / "metrics.npz")
+    last = metrics["eval_return"][:, -1]
+    assert np.isfinite(last).all()  # every run evaluates after its last update
+    result = evaluate.main([str(run_dir), "--out", str(Path(run_dir) / "eval.json")])
+    np.testing.assert_allclose([r["mean"] for r in result["per_seed"]], last, rtol=1e-6)
+    with Image.open(Path(run_dir) / "curves.png") as image:
+        assert image.format == "PNG" and image.size[0] >= 600 and image.size[1] >= 400
+        pixels = np.asarray(image.convert("RGB")).astype(int)
+    drawn = (np.abs(pixels - 255).sum(axis=-1) > 30).mean()
+    assert 0.02 < drawn < 0.6, drawn  # lines, bands and text, on a mostly white canvas

@@ -9,7 +9,7 @@ import pytest
 
 from scanrl.algos import grpo
 from scanrl.common.run import train_and_write
-from conftest import assert_shards_match_one_device
+from conftest import assert_shards_match_one_device, check_run_tools
 
 T, N, G = 12, 8, 4
 
@@ -166,3 +166,4 @@ def test_cartpole_learns(tmp_path):
     assert config.total_timesteps <= 5_000_000
     summary = train_and_write("grpo", config, grpo.make_algorithm)
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
+    check_run_tools(summary["run_dir"])

@@ -1,6 +1,7 @@
 """IMPALA: V-trace against rlax, GAE and a plain loop; importance ratios; data parallelism;
 learning with the default config (CartPole with actor lag; benchmarks/learning.py runs the other checks)."""
 
+import dataclasses
 import textwrap
 
 import jax
@@ -10,7 +11,8 @@ import pytest
 
 from scanrl.algos import impala, ppo
 from scanrl.common import devices
-from conftest import assert_shards_match_one_device, run_cases_on_devices
+from scanrl.common.run import train_and_write
+from conftest import assert_shards_match_one_device, check_run_tools, run_cases_on_devices
 
 T, B = 20, 8
 
@@ -215,12 +217,12 @@ def test_minibatches_must_be_whole_trajectories():
 # Final return = mean training-episode return over the last 10% of updates, per seed. With these
 # defaults 8-seed runs (seeds 0-7 and 8-15, lag 0 and 4) gave means 491-495, lowest seed 484.
 # The suite runs the lagged case (the harder one); benchmarks/learning.py runs lag 0 and Pendulum.
-def test_cartpole_learns_with_default_config_and_actor_lag():
-    config = impala.default_config("CartPole-v1", num_seeds=4, seed=0, eval_every=0, log_every=0, actor_lag=4)
+def test_cartpole_learns_with_default_config_and_actor_lag(tmp_path):
+    config = impala.default_config("CartPole-v1", num_seeds=4, seed=0, log_every=0, actor_lag=4, out_dir=str(tmp_path))
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_every=config.num_updates))
     assert config.total_timesteps <= 1_000_000
-    out = jax.device_get(impala.make_train(config)(devices.seed_keys(0, 4)))
-    returns = out["metrics"]["episode_return"]
-    tail = max(1, int(np.ceil(0.1 * returns.shape[1])))
-    final = np.nanmean(returns[:, -tail:], axis=1)
+    summary = train_and_write("impala", config, impala.make_algorithm)
+    final = np.array(summary["final_return_per_seed"])  # mean over the last 10% of updates
     assert final.mean() >= 475, final
     assert (final >= 400).all(), final
+    check_run_tools(summary["run_dir"])  # one evaluation, after the last update

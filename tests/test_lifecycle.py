@@ -2,7 +2,6 @@
 the non-finite watch, and every bad input a user can give (one sentence, exit 2, no folder)."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -9,6 +9,7 @@ import pytest
 
 from scanrl.algos import ppo
 from scanrl.common.run import train_and_write
+from conftest import check_run_tools
 from scanrl.common import devices
 
 
@@ -154,4 +155,5 @@ def test_cartpole_learns(tmp_path):
     )
     summary = train_and_write("ppo", config, ppo.make_algorithm)
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
+    check_run_tools(summary["run_dir"])
 

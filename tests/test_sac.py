@@ -13,6 +13,7 @@ import pytest
 
 from scanrl.algos import sac
 from scanrl.common import devices
+from conftest import check_run_tools
 
 
 # --- replay buffer ------------------------------------------------------------------------------
@@ -342,7 +343,9 @@ def test_learns_pendulum_in_20k_steps(python_process, tmp_path):
     """Default config, seeds 0-3, 2e4 env steps each: final mean return >= -200."""
     proc = python_process(["algos/sac.py", "--num-seeds", "4", "--log-every", "0", "--out-dir", str(tmp_path)])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
+    run_dir = next(tmp_path.iterdir())
+    summary = json.loads(run_dir.joinpath("summary.json").read_text())
     assert summary["total_timesteps"] == 20_000
     assert summary["final_return_mean"] >= -200, summary["final_return_per_seed"]
     assert min(summary["final_return_per_seed"]) >= -300, summary["final_return_per_seed"]
+    check_run_tools(run_dir)  # SAC's deterministic action is tanh(mean), scaled to the bounds

@@ -1,0 +1,237 @@
+"""`scanrl-eval RUN_DIR`: reload a run's policy, evaluate it, optionally render an episode.
+
+The policy is rebuilt from the folder alone: config.json gives the algorithm's Config (the
+algorithm's name comes from summary.json, or the folder's name `<algo>__<env>__<time>`),
+params.npz the final policy of every seed, or `--checkpoint N` the one saved at update N.
+All seeds run `--episodes` episodes each in one jitted program, on the env the run evaluated
+on (its `--eval-env-params`, else its `--env-params`), with `--env-params KEY VALUE ...` on
+top to test how the policy generalises.
+
+By default each seed's evaluation key is the one the run's own evaluation after its last
+update used, and the episode count is the run's `--eval-episodes`; so, unchanged, this
+reproduces the run's last `eval_return` per seed (same policy, same program). `--key K`
+draws other episodes.
+
+Writes `eval.json` (or `--out`) and prints a per-seed table; `--gif FILE` renders one episode
+of seed `--seed-index` (common/render.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from scanrl.common import checkpoint, configs, devices, envs, loop
+
+
+def run_algorithm(run_dir: str | Path) -> str:
+    """The algorithm name of a run folder."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").is_file():
+        raise configs.RunFolderError(f"{run_dir} is not a run folder (it has no config.json).")
+    summary = run_dir / "summary.json"
+    if summary.is_file():
+        return json.loads(summary.read_text())["algo"]
+    return run_dir.name.split("__")[0]
+
+
+def load_config(run_dir: str | Path) -> tuple[Any, Any]:
+    """(algorithm module, its Config) of a run folder, as the run was configured."""
+    from scanrl import algos
+
+    module = algos.get(run_algorithm(run_dir))
+    saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
+    env = saved.pop("env", module.Config.__dataclass_fields__["env"].default)
+    return module, module.default_config(env, **saved)
+
+
+def load_policy(run_dir: str | Path, algo: loop.Algorithm, num_seeds: int, update: int | None = None) -> tuple[Any, int]:
+    """A run's policy (leaves [num_seeds, ...]) and the update it comes from: the final one
+    (params.npz) or, with `update`, the one in checkpoints/update_<update>.npz."""
+    run_dir = Path(run_dir)
+    one_seed = jax.eval_shape(lambda k: loop.SeedState(train=algo.init(k), eval_key=k), jax.random.key(0))
+    if update is None:
+        path = run_dir / "params.npz"
+        if not path.is_file():
+            raise configs.RunFolderError(f"{run_dir} has no params.npz yet (a run writes it when it ends or is interrupted); "
+                                 f"pass --checkpoint N to use a checkpoint.")
+        template = jax.eval_shape(algo.policy_params, one_seed.train)
+        flat, treedef = jax.tree_util.tree_flatten_with_path(template)
+        with np.load(path) as saved:
+            leaves = [saved[jax.tree_util.keystr(p, simple=True, separator="/")] for p, _ in flat]
+        summary = json.loads((run_dir / "summary.json").read_text())
+        return treedef.unflatten([jnp.asarray(x) for x in leaves]), int(summary["updates"])
+    path = run_dir / "checkpoints" / f"update_{update}.npz"
+    if not path.is_file():
+        have = ", ".join(str(checkpoint.update_of(p)) for p in checkpoint.all_checkpoints(run_dir / "checkpoints"))
+        raise configs.RunFolderError(f"--checkpoint {update}: {run_dir} has no checkpoint at update {update} "
+                             f"(it has: {have or 'none'}).")
+    fingerprint, raw = checkpoint.read(path)
+    leaves, treedef = jax.tree.flatten(one_seed)
+    if fingerprint["treedef"] != str(treedef):
+        raise configs.RunFolderError(f"--checkpoint {update}: {path} does not hold this algorithm's state "
+                             f"(the algorithm file changed since the run).")
+
+    def seeds_only(a: np.ndarray, t) -> jax.Array:
+        is_key = jnp.issubdtype(t.dtype, jax.dtypes.prng_key)
+        a = a[:num_seeds]  # drop the padding seeds
+        if a.ndim - is_key == len(t.shape) + 2:  # a data-parallel run keeps [seeds, data shards, ...]
+            a = a[:, 0]
+        return jax.random.wrap_key_data(a) if is_key else jnp.asarray(a)
+
+    train = treedef.unflatten([seeds_only(a, t) for a, t in zip(raw, leaves)]).train
+    return jax.vmap(algo.policy_params)(train), update
+
+
+def evaluation_keys(first_seed: int, num_seeds: int, update: int, key: int | None = None) -> jax.Array:
+    """[num_seeds] keys: those of the run's evaluation after update `update` (0-based), or
+    with `key`, the seeds' evaluation streams folded with `key` instead (other episodes)."""
+    streams = jax.vmap(loop.eval_key)(devices.seed_keys(first_seed, num_seeds))
+    tag = update if key is None else 2**31 - 1 - key  # evaluations use tags 0..updates-1
+    return jax.vmap(lambda k: jax.random.fold_in(k, tag))(streams)
+
+
+def run_episodes(algo: loop.Algorithm, env_params: Any, policy: Any, keys: jax.Array, episodes: int,
+                 deterministic: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Returns and lengths [num_seeds, episodes]: one program, seeds vmapped."""
+    vec_env = envs.VecEnv(algo.env, env_params, episodes)
+
+    def one(policy, key):
+        return envs.run_episodes(vec_env, lambda obs, k: algo.act(policy, obs, k, deterministic), key)
+
+    returns, lengths = jax.jit(jax.vmap(one))(policy, keys)
+    return np.asarray(returns, np.float64), np.asarray(lengths)
+
+
+def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
+                   max_steps: int = 1000) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """One episode of one seed's policy (leaves unbatched): the env state and observation the
+    policy acted on at each step, and the rewards [L]; at most `max_steps` steps."""
+    vec_env = envs.VecEnv(algo.env, env_params, 1)
+
+    @jax.jit
+    def rollout(policy, key):
+        k_reset, k_steps = jax.random.split(key)
+        obs, state = vec_env.reset(k_reset)
+
+        def step(carry, k):
+            obs, state = carry
+            k_act, k_step = jax.random.split(k)
+            next_obs, next_state, info = vec_env.step(k_step, state, algo.act(policy, obs, k_act, deterministic))
+            return (next_obs, next_state), (state.env_state, obs, info.reward, info.terminated | info.truncated)
+
+        return jax.lax.scan(step, (obs, state), jax.random.split(k_steps, max_steps))[1]
+
+    states, obs, rewards, done = jax.device_get(rollout(policy, key))
+    ends = np.nonzero(done[:, 0])[0]
+    length = int(ends[0]) + 1 if ends.size else max_steps
+    frames = [jax.tree.map(lambda x: x[t, 0], states) for t in range(length)]
+    return frames, obs[:length, 0], rewards[:length, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = configs.ToolParser(prog="scanrl-eval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a run folder (runs/<algo>__<env>__<time>)")
+    parser.add_argument("--episodes", type=int, help="episodes per seed (default: the run's --eval-episodes)")
+    parser.add_argument("--checkpoint", type=int, metavar="N", help="use the checkpoint at update N, not the final policy")
+    parser.add_argument("--sample", action="store_true", help="sample actions (default: the deterministic policy)")
+    parser.add_argument("--env-params", nargs="+", default=[], metavar="KEY VALUE",
+                        help="change env parameters on top of the run's evaluation env, e.g. --env-params length 0.7")
+    parser.add_argument("--key", type=int, help="draw other episodes (default: the run's last evaluation's key)")
+    parser.add_argument("--gif", metavar="FILE", help="render one episode of one seed to this GIF")
+    parser.add_argument("--seed-index", type=int, default=0, help="which seed of the run --gif shows (0-based)")
+    parser.add_argument("--out", metavar="FILE", help="where to write the results (default: RUN_DIR/eval.json)")
+    args = parser.parse_args(argv)
+    if args.episodes is not None and args.episodes < 1:
+        parser.error(f"--episodes must be at least 1, got {args.episodes}")
+    try:
+        configs.check_pairs(["--env-params", *args.env_params], "--env-params")
+    except ValueError as e:
+        parser.error(str(e).rstrip("."))
+    args.env_params = {k: float(v) for k, v in zip(args.env_params[::2], args.env_params[1::2])}
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """`scanrl-eval`: returns what it writes to eval.json."""
+    from scanrl.common.run import fail
+
+    args = _arguments(argv)
+    try:
+        module, config = load_config(args.run_dir)
+        run = config.run
+        if not 0 <= args.seed_index < run.num_seeds:
+            fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
+        env, base_params = envs.make(config.env)
+        train_params = envs.override_params(base_params, run.env_params, "--env-params")
+        eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
+        algo = module.make_algorithm(config, env, train_params)
+        policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint)
+    except ValueError as e:
+        fail(str(e))
+    episodes = args.episodes or run.eval_episodes
+    keys = evaluation_keys(run.seed, run.num_seeds, update - 1, args.key)
+    returns, lengths = run_episodes(algo, eval_params, policy, keys, episodes, not args.sample)
+
+    rows = [{"seed": run.seed + i, "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()),
+             "max": float(r.max()), "mean_length": float(l.mean()), "returns": r.tolist()}
+            for i, (r, l) in enumerate(zip(returns, lengths))]
+    result = {
+        "run_dir": str(args.run_dir), "algo": module.__name__.rsplit(".", 1)[-1], "env": config.env,
+        "update": update, "policy": "params.npz" if args.checkpoint is None else f"checkpoints/update_{update}.npz",
+        "episodes": episodes, "deterministic": not args.sample, "env_params": args.env_params,
+        "key": "the run's last evaluation" if args.key is None else args.key,
+        "mean_return": float(returns.mean()), "per_seed": rows,
+    }
+    print(f"{result['algo']} on {config.env}, policy after update {update}: {episodes} episode(s) per seed, "
+          f"{'deterministic' if not args.sample else 'sampled'} actions"
+          + (f", env params {args.env_params}" if args.env_params else ""))
+    print(f"  {'seed':>4} {'mean':>10} {'std':>9} {'min':>10} {'max':>10} {'length':>8}")
+    for row in rows:
+        print(f"  {row['seed']:>4} {row['mean']:10.2f} {row['std']:9.2f} {row['min']:10.2f} {row['max']:10.2f} "
+              f"{row['mean_length']:8.1f}")
+    print(f"  mean {result['mean_return']:10.2f}")
+    out = Path(args.out) if args.out else Path(args.run_dir) / "eval.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  wrote {out}")
+    if args.gif:
+        result["gif"] = write_episode_gif(args, algo, config, eval_params, policy, keys)
+    return result
+
+
+def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: Any, env_params: Any, policy: Any,
+                      keys: jax.Array) -> str | None:
+    """Render one episode of seed `--seed-index` to `--gif`; None (with a sentence) if it cannot be drawn."""
+    from scanrl.common import render
+
+    obs_shape = algo.env.observation_space(env_params).shape
+    if not render.can_draw(algo.env, obs_shape):
+        print(f"  --gif: scanrl cannot draw {config.env} (only classic control and image/grid observations); "
+              f"no GIF written, the numbers above stand.")
+        return None
+    start = time.perf_counter()
+    i = args.seed_index
+    one = jax.tree.map(lambda x: x[i], policy)
+    max_steps = int(getattr(env_params, "max_steps_in_episode", 1000))
+    states, obs, rewards = record_episode(algo, env_params, one, keys[i], not args.sample, max_steps)
+    returns = np.cumsum(rewards)
+    frames = [render.frame(algo.env, env_params, s, o, f"{config.env}  seed {config.run.seed + i}  step {t + 1}  "
+                           f"return {r:.1f}") for t, (s, o, r) in enumerate(zip(states, obs, returns))]
+    render.write_gif(args.gif, frames, 50 if config.env in render.CLASSIC else 100)
+    print(f"  wrote {args.gif}: {len(frames)} frames, one per step, return {returns[-1]:.1f} "
+          f"({time.perf_counter() - start:.1f} s)")
+    return str(args.gif)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Learning curves: `curves.png` in every run folder, and `scanrl-plot` to compare runs.
+
+Both read a run folder's metrics.npz (`[num_seeds, updates]` per metric) and summary.json;
+nothing here runs during training. Figures are drawn on matplotlib's Agg canvas directly
+(no pyplot), so they never change the backend of a user's notebook or session.
+
+Per-update returns are NaN where no episode ended; a curve shows, per seed, the latest
+finished episodes' return, averaged within at most `BINS` bins along the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from scanrl.common import configs
+from scanrl.common.logging import _nanmean
+
+BINS = 400
+# Settings that do not change what a run computes: left out of scanrl-plot's labels.
+PLUMBING = {"out_dir", "wandb_mode", "wandb_project", "compile_cache", "log_every", "checkpoint_every", "distributed",
+            "num_devices"}
+
+
+class Run:
+    """What a plot needs from a run folder."""
+
+    def __init__(self, run_dir: str | Path):
+        self.dir = Path(run_dir)
+        for name in ("config.json", "summary.json", "metrics.npz"):
+            if not (self.dir / name).is_file():
+                raise configs.RunFolderError(f"{self.dir} is not a finished run folder (it has no {name}; a run writes "
+                                     f"metrics.npz and summary.json when it ends or is interrupted).")
+        self.config = json.loads((self.dir / "config.json").read_text())
+        self.summary = json.loads((self.dir / "summary.json").read_text())
+        with np.load(self.dir / "metrics.npz") as z:
+            self.metrics = {k: z[k].astype(np.float64) for k in z.files}
+        self.steps_per_update = self.summary["total_timesteps"] / max(self.summary["updates"], 1)
+
+    def steps(self, updates_done: np.ndarray) -> np.ndarray:
+        return updates_done * self.steps_per_update
+
+    def seconds(self, updates_done: np.ndarray) -> np.ndarray:
+        """Training seconds (compile excluded) at these update counts, from progress.jsonl."""
+        records = [json.loads(l) for l in (self.dir / "progress.jsonl").read_text().splitlines() if l.strip()]
+        if not records or "seconds" not in records[-1]:
+            raise ValueError(f"--x wall: {self.dir}/progress.jsonl has no timing (an older scanrl wrote it); use --x steps.")
+        done = np.array([0] + [r["update"] for r in records], np.float64)
+        elapsed = np.array([0.0] + [r["seconds"] for r in records])
+        return np.interp(updates_done, done, elapsed)
+
+
+def binned(x: np.ndarray, fill: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """[seeds, updates] -> (updates done at each bin's end [B], per-seed bin means [seeds, B]);
+    with `fill`, a bin without a value keeps the seed's previous one."""
+    edges = np.unique(np.linspace(0, x.shape[1], min(BINS, x.shape[1]) + 1).astype(int))
+    values = np.stack([_nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
+    if fill:
+        for row in values:
+            for j in range(1, row.size):
+                if np.isnan(row[j]):
+                    row[j] = row[j - 1]
+    return edges[1:].astype(np.float64), values
+
+
+def band(ax, x: np.ndarray, values: np.ndarray, label: str, color=None, seed_lines: bool = False, **style) -> None:
+    """Mean over seeds as a line, the interquartile range over seeds as a band; optionally each seed thin."""
+    keep = ~np.isnan(values).any(axis=0)  # where every seed has a value
+    x, values = x[keep], values[:, keep]
+    if not x.size:
+        return
+    (line,) = ax.plot(x, values.mean(axis=0), label=label, color=color, lw=1.8, **style)
+    if values.shape[0] > 1:
+        low, high = np.percentile(values, [25, 75], axis=0)
+        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2, lw=0)
+        if seed_lines:
+            for row in values:
+                ax.plot(x, row, color=line.get_color(), lw=0.5, alpha=0.5)
+
+
+def _steps_axis(ax) -> None:
+    from matplotlib.ticker import EngFormatter
+
+    ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 250k, not 250000 (the small panels crowd)
+
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def curves(run_dir: str | Path, out: str | Path | None = None):
+    """Draw a run's curves (returns on top, main losses below); save to `out` (default
+    RUN_DIR/curves.png). Returns the matplotlib Figure."""
+    run = Run(run_dir)
+    m, seeds = run.metrics, run.summary["num_seeds"]
+    losses = [k for k in sorted(m) if k.endswith("_loss")] + [k for k in ("entropy",) if k in m]
+    fig = _figure(10, 6.5 if losses else 4.5)
+    grid = fig.add_gridspec(2 if losses else 1, max(len(losses), 1), height_ratios=[2, 1] if losses else [1])
+    ax = fig.add_subplot(grid[0, :])
+    x, values = binned(m["episode_return"])
+    band(ax, run.steps(x), values, "episode return (training)", seed_lines=seeds <= 8)
+    if "eval_return" in m:
+        evaluated = ~np.isnan(m["eval_return"]).all(axis=0)
+        band(ax, run.steps(np.nonzero(evaluated)[0] + 1.0), m["eval_return"][:, evaluated],
+             "evaluation return (deterministic)", marker="o", markersize=3)
+    ax.set(xlabel="env steps per seed", ylabel="return",
+           title=f"{run.summary['algo']} on {run.summary['env']}: {seeds} seed{'s' if seeds > 1 else ''} "
+                 f"(mean; band: interquartile range{'; thin: each seed' if 1 < seeds <= 8 else ''})")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    _steps_axis(ax)
+    for i, name in enumerate(losses):
+        small = fig.add_subplot(grid[1, i])
+        x, values = binned(m[name], fill=False)
+        band(small, run.steps(x), values, name)
+        small.set_title(name, fontsize=9)
+        small.tick_params(labelsize=7)
+        small.grid(alpha=0.3)
+        _steps_axis(small)
+    fig.tight_layout()
+    fig.savefig(out or run.dir / "curves.png")
+    return fig
+
+
+def labels(runs: list[Run]) -> list[str]:
+    """Algorithm, env, and the flags that differ: run settings (seeds, env parameters, ...)
+    between all the runs, hyperparameters between runs of the same algorithm (PPO's and
+    IMPALA's own defaults differ, and would only crowd the legend)."""
+    from scanrl.common.run import RUN_FIELDS
+
+    def differing(group: list[Run], keys: set[str]) -> list[str]:
+        shared = set.intersection(*(set(r.config) for r in group)) & keys
+        return sorted(k for k in shared if len({json.dumps(r.config[k], sort_keys=True) for r in group}) > 1)
+
+    run_keys = differing(runs, set(RUN_FIELDS) - PLUMBING)
+    out = []
+    for r in runs:
+        same_algo = [o for o in runs if o.summary["algo"] == r.summary["algo"]]
+        keys = run_keys + differing(same_algo, set(r.config) - set(RUN_FIELDS) - {"env"})
+        out.append(f"{r.summary['algo']} {r.summary['env']}" + "".join(f" {k}={r.config[k]}" for k in keys))
+    if len(set(out)) < len(out):  # nothing tells them apart: add the folder names
+        out = [f"{t} ({r.dir.name})" for t, r in zip(out, runs)]
+    return out
+
+
+def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metric: str = "episode_return"):
+    """Overlay runs' `metric` (mean and interquartile band over seeds) against env steps per seed
+    or training seconds (`x="wall"`); save to `out`. Returns the Figure."""
+    runs = [Run(d) for d in run_dirs]
+    for r in runs:
+        if metric not in r.metrics:
+            raise ValueError(f"--metric {metric}: {r.dir} has no such metric (it has: {', '.join(sorted(r.metrics))}).")
+    fig = _figure(9, 5)
+    ax = fig.add_subplot()
+    for r, label in zip(runs, labels(runs)):
+        values = r.metrics[metric]
+        if metric == "eval_return":
+            evaluated = ~np.isnan(values).all(axis=0)
+            done, values = np.nonzero(evaluated)[0] + 1.0, values[:, evaluated]
+        else:
+            done, values = binned(values, fill=metric == "episode_return")
+        band(ax, r.steps(done) if x == "steps" else r.seconds(done), values, label)
+    ax.set(xlabel="env steps per seed" if x == "steps" else "training seconds (compile excluded)", ylabel=metric,
+           title=f"{metric}: mean over seeds, band: interquartile range")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8)
+    if x == "steps":
+        _steps_axis(ax)
+    fig.tight_layout()
+    fig.savefig(out, bbox_inches="tight")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`scanrl-plot RUN_DIR [RUN_DIR ...] --out FILE`."""
+    from scanrl.common.run import fail
+
+    parser = configs.ToolParser(prog="scanrl-plot", description="Overlay the learning curves of several runs.")
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders (runs/<algo>__<env>__<time>)")
+    parser.add_argument("--out", default="compare.png", help="image to write (default: compare.png)")
+    parser.add_argument("--x", choices=("steps", "wall"), default="steps",
+                        help="x axis: env steps per seed, or training seconds (wall)")
+    parser.add_argument("--metric", default="episode_return",
+                        help="any metric in the runs' metrics.npz, e.g. eval_return, value_loss")
+    args = parser.parse_args(argv)
+    try:
+        compare(args.run_dirs, args.out, args.x, args.metric)
+    except ValueError as e:
+        fail(str(e))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The algorithm registry, curves.png, scanrl-plot and scanrl-eval (with --gif)."""
+
+import json
+import shutil
+
+import jax
+import numpy as np
+import pytest
+from PIL import Image
+
+from scanrl import algos
+from scanrl.algos import ppo
+from scanrl.common import envs, evaluate, plots, render
+from scanrl.common.run import train_and_write
+
+from conftest import check_run_tools, run_python
+
+
+# --- registry -----------------------------------------------------------------------------------
+def test_registry_names_and_modules():
+    assert algos.names() == ["grpo", "impala", "ppo", "sac"]
+    for name in algos.names():
+        module = algos.get(name)
+        assert module.__name__ == f"scanrl.algos.{name}"
+        for piece in ("Config", "default_config", "make_algorithm", "make_train", "main"):
+            assert callable(getattr(module, piece)), (name, piece)
+    assert algos.get("ppo") is ppo
+
+
+def test_registry_unknown_name_lists_the_names():
+    with pytest.raises(ValueError, match="unknown algorithm 'dqn'; scanrl has: grpo, impala, ppo, sac"):
+        algos.get("dqn")
+
+
+# --- a short PPO run and what the tools make of it ------------------------------------------------
+def short_run(out_dir, **overrides):
+    """4 updates of 2 seeds, evaluated and checkpointed every 2 updates (returns still far from 500)."""
+    values = dict(num_seeds=2, total_timesteps=2048, log_every=1, eval_every=2, checkpoint_every=2,
+                  out_dir=str(out_dir), **overrides)
+    summary = train_and_write("ppo", ppo.default_config("CartPole-v1", **values), ppo.make_algorithm)
+    assert summary["exit_code"] == 0 and summary["updates"] == 4
+    return summary["run_dir"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return short_run(tmp_path_factory.mktemp("tools"))
+
+
+def test_eval_reproduces_the_runs_last_evaluation_and_the_curves_hold_its_data(run_dir):
+    check_run_tools(run_dir)  # eval == last eval_return per seed; curves.png drawn from metrics.npz
+    metrics = np.load(f"{run_dir}/metrics.npz")
+    assert not np.all(metrics["eval_return"][:, -1] == 500)  # not a saturated policy: the check can fail
+    fig = plots.curves(run_dir, f"{run_dir}/again.png")
+    ax = fig.axes[0]
+    lines = {l.get_label(): l for l in ax.get_lines()}
+    x, y = lines["evaluation return (deterministic)"].get_data()
+    np.testing.assert_allclose(x, [2 * 512, 4 * 512])  # env steps per seed after updates 2 and 4
+    np.testing.assert_allclose(y, metrics["eval_return"][:, [1, 3]].mean(axis=0))
+    assert [a.get_title() for a in fig.axes[1:]] == ["policy_loss", "value_loss", "entropy"]
+
+
+def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
+    result = evaluate.main([run_dir, "--checkpoint", "2", "--out", f"{run_dir}/eval2.json"])
+    assert result["update"] == 2 and result["policy"] == "checkpoints/update_2.npz"
+    metrics = np.load(f"{run_dir}/metrics.npz")
+    np.testing.assert_allclose([r["mean"] for r in result["per_seed"]], metrics["eval_return"][:, 1], rtol=1e-6)
+
+
+def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
+    base = evaluate.main([run_dir, "--out", f"{run_dir}/e0.json"])
+    longer = evaluate.main([run_dir, "--env-params", "length", "2.0", "--out", f"{run_dir}/e1.json"])
+    other = evaluate.main([run_dir, "--key", "7", "--episodes", "3", "--sample", "--out", f"{run_dir}/e2.json"])
+    assert longer["env_params"] == {"length": 2.0}
+    assert [r["returns"] for r in longer["per_seed"]] != [r["returns"] for r in base["per_seed"]]
+    assert all(len(r["returns"]) == 3 for r in other["per_seed"]) and not other["deterministic"]
+    saved = json.loads(open(f"{run_dir}/e1.json").read())
+    assert saved["per_seed"][1]["mean"] == longer["per_seed"][1]["mean"]
+    assert set(saved["per_seed"][0]) == {"seed", "mean", "std", "min", "max", "mean_length", "returns"}
+
+
+def test_gif_has_one_frame_per_step_of_the_episode(run_dir, tmp_path):
+    gif = tmp_path / "episode.gif"
+    evaluate.main([run_dir, "--gif", str(gif), "--seed-index", "1", "--out", str(tmp_path / "e.json")])
+    # The same episode, counted by the evaluation program: seed 1's key, one environment.
+    module, config = evaluate.load_config(run_dir)
+    env, params = envs.make("CartPole-v1")
+    algo = module.make_algorithm(config, env, params)
+    policy, update = evaluate.load_policy(run_dir, algo, 2)
+    keys = evaluate.evaluation_keys(0, 2, update - 1)
+    returns, lengths = evaluate.run_episodes(algo, params, jax.tree.map(lambda x: x[1:], policy), keys[1:], 1)
+    with Image.open(gif) as image:
+        assert image.n_frames == lengths[0, 0] > 1
+        assert image.size == (render.WIDTH, render.HEIGHT)
+
+
+def test_minatar_frames_draw_the_grid_and_other_envs_are_declined(tmp_path):
+    env, params = envs.make("Breakout-MinAtar")
+    obs, state = env.reset(jax.random.key(0), params)
+    frames = []
+    for t in range(5):
+        frames.append(render.frame(env, params, state, np.asarray(obs), f"step {t + 1}"))
+        obs, state, *_ = env.step(jax.random.key(t), state, 0, params)
+    pixels = np.asarray(frames[0])
+    grid = np.asarray(obs).any(axis=-1).sum()  # occupied cells, each drawn as a coloured square
+    coloured = (np.ptp(pixels.astype(int), axis=-1) > 60).sum()
+    assert coloured >= grid * (min(render.WIDTH // 10, (render.HEIGHT - 20) // 10) ** 2) * 0.9
+    render.write_gif(tmp_path / "b.gif", frames, 100)
+    with Image.open(tmp_path / "b.gif") as image:
+        assert image.n_frames == 5
+    memory, _ = envs.make("MemoryChain-bsuite")
+    assert not render.can_draw(memory, (3,)) and render.can_draw(env, obs.shape)
+
+
+def test_a_failing_plot_is_a_warning_and_scanrl_plot_labels_two_runs(run_dir, tmp_path, monkeypatch, capsys):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("renderer exploded")
+
+    with monkeypatch.context() as m:
+        m.setattr(FigureCanvasAgg, "print_png", broken)
+        other = short_run(tmp_path, learning_rate=1e-3)
+    err = capsys.readouterr().err
+    assert "warning: curves.png was not drawn (RuntimeError: renderer exploded)" in err
+    names = {p.name for p in (tmp_path / other.split("/")[-1]).iterdir()}
+    assert {"config.json", "metrics.npz", "params.npz", "summary.json", "checkpoints"} <= names
+    assert "curves.png" not in names
+
+    fig = plots.compare([run_dir, other], tmp_path / "both.png")
+    labels = [l.get_label() for l in fig.axes[0].get_lines()]
+    assert labels == ["ppo CartPole-v1 learning_rate=0.00025", "ppo CartPole-v1 learning_rate=0.001"]
+    for line, folder in zip(fig.axes[0].get_lines(), (run_dir, other)):
+        assert np.isfinite(line.get_ydata()).all() and line.get_xdata()[-1] == 4 * 512
+    with Image.open(tmp_path / "both.png") as image:
+        assert image.size[0] > 400 and image.size[1] > 300
+
+
+def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
+    out = tmp_path / "wall.png"
+    proc = run_python(["-m", "scanrl.common.plots", run_dir, run_dir, "--x", "wall", "--out", str(out)])
+    assert proc.returncode == 0 and out.is_file(), proc.stderr[-2000:]
+    for tool in ("scanrl-plot", "scanrl-eval"):
+        assert shutil.which(tool), f"{tool} is not installed as a console script"
+    for main, args, message in [
+        (plots.main, [str(tmp_path)], f"{tmp_path} is not a finished run folder (it has no config.json"),
+        (plots.main, [run_dir, "--metric", "nope"], "--metric nope: "),
+        (evaluate.main, [str(tmp_path)], f"{tmp_path} is not a run folder (it has no config.json)."),
+        (evaluate.main, [run_dir, "--checkpoint", "3"], "--checkpoint 3: "),
+        (evaluate.main, [run_dir, "--episodes", "0"], "--episodes must be at least 1, got 0."),
+        (evaluate.main, [run_dir, "--env-params", "lenth", "2"], "Unknown environment parameter(s) lenth"),
+        (evaluate.main, [run_dir, "--env-params", "length"], "--env-params takes KEY VALUE pairs, got length."),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(args)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
