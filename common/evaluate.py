@@ -233,5 +233,10 @@ def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: An
     return str(args.gif)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The `scanrl-eval` console script (main's return value would be printed as an exit status)."""
     main()
+
+
+if __name__ == "__main__":
+    cli()
