@@ -48,6 +48,9 @@ def load_config(run_dir: str | Path) -> tuple[Any, Any]:
 
     module = algos.get(run_algorithm(run_dir))
     saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
+    if saved.get("sweep"):
+        raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
+                                     f"--config {run_dir}/best_config.json) and evaluate that run.")
     env = saved.pop("env", module.Config.__dataclass_fields__["env"].default)
     return module, module.default_config(env, **saved)
 
@@ -56,7 +59,7 @@ def load_policy(run_dir: str | Path, algo: loop.Algorithm, num_seeds: int, updat
     """A run's policy (leaves [num_seeds, ...]) and the update it comes from: the final one
     (params.npz) or, with `update`, the one in checkpoints/update_<update>.npz."""
     run_dir = Path(run_dir)
-    one_seed = jax.eval_shape(lambda k: loop.SeedState(train=algo.init(k), eval_key=k), jax.random.key(0))
+    one_seed = jax.eval_shape(lambda k: loop.SeedState(train=algo.init(k), eval_key=k, hparams={}), jax.random.key(0))
     if update is None:
         path = run_dir / "params.npz"
         if not path.is_file():

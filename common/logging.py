@@ -79,10 +79,14 @@ class RunLogger:
         progress: bool = True,
         run_dir: str | None = None,
         resume_update: int = 0,
+        num_configs: int = 1,
     ):
         """num_updates: None for a run without a budget (until a stop condition holds).
         run_dir, resume_update: continue that run folder from a checkpoint at that update
         (progress.jsonl keeps its records up to it)."""
+        # A sweep's rows are (config, seed) pairs, config-major: num_configs * num_seeds of them.
+        self.num_configs, self.seeds_per_config = num_configs, num_seeds
+        num_seeds *= num_configs
         self.algo, self.env, self.num_seeds = algo, env, num_seeds
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed, self.progress = first_seed, progress
@@ -139,7 +143,8 @@ class RunLogger:
             "steps_per_seed": steps,
             "seconds": round(self._seconds, 4),
             "env_steps_per_second": _finite_or_none(sps),
-            "seeds": [self.first_seed + i for i in range(self.num_seeds)],
+            "seeds": [self.first_seed + i % self.seeds_per_config for i in range(self.num_seeds)],
+            **({"configs": [i // self.seeds_per_config for i in range(self.num_seeds)]} if self.num_configs > 1 else {}),
             "per_seed": {k: [_finite_or_none(v) for v in vals] for k, vals in table.items()},
         }
         self._progress.write(json.dumps(record) + "\n")
@@ -148,13 +153,17 @@ class RunLogger:
             for k, vals in table.items():
                 for i, v in enumerate(vals):
                     if math.isfinite(v):
-                        logged[f"seed_{self.first_seed + i}/{k}"] = float(v)
+                        logged[f"{self._row_name(i)}/{k}"] = float(v)
                 mean = float(_nanmean(vals))
                 if math.isfinite(mean):
                     logged[f"mean/{k}"] = mean
             if math.isfinite(sps):
                 logged["env_steps_per_second"] = sps
             self._wandb.log(logged, step=steps)
+
+    def _row_name(self, i: int) -> str:
+        seed = f"seed_{self.first_seed + i % self.seeds_per_config}"
+        return f"config_{i // self.seeds_per_config}/{seed}" if self.num_configs > 1 else seed
 
     def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray]) -> str:
         line = f"[{self.algo} {self.env}] update "
@@ -197,7 +206,8 @@ class RunLogger:
         summary = {
             "algo": self.algo,
             "env": self.env,
-            "num_seeds": self.num_seeds,
+            "num_seeds": self.seeds_per_config,
+            **({"num_configs": self.num_configs} if self.num_configs > 1 else {}),
             "total_timesteps": total_timesteps,
             "final_return_per_seed": [_finite_or_none(x) for x in final],
             "final_return_mean": _finite_or_none(_nanmean(final)),
@@ -213,11 +223,13 @@ class RunLogger:
         }
         if not self.active:
             return summary
-        np.savez(self.run_dir / "metrics.npz", **metrics)
+        rows = (self.num_configs, self.seeds_per_config) if self.num_configs > 1 else (self.num_seeds,)
+        np.savez(self.run_dir / "metrics.npz", **{k: v.reshape(rows + v.shape[1:]) for k, v in metrics.items()})
         flat, _ = jax.tree_util.tree_flatten_with_path(params)
         np.savez(
             self.run_dir / "params.npz",
-            **{jax.tree_util.keystr(path, simple=True, separator="/"): np.asarray(leaf) for path, leaf in flat},
+            **{jax.tree_util.keystr(path, simple=True, separator="/"): np.asarray(leaf).reshape(rows + leaf.shape[1:])
+               for path, leaf in flat},
         )
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         self._print_table(summary)
@@ -229,14 +241,18 @@ class RunLogger:
 
     def _print_table(self, summary: dict[str, Any]) -> None:
         out = sys.stdout
-        print(f"\n{self.algo} on {self.env}: final return per seed (mean over the last 10% of updates)", file=out)
-        for i, r in enumerate(summary["final_return_per_seed"]):
-            shown = "no episode ended" if r is None else f"{r:10.2f}"
-            print(f"  seed {self.first_seed + i:>4}  {shown}", file=out)
-        mean, std = summary["final_return_mean"], summary["final_return_std"]
-        if mean is not None:
-            print(f"  mean {mean:10.2f}  std {std:.2f}", file=out)
-        if summary["eval_return_mean"] is not None:
+        if self.num_configs > 1:  # the sweep's table (common/sweeps.py) follows
+            print(f"\n{self.algo} on {self.env}: sweep of {self.num_configs} configs x {self.seeds_per_config} seeds",
+                  file=out)
+        else:
+            print(f"\n{self.algo} on {self.env}: final return per seed (mean over the last 10% of updates)", file=out)
+            for i, r in enumerate(summary["final_return_per_seed"]):
+                shown = "no episode ended" if r is None else f"{r:10.2f}"
+                print(f"  seed {self.first_seed + i:>4}  {shown}", file=out)
+            mean, std = summary["final_return_mean"], summary["final_return_std"]
+            if mean is not None:
+                print(f"  mean {mean:10.2f}  std {std:.2f}", file=out)
+        if summary["eval_return_mean"] is not None and self.num_configs == 1:
             print(f"  last evaluation (deterministic policy), mean over seeds: {summary['eval_return_mean']:.2f}", file=out)
         print(
             f"  {summary['env_steps_per_second']:,.0f} env steps/s (all seeds, compile excluded); "

@@ -37,7 +37,9 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from scanrl.common import devices, envs
+import numpy as np
+
+from scanrl.common import devices, envs, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
 
@@ -56,10 +58,11 @@ class Algorithm(NamedTuple):
 
 
 class SeedState(NamedTuple):
-    """One seed's state between updates."""
+    """One seed's (in a sweep: one config and seed's) state between updates."""
 
     train: Any  # the algorithm's state
     eval_key: jax.Array
+    hparams: dict  # a sweep's values of the swept fields for this row (float32 scalars); {} otherwise
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class Program:
     advance: Callable
     policy: Callable  # policy(state) -> policy pytree, leaves [num_seeds, ...]
     state_sharding: NamedSharding  # of every leaf of the state
+    sweep: Any = None  # common/sweeps.Sweep: num_seeds counts (config, seed) rows
 
     @property
     def num_updates(self) -> int:
@@ -97,28 +101,39 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
     return envs.override_params(base_params, run.env_params, "--env-params")
 
 
-def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None) -> Program:
+def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
+          sweep: Any = None) -> Program:
     """Programs for `config` (an algorithm Config holding `run`); raises ValueError with one
-    sentence when no device layout fits or the env or its parameters are wrong."""
+    sentence when no device layout fits or the env or its parameters are wrong.
+
+    With a `sweep` (common/sweeps.py) the rows of the seed axis are (config, seed) pairs,
+    config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row."""
     run = config.run
-    layout = devices.plan_layout(run.num_seeds, config.data_parallel_sizes(), run.data_parallel, run.num_devices)
+    num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
+    layout = devices.plan_layout(num_seeds, config.data_parallel_sizes(), run.data_parallel, run.num_devices)
     data = devices.DataAxis(layout.data_parallel)
     env, base_params = envs.resolve(config.env, env, env_params)
     train_params = envs.override_params(base_params, run.env_params, "--env-params")
     algo = make_algorithm(config, env, train_params, data=data)
-    num_updates, num_seeds = algo.num_updates, run.num_seeds
+    num_updates = algo.num_updates
+    # A sweep's values enter as arrays: the pieces are built inside the program from a Config
+    # whose swept fields hold this row's values (tracers), so one compile serves every config.
+    hparams = {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()} if sweep else {}
+    pieces = (lambda hp: make_algorithm(sweeps.with_values(config, hp), env, train_params, data=data)) if sweep \
+        else (lambda hp: algo)
     chunk = min(chunk or num_updates, num_updates)
     eval_params = evaluation_params(run, base_params)
     eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data.size) * data.size, data)
 
-    def evaluate(train_state, key):
+    def evaluate(algo, train_state, key):
         policy = algo.policy_params(train_state)
         return envs.evaluate(eval_env, lambda obs, k: algo.act(policy, obs, k, True), key)
 
-    def init_one(key):
-        return SeedState(train=algo.init(key), eval_key=eval_key(key))
+    def init_one(key, hp):
+        return SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp)
 
     def update_one(state, u):
+        algo = pieces(state.hparams)
         train, metrics = algo.update(state.train, u)
         # For the driver's non-finite watch (dropped from the results): a diverged loss
         # reaches the policy's parameters within the update.
@@ -127,7 +142,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         if run.eval_every:
             due = ((u + 1) % run.eval_every == 0) | (u == num_updates - 1)
             key = jax.random.fold_in(state.eval_key, u)
-            metrics["eval_return"] = jax.lax.cond(due, lambda: evaluate(train, key), lambda: jnp.float32(jnp.nan))
+            metrics["eval_return"] = jax.lax.cond(due, lambda: evaluate(algo, train, key), lambda: jnp.float32(jnp.nan))
         return state._replace(train=train), {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
 
     # A device's block of seeds: vmapped, except one seed per device, where vmap's batching
@@ -136,7 +151,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         init_block, update_block = jax.vmap(init_one), jax.vmap(update_one, in_axes=(0, None))
     else:
         add, drop = partial(jax.tree.map, lambda x: x[None]), partial(jax.tree.map, lambda x: x[0])
-        init_block = lambda keys: add(init_one(keys[0]))
+        init_block = lambda keys, hp: add(init_one(keys[0], drop(hp)))
         update_block = lambda states, u: add(update_one(drop(states), u))
 
     # With data parallelism each device keeps its own shard of the seed's state.
@@ -168,15 +183,16 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         )
 
     init_all = jax.shard_map(
-        lambda keys: from_block(init_block(keys)), mesh=layout.mesh, in_specs=P("seed"), out_specs=state_spec,
-        check_vma=False,
+        lambda keys, hp: from_block(init_block(keys, hp)), mesh=layout.mesh, in_specs=(P("seed"), P("seed")),
+        out_specs=state_spec, check_vma=False,
     )
 
-    def padded(keys):  # seeds that do not fill the mesh evenly are padded with seed 0, then dropped
+    def padded(keys):  # rows that do not fill the mesh evenly are padded with row 0, then dropped
         if keys.shape[0] != num_seeds:
             raise ValueError(f"expected {num_seeds} keys, got {keys.shape[0]}.")
         extra = layout.padded_seeds - num_seeds
-        return jnp.concatenate([keys, keys[:1].repeat(extra, axis=0)]) if extra else keys
+        pad = lambda x: jnp.concatenate([x, x[:1].repeat(extra, axis=0)]) if extra else x  # noqa: E731
+        return pad(keys), {k: pad(jnp.asarray(v)) for k, v in hparams.items()}
 
     def policy_of(states):
         first_shard = jax.tree.map(lambda x: x[:num_seeds, 0] if split else x[:num_seeds], states)
@@ -187,13 +203,13 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
 
     @partial(jit, in_shardings=(replicated,))
     def train(keys):
-        states, metrics = updates(num_updates)(init_all(padded(keys)), 0, num_updates)
+        states, metrics = updates(num_updates)(init_all(*padded(keys)), 0, num_updates)
         metrics = {k: m[:num_seeds] for k, m in metrics.items() if not k.startswith("_")}
         return {"state": jax.tree.map(lambda x: x[:num_seeds], states), "policy": policy_of(states), "metrics": metrics}
 
     @partial(jit, in_shardings=(replicated,))
     def start(keys):
-        return init_all(padded(keys))
+        return init_all(*padded(keys))
 
     @partial(jit, donate_argnums=0)
     def advance(states, first, n):
@@ -203,5 +219,5 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     return Program(
         config=config, algorithm=algo, layout=layout, num_seeds=num_seeds, chunk=chunk,
         train=train, start=start, advance=advance, policy=jit(policy_of),
-        state_sharding=NamedSharding(layout.mesh, state_spec),
+        state_sharding=NamedSharding(layout.mesh, state_spec), sweep=sweep,
     )

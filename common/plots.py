@@ -37,6 +37,8 @@ class Run:
         self.summary = json.loads((self.dir / "summary.json").read_text())
         with np.load(self.dir / "metrics.npz") as z:
             self.metrics = {k: z[k].astype(np.float64) for k in z.files}
+        if self.summary.get("num_configs"):
+            raise configs.RunFolderError(f"{self.dir} is a sweep of several configs: its sweep.png compares them.")
         self.steps_per_update = self.summary["total_timesteps"] / max(self.summary["updates"], 1)
 
     def steps(self, updates_done: np.ndarray) -> np.ndarray:

@@ -30,12 +30,13 @@ import typing
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import jax
 import numpy as np
+import tyro
 
-from scanrl.common import checkpoint, devices, loop
+from scanrl.common import checkpoint, devices, loop, sweeps
 from scanrl.common.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, check_budget, check_pairs, check_values, flag, flag_value, read_config_file,
     tyro_error_sentence, updates_for,
@@ -96,6 +97,15 @@ class RunConfig:
     """wandb project name."""
     out_dir: str = "runs"
     """parent folder of the run folder."""
+    sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """sweep a hyperparameter, repeatable: FIELD=V1,V2,... (grid: the product of every --sweep) or
+    FIELD=log:LOW:HIGH / FIELD=uniform:LOW:HIGH (random search, --sweep-samples draws seeded by --seed);
+    configs x seeds train in one program (README, Sweeps)."""
+    sweep_samples: int = 8
+    """random-search draws for log:/uniform: sweeps."""
+    sweep_mode: Literal["program", "loop"] = "program"
+    """program: every config in one compiled program (float hyperparameters only); loop: one
+    program per config, one after another (for sizes and switches)."""
 
     def __post_init__(self):
         check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
@@ -137,8 +147,6 @@ def config_dict(config: Any) -> dict[str, Any]:
 def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str, argv: list[str] | None = None):
     """`--resume RUN_DIR` / `--config FILE`, then flags -> Config. `default_config(env, **values)`
     supplies the defaults (presets for the env, then the file's values) that --help shows."""
-    import tyro
-
     argv = sys.argv[1:] if argv is None else argv
     if devices.distributed_requested(argv):
         devices.initialize_distributed()  # before anything below touches JAX
@@ -278,6 +286,12 @@ def _size_flags(config: Any) -> str:
     return f"lower --num-seeds or {', '.join(sizes)}"
 
 
+def row_keys(run: RunConfig, program: loop.Program) -> jax.Array:
+    """One key per row of the seed axis: the seeds' keys, repeated for every config of a sweep."""
+    keys = devices.seed_keys(run.seed, run.num_seeds)
+    return keys[np.arange(program.num_seeds) % run.num_seeds] if program.sweep else keys
+
+
 def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None) -> Prepared:
     """Everything short of compiling (ValueError with one sentence if the run cannot go ahead)."""
     run = config.run
@@ -291,15 +305,20 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         ckpt = found[-1]
     else:
         _check_out_dir(run.out_dir)
-    program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None)
+    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config)
+    program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None, sweep=sweep)
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
         raise ValueError(f"--resume {run.resume}: the run already trained all {program.num_updates} updates; "
                          f"raise --total-timesteps to extend it.")
     if jax.process_index() == 0:
         print("compiling…", flush=True)  # tracing, lowering and compiling take a few seconds (cached: ~1)
     t0 = time.perf_counter()
-    keys = devices.seed_keys(run.seed, run.num_seeds)
-    start = program.start.lower(keys)
+    try:
+        start = program.start.lower(row_keys(run, program))
+    except jax.errors.JAXTypeError as e:  # a swept value reached Python control flow
+        if sweep is None:
+            raise
+        raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
     state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
                                start.out_info)
     if ckpt is not None:
@@ -314,6 +333,10 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         advance = program.advance.lower(state_shape, 0, 0)
     except OverflowError:  # an array longer than int32 indices reach
         raise ValueError(f"an array of one update would hold more than 2**31 elements; {_size_flags(config)}.") from None
+    except jax.errors.JAXTypeError as e:
+        if sweep is None:
+            raise
+        raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
     check_memory(config, state_shape, advance, num_local)
     return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
                     lowering_seconds=time.perf_counter() - t0)
@@ -429,6 +452,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         done = checkpoint.update_of(prepared.checkpoint)
     logger = RunLogger(
         algo=algo, env=config.env, config=config_dict(config), num_seeds=run.num_seeds,
+        num_configs=program.sweep.size if program.sweep else 1,
         steps_per_update=program.steps_per_update, num_updates=None if indefinite else num_updates,
         out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
         progress=bool(run.log_every), run_dir=run.resume or None, resume_update=done,
@@ -439,7 +463,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         state, extra = checkpoint.load(prepared.checkpoint, prepared.state_shape)
         logger.say(f"resuming from update {done} ({prepared.checkpoint})")
     else:
-        state = prepared.start.compile()(devices.seed_keys(run.seed, run.num_seeds))
+        state = prepared.start.compile()(row_keys(run, program))
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
 
     metric_names = [k for k in prepared.advance.out_info[1] if not k.startswith("_")]
@@ -514,7 +538,9 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
             **(extra_summary(program) if extra_summary else {}),
         },
     )
-    if logger.active:
+    if logger.active and program.sweep:
+        write_sweep(logger.run_dir, program, metrics, config, summary)
+    elif logger.active:
         draw_curves(logger.run_dir)
     summary = {**summary, "exit_code": 0}
     if reason == "interrupt":
@@ -528,6 +554,19 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
               f"inf{what}; the run stopped and wrote its files (no checkpoint of the broken state).", file=sys.stderr)
         summary["exit_code"] = 1
     return summary
+
+
+def write_sweep(run_dir: Path, program: loop.Program, metrics: dict[str, np.ndarray], config: Any,
+                summary: dict) -> None:
+    """sweep.json, best_config.json, the table; sweep.png (a plotting failure is only a warning)."""
+    shaped = {k: v.reshape(program.sweep.size, config.run.num_seeds, -1) for k, v in metrics.items()}
+    rows = sweeps.report(run_dir, program.sweep, shaped, json.loads(json.dumps(config_dict(config), default=str)),
+                         config.run.num_seeds)
+    try:
+        sweeps.draw(run_dir, program.sweep, shaped, rows, program.steps_per_update)
+    except Exception as e:  # noqa: BLE001
+        print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
+              file=sys.stderr)
 
 
 def draw_curves(run_dir: Path) -> None:

@@ -1,0 +1,245 @@
+"""Hyperparameter sweeps: configs x seeds in one program, and what a sweep writes.
+
+`--sweep FIELD=V1,V2,...` (a grid: the product over every such flag) and
+`--sweep FIELD=log:LOW:HIGH` / `FIELD=uniform:LOW:HIGH` (random search: `--sweep-samples K`
+draws, seeded by `--seed`) give `configs` settings of the swept fields. Each (config, seed)
+pair is one row of the device mesh's seed axis, config-major: row `c * num_seeds + s` is
+config c with seed key `seed + s`, so it computes what the single run of that config and
+seed computes. The swept values enter the program as arrays (`with_values`: the Config's
+fields hold tracers while `make_algorithm` builds the pieces), so one compile serves every
+config. A field that sets shapes or Python control flow (sizes, booleans, a branch on the
+value) cannot: it is refused with one sentence, or run one program per config with
+`--sweep-mode loop`.
+
+A sweep's run folder adds `sweep.json` (per config: its values and, over seeds, the mean,
+std, interquartile mean and min of the final return, and the best evaluation return),
+`best_config.json` (loadable with `--config`) and `sweep.png`; `metrics.npz` is
+`[configs, seeds, updates]`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import math
+import typing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """The swept fields' values, one entry per config: values[name] has shape [configs]."""
+
+    values: dict[str, np.ndarray]
+    log_fields: frozenset[str]  # drawn log-uniformly, or a grid of 3+ values spanning 10x or more: log axis in sweep.png
+
+    @property
+    def size(self) -> int:
+        return len(next(iter(self.values.values())))
+
+    def config_values(self, c: int) -> dict[str, float]:
+        return {k: float(v[c]) for k, v in self.values.items()}
+
+
+def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any) -> Sweep | None:
+    """The sweep that `--sweep` specs ask for (None without any); ValueError with one sentence
+    for a malformed spec, an unknown field or a field that cannot be swept in one program."""
+    if not specs:
+        return None
+    grid, random_fields = {}, {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not text:
+            raise ValueError(f"--sweep {spec}: write FIELD=V1,V2,... or FIELD=log:LOW:HIGH or FIELD=uniform:LOW:HIGH.")
+        check_field(config, name, spec)
+        if name in grid or name in random_fields:
+            raise ValueError(f"--sweep {spec}: {name} is swept twice.")
+        kind = text.split(":")[0]
+        if kind in ("log", "uniform"):
+            parts = text.split(":")
+            try:
+                low, high = float(parts[1]), float(parts[2])
+                assert len(parts) == 3 and math.isfinite(low) and math.isfinite(high) and low < high
+                assert kind == "uniform" or low > 0
+            except (AssertionError, IndexError, ValueError):
+                raise ValueError(f"--sweep {spec}: {kind}:LOW:HIGH needs two finite numbers with LOW < HIGH"
+                                 f"{' and LOW > 0' if kind == 'log' else ''}.") from None
+            random_fields[name] = (kind, low, high)
+        else:
+            try:
+                values = [float(v) for v in text.split(",") if v.strip()]
+                assert values and all(math.isfinite(v) for v in values)
+            except (AssertionError, ValueError):
+                raise ValueError(f"--sweep {spec}: the values must be finite numbers separated by commas.") from None
+            grid[name] = values
+    if random_fields and samples < 1:
+        raise ValueError(f"--sweep-samples must be at least 1 for random search, got {samples}.")
+    combos = [dict(zip(grid, point)) for point in itertools.product(*grid.values())] or [{}]
+    rng = np.random.default_rng(seed)  # reproducible with --seed
+    draws = {}
+    for name, (kind, low, high) in random_fields.items():
+        u = rng.uniform(size=samples)
+        draws[name] = np.exp(np.log(low) + u * (np.log(high) - np.log(low))) if kind == "log" else low + u * (high - low)
+    rows = [{**combo, **{k: float(d[i]) for k, d in draws.items()}} for combo in combos
+            for i in range(samples if random_fields else 1)]
+    values = {k: np.array([r[k] for r in rows], np.float64) for k in rows[0]}
+    for row in rows:  # each config must pass the Config's own checks (e.g. gamma in (0, 1])
+        try:
+            dataclasses.replace(config, **row)
+        except ValueError as e:
+            raise ValueError(f"--sweep: {e}") from None
+    logs = {k for k, kind in random_fields.items() if kind[0] == "log"}
+    logs |= {k for k, v in grid.items() if len(v) > 2 and min(v) > 0 and max(v) / min(v) >= 10}
+    return Sweep(values=values, log_fields=frozenset(logs))
+
+
+def check_field(config: Any, name: str, spec: str) -> None:
+    """Only float hyperparameters can be traced; sizes, switches and names cannot."""
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    if name not in fields or name == "run":
+        raise ValueError(f"--sweep {spec}: {type(config).__module__.rsplit('.', 1)[-1]} has no hyperparameter {name}.")
+    hint = typing.get_type_hints(type(config))[name]
+    floats = hint is float or (typing.get_origin(hint) in (typing.Union, getattr(__import__("types"), "UnionType", None))
+                                and float in typing.get_args(hint))
+    if not floats:
+        why = {int: "sets array shapes or loop lengths (an integer)", bool: "switches parts of the program on or off"}
+        reason = why.get(hint, "sets the program's structure")
+        raise ValueError(f"--sweep {spec}: {name} {reason}, so it cannot vary inside one program; "
+                         f"use --sweep-mode loop to run one program per value.")
+
+
+def culprit(error: BaseException, names: list[str]) -> str:
+    """The swept fields named on the source line where tracing failed (innermost first)."""
+    import linecache
+    import traceback
+
+    for frame, lineno in reversed(list(traceback.walk_tb(error.__traceback__))):
+        line = linecache.getline(frame.f_code.co_filename, lineno)
+        hits = [n for n in names if n in line]
+        if hits:
+            return ", ".join(hits)
+    return ", ".join(names)
+
+
+def structure_error(name_hint: str) -> str:
+    return (f"--sweep: a swept field ({name_hint}) drives Python control flow in make_algorithm (e.g. 0 turns a "
+            f"part off), so it cannot vary inside one program; use --sweep-mode loop to run one program per value.")
+
+
+def with_values(config: Any, values: dict[str, Any]) -> Any:
+    """A copy of `config` whose fields `values` hold arrays (tracers inside a program). The
+    Config's checks do not run on it: the values were checked when the sweep was parsed."""
+    out = copy.copy(config)
+    for name, value in values.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What a sweep writes
+# ---------------------------------------------------------------------------------------------
+def iqm(x: np.ndarray) -> float:
+    """Interquartile mean: the mean of the middle half (rliable's robust aggregate)."""
+    x = np.sort(x[~np.isnan(x)])
+    if not x.size:
+        return float("nan")
+    cut = int(np.floor(0.25 * x.size))
+    return float(x[cut: x.size - cut].mean()) if x.size > 2 else float(x.mean())
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def report(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], config_values: dict[str, Any],
+           num_seeds: int) -> list[dict[str, Any]]:
+    """Write sweep.json, best_config.json and sweep.png, print the table (best first); returns
+    the per-config rows. metrics: name -> [configs, seeds, updates]; config_values: the run's
+    flat config (config.json's content)."""
+    returns = metrics["episode_return"]
+    tail = max(1, math.ceil(0.1 * returns.shape[-1]))
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            final = np.nanmean(returns[..., -tail:], axis=-1)  # [configs, seeds]
+            evals = metrics.get("eval_return")
+            best_eval = np.nanmax(np.nanmean(evals, axis=1), axis=-1) if evals is not None else None
+    rows = []
+    for c in range(sweep.size):
+        f = final[c]
+        rows.append({
+            "config": c, "values": sweep.config_values(c),
+            "final_return_mean": _num(np.nanmean(f)) if not np.isnan(f).all() else None,
+            "final_return_std": _num(np.nanstd(f)) if not np.isnan(f).all() else None,
+            "final_return_iqm": _num(iqm(f)),
+            "final_return_min": _num(np.nanmin(f)) if not np.isnan(f).all() else None,
+            "final_return_per_seed": [_num(x) for x in f],
+            "best_eval_return": _num(best_eval[c]) if best_eval is not None else None,
+        })
+    ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
+                    reverse=True)
+    best = ranked[0]
+    fields = list(sweep.values)
+    (run_dir / "sweep.json").write_text(json.dumps(
+        {"fields": fields, "num_configs": sweep.size, "num_seeds": num_seeds,
+         "ranked_by": "final_return_mean (mean over seeds of the mean return over the last 10% of updates)",
+         "best": best, "configs": rows}, indent=2) + "\n")
+    best_config = {k: v for k, v in config_values.items() if k not in ("sweep", "sweep_samples", "sweep_mode")}
+    best_config.update(best["values"])
+    (run_dir / "best_config.json").write_text(json.dumps(best_config, indent=2, default=str) + "\n")
+
+    print(f"\nsweep: {sweep.size} configs x {num_seeds} seeds, best first (final return over the seeds)")
+    head = "".join(f"{name:>14}" for name in fields)
+    print(f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {'min':>10} {'best eval':>10}")
+    for r in ranked:
+        cells = "".join(f"{r['values'][name]:>14.4g}" for name in fields)
+        show = lambda v, w: f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
+        print(f"  {r['config']:>3}{cells} {show(r['final_return_mean'], 10)} {show(r['final_return_std'], 8)} "
+              f"{show(r['final_return_iqm'], 10)} {show(r['final_return_min'], 10)} {show(r['best_eval_return'], 10)}")
+    print(f"  best config: {run_dir / 'best_config.json'} (train it with --config)", flush=True)
+    return rows
+
+
+def draw(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], rows: list[dict[str, Any]],
+         steps_per_update: float, top: int = 3) -> None:
+    """sweep.png: the final return against each swept field (mean and each seed), and the
+    learning curves of the `top` configs."""
+    from scanrl.common import plots
+
+    fields = list(sweep.values)
+    fig = plots._figure(4 * (len(fields) + 1), 4)
+    for i, name in enumerate(fields):
+        ax = fig.add_subplot(1, len(fields) + 1, i + 1)
+        x = sweep.values[name]
+        per_seed = np.array([[np.nan if v is None else v for v in r["final_return_per_seed"]] for r in rows])
+        ax.scatter(np.repeat(x, per_seed.shape[1]), per_seed.ravel(), s=8, alpha=0.4, label="each seed")
+        mean = np.array([np.nan if r["final_return_mean"] is None else r["final_return_mean"] for r in rows])
+        order = np.argsort(x)
+        ax.plot(x[order], mean[order], "o-" if len(fields) == 1 else "o", color="C1", label="mean over seeds")
+        if name in sweep.log_fields:
+            ax.set_xscale("log")
+        ax.set(xlabel=name, ylabel="final return")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = fig.add_subplot(1, len(fields) + 1, len(fields) + 1)
+    ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
+                    reverse=True)[:top]
+    for r in ranked:
+        x, values = plots.binned(metrics["episode_return"][r["config"]])
+        label = ", ".join(f"{k}={v:.3g}" for k, v in r["values"].items())
+        plots.band(ax, x * steps_per_update, values, label)
+    ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    plots._steps_axis(ax)
+    fig.tight_layout()
+    plots.save(fig, run_dir / "sweep.png")
