@@ -57,6 +57,16 @@ def latest_mean(x: np.ndarray | None) -> float | None:
     return float(_nanmean(x[:, columns[-1]])) if columns.size else None
 
 
+def new_run_dir(out_dir: str | Path, algo: str, env: str) -> Path:
+    """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path, suffix = Path(out_dir) / f"{algo}__{env}__{stamp}", 1
+    while path.exists():
+        suffix += 1
+        path = Path(out_dir) / f"{algo}__{env}__{stamp}-{suffix}"
+    return path
+
+
 class RunLogger:
     """Host side of a run: progress lines, wandb, and the run folder.
 
@@ -91,15 +101,10 @@ class RunLogger:
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed, self.progress = first_seed, progress
         self.active = jax.process_index() == 0
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.run_dir = Path(run_dir) if run_dir else Path(out_dir) / f"{algo}__{env}__{stamp}"
+        self.run_dir = Path(run_dir) if run_dir else new_run_dir(out_dir, algo, env)
         self._wandb = None
         if not self.active:
             return
-        suffix = 1
-        while self.run_dir.exists() and not run_dir:
-            suffix += 1
-            self.run_dir = Path(out_dir) / f"{algo}__{env}__{stamp}-{suffix}"
         self.run_dir.mkdir(parents=True, exist_ok=bool(run_dir))
         (self.run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
         progress_file = self.run_dir / "progress.jsonl"

@@ -41,7 +41,7 @@ from scanrl.common.configs import (  # noqa: F401  (re-exported: the algorithm f
     INDEFINITE_UPDATES, LAUNCH_FIELDS, check_budget, check_pairs, check_values, flag, flag_value, read_config_file,
     tyro_error_sentence, updates_for,
 )
-from scanrl.common.logging import RunLogger, latest_mean
+from scanrl.common.logging import RunLogger, latest_mean, new_run_dir
 
 
 @dataclass(frozen=True)
@@ -208,11 +208,14 @@ def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: 
          argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
     """An algorithm file's command line: parse, check, train, write. Returns summary.json's content."""
     config = parse_config(config_cls, default_config, doc, argv)
-    try:
-        prepared = prepare(config, make_algorithm)
-    except ValueError as e:
-        fail(str(e))
-    summary = execute(algo, config, prepared, extra_summary=extra_summary)
+    if config.run.sweep and config.run.sweep_mode == "loop":
+        summary = loop_sweep(algo, config, make_algorithm, extra_summary)
+    else:
+        try:
+            prepared = prepare(config, make_algorithm)
+        except ValueError as e:
+            fail(str(e))
+        summary = execute(algo, config, prepared, extra_summary=extra_summary)
     if summary["exit_code"]:
         raise SystemExit(summary["exit_code"])
     return summary
@@ -438,7 +441,8 @@ def _agree(code: int) -> int:
 REASONS = ["", "budget", "stop_return", "stop_minutes", "stop_plateau", "interrupt", "non-finite"]
 
 
-def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None = None,
+            run_dir: Path | None = None) -> dict:
     """Compile, run chunk by chunk (progress, checkpoints, stop conditions, signals between
     chunks), write the run folder. Returns summary.json's content (on every process; only
     process 0 writes). Exits 130/143 after an interrupt and 1 after a non-finite policy
@@ -455,7 +459,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         num_configs=program.sweep.size if program.sweep else 1,
         steps_per_update=program.steps_per_update, num_updates=None if indefinite else num_updates,
         out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
-        progress=bool(run.log_every), run_dir=run.resume or None, resume_update=done,
+        progress=bool(run.log_every), run_dir=run.resume or run_dir, resume_update=done,
     )
     t0 = time.perf_counter()
     advance = prepared.advance.compile()
@@ -556,14 +560,89 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
     return summary
 
 
+def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
+               extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+    """--sweep-mode loop: one program per config, one after another, each an ordinary run in
+    `config_<c>/` of the sweep folder (checkpoints, interrupt, resume as usual); then the
+    sweep's report over them. `--resume SWEEP_DIR` skips finished configs and resumes the
+    interrupted one."""
+    import shutil
+
+    run = config.run
+    try:
+        sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config, loop=True)
+        single = dataclasses.replace(run, sweep=(), resume="", config="")
+        settings = [dataclasses.replace(config, **sweep.config_values(c), run=single) for c in range(sweep.size)]
+        if not run.resume:
+            _check_out_dir(run.out_dir)
+    except ValueError as e:
+        fail(str(e))
+    wall_start = time.perf_counter()
+    if run.resume:
+        sweep_dir = Path(run.resume)
+    else:
+        sweep_dir = new_run_dir(run.out_dir, algo, config.env)
+        sweep_dir.mkdir(parents=True)
+        (sweep_dir / "config.json").write_text(json.dumps(config_dict(config), indent=2, default=str) + "\n")
+    summaries, exit_code = [], 0
+    for c, setting in enumerate(settings):
+        sub = sweep_dir / f"config_{c}"
+        finished = sub / "summary.json"
+        if finished.is_file() and json.loads(finished.read_text())["stopped_by"] != "interrupt":
+            summaries.append(json.loads(finished.read_text()))
+            continue
+        if checkpoint.all_checkpoints(sub / "checkpoints"):
+            setting = dataclasses.replace(setting, run=dataclasses.replace(setting.run, resume=str(sub)))
+        elif sub.exists():  # started, but stopped before its first checkpoint: start it again
+            shutil.rmtree(sub)
+        print(f"sweep config {c + 1}/{sweep.size}: "
+              + ", ".join(f"{k}={sweeps._show(v)}" for k, v in sweep.config_values(c).items()), flush=True)
+        try:
+            prepared = prepare(setting, make_algorithm)
+        except ValueError as e:
+            fail(f"sweep config {c} ({sweep.config_values(c)}): {e}")
+        summary = execute(algo, setting, prepared, extra_summary, run_dir=sub)
+        summaries.append(summary)
+        if summary["exit_code"]:
+            exit_code = summary["exit_code"]
+            break
+    done = [s for s in summaries if s["stopped_by"] != "interrupt"]
+    if done:
+        part = sweeps.Sweep({k: v[:len(done)] for k, v in sweep.values.items()}, sweep.log_fields)
+        loaded = [np.load(sweep_dir / f"config_{c}" / "metrics.npz") for c in range(len(done))]
+        returns = [m["episode_return"] for m in loaded]
+        evals = [m["eval_return"] for m in loaded] if all("eval_return" in m.files for m in loaded) else None
+        rows = sweeps.report(sweep_dir, part, returns, evals, json.loads(json.dumps(config_dict(config), default=str)),
+                             run.num_seeds)
+        if len({r.shape for r in returns}) == 1:  # every config trained as many updates: one array
+            np.savez(sweep_dir / "metrics.npz", **{k: np.stack([m[k] for m in loaded]) for k in loaded[0].files})
+        try:
+            sweeps.draw(sweep_dir, part, returns, rows, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
+        except Exception as e:  # noqa: BLE001
+            print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}).", file=sys.stderr)
+    summary = {
+        "algo": algo, "env": config.env, "sweep_mode": "loop", "num_configs": sweep.size, "num_seeds": run.num_seeds,
+        "configs_done": len(done), "stopped_by": "interrupt" if exit_code in (130, 143) else
+        ("non-finite" if exit_code else "budget"), "compile_seconds": sum(s["compile_seconds"] for s in summaries),
+        "wall_seconds": time.perf_counter() - wall_start, "run_dir": str(sweep_dir), "exit_code": exit_code,
+    }
+    (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if exit_code in (130, 143):
+        print(f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with "
+              f"`python -m scanrl.algos.{algo} --resume {sweep_dir}`.", flush=True)
+    return summary
+
+
 def write_sweep(run_dir: Path, program: loop.Program, metrics: dict[str, np.ndarray], config: Any,
                 summary: dict) -> None:
     """sweep.json, best_config.json, the table; sweep.png (a plotting failure is only a warning)."""
     shaped = {k: v.reshape(program.sweep.size, config.run.num_seeds, -1) for k, v in metrics.items()}
-    rows = sweeps.report(run_dir, program.sweep, shaped, json.loads(json.dumps(config_dict(config), default=str)),
-                         config.run.num_seeds)
+    rows = sweeps.report(run_dir, program.sweep, list(shaped["episode_return"]),
+                         list(shaped["eval_return"]) if "eval_return" in shaped else None,
+                         json.loads(json.dumps(config_dict(config), default=str)), config.run.num_seeds)
     try:
-        sweeps.draw(run_dir, program.sweep, shaped, rows, program.steps_per_update)
+        sweeps.draw(run_dir, program.sweep, list(shaped["episode_return"]), rows,
+                    [program.steps_per_update] * program.sweep.size)
     except Exception as e:  # noqa: BLE001
         print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
               file=sys.stderr)

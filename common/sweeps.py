@@ -24,6 +24,7 @@ import dataclasses
 import itertools
 import json
 import math
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -43,13 +44,29 @@ class Sweep:
     def size(self) -> int:
         return len(next(iter(self.values.values())))
 
-    def config_values(self, c: int) -> dict[str, float]:
-        return {k: float(v[c]) for k, v in self.values.items()}
+    def config_values(self, c: int) -> dict[str, Any]:
+        return {k: v[c].item() if isinstance(v[c], np.generic) else v[c] for k, v in self.values.items()}
 
 
-def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any) -> Sweep | None:
+def _grid_value(text: str, hint: Any, spec: str) -> Any:
+    """One value of a loop-mode grid, as its field's type: 4, 0.5, true, relu, 64x64 (a tuple)."""
+    from scanrl.common.configs import _coerce
+
+    if typing.get_origin(hint) is tuple:
+        value = [part for part in text.split("x")]
+    else:
+        value = text
+    try:
+        return _coerce(value, hint)
+    except ValueError as e:
+        raise ValueError(f"--sweep {spec}: {text} is not {e}.") from None
+
+
+def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bool = False) -> Sweep | None:
     """The sweep that `--sweep` specs ask for (None without any); ValueError with one sentence
-    for a malformed spec, an unknown field or a field that cannot be swept in one program."""
+    for a malformed spec, an unknown field or a field that cannot be swept in one program.
+    With `loop` (--sweep-mode loop: one program per config) any field of the Config may be
+    swept on a grid: integers, switches, activations, hidden sizes written 64x64."""
     if not specs:
         return None
     grid, random_fields = {}, {}
@@ -58,7 +75,7 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any) -> Sweep
         name = name.strip().replace("-", "_")
         if not sep or not text:
             raise ValueError(f"--sweep {spec}: write FIELD=V1,V2,... or FIELD=log:LOW:HIGH or FIELD=uniform:LOW:HIGH.")
-        check_field(config, name, spec)
+        hint = check_field(config, name, spec, loop)
         if name in grid or name in random_fields:
             raise ValueError(f"--sweep {spec}: {name} is swept twice.")
         kind = text.split(":")[0]
@@ -71,7 +88,11 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any) -> Sweep
             except (AssertionError, IndexError, ValueError):
                 raise ValueError(f"--sweep {spec}: {kind}:LOW:HIGH needs two finite numbers with LOW < HIGH"
                                  f"{' and LOW > 0' if kind == 'log' else ''}.") from None
+            if not _is_float(hint):
+                raise ValueError(f"--sweep {spec}: random search draws real numbers; list {name}'s values instead.")
             random_fields[name] = (kind, low, high)
+        elif loop and not _is_float(hint):
+            grid[name] = [_grid_value(v.strip(), hint, spec) for v in text.split(",") if v.strip()]
         else:
             try:
                 values = [float(v) for v in text.split(",") if v.strip()]
@@ -89,30 +110,44 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any) -> Sweep
         draws[name] = np.exp(np.log(low) + u * (np.log(high) - np.log(low))) if kind == "log" else low + u * (high - low)
     rows = [{**combo, **{k: float(d[i]) for k, d in draws.items()}} for combo in combos
             for i in range(samples if random_fields else 1)]
-    values = {k: np.array([r[k] for r in rows], np.float64) for k in rows[0]}
+    values = {}
+    for k in rows[0]:
+        column = [r[k] for r in rows]
+        if all(isinstance(v, float) for v in column):
+            values[k] = np.array(column, np.float64)
+        else:  # integers, switches, names, tuples (loop mode): kept as they are
+            values[k] = np.empty(len(column), object)
+            values[k][:] = column
     for row in rows:  # each config must pass the Config's own checks (e.g. gamma in (0, 1])
         try:
             dataclasses.replace(config, **row)
         except ValueError as e:
             raise ValueError(f"--sweep: {e}") from None
     logs = {k for k, kind in random_fields.items() if kind[0] == "log"}
-    logs |= {k for k, v in grid.items() if len(v) > 2 and min(v) > 0 and max(v) / min(v) >= 10}
+    logs |= {k for k, v in grid.items() if len(v) > 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                          and x > 0 for x in v) and max(v) / min(v) >= 10}
     return Sweep(values=values, log_fields=frozenset(logs))
 
 
-def check_field(config: Any, name: str, spec: str) -> None:
-    """Only float hyperparameters can be traced; sizes, switches and names cannot."""
+def _is_float(hint: Any) -> bool:
+    return hint is float or (typing.get_origin(hint) in (typing.Union, types.UnionType) and float in typing.get_args(hint))
+
+
+def check_field(config: Any, name: str, spec: str, loop: bool = False) -> Any:
+    """The field's type hint. In one program only float hyperparameters can be traced; sizes,
+    switches and names need --sweep-mode loop. The env id is never swept (presets follow it)."""
     fields = {f.name: f for f in dataclasses.fields(config)}
     if name not in fields or name == "run":
         raise ValueError(f"--sweep {spec}: {type(config).__module__.rsplit('.', 1)[-1]} has no hyperparameter {name}.")
+    if name == "env":
+        raise ValueError(f"--sweep {spec}: the env id picks each algorithm's presets; start one sweep per env.")
     hint = typing.get_type_hints(type(config))[name]
-    floats = hint is float or (typing.get_origin(hint) in (typing.Union, getattr(__import__("types"), "UnionType", None))
-                                and float in typing.get_args(hint))
-    if not floats:
+    if not loop and not _is_float(hint):
         why = {int: "sets array shapes or loop lengths (an integer)", bool: "switches parts of the program on or off"}
         reason = why.get(hint, "sets the program's structure")
         raise ValueError(f"--sweep {spec}: {name} {reason}, so it cannot vary inside one program; "
                          f"use --sweep-mode loop to run one program per value.")
+    return hint
 
 
 def culprit(error: BaseException, names: list[str]) -> str:
@@ -158,24 +193,27 @@ def _num(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def report(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], config_values: dict[str, Any],
-           num_seeds: int) -> list[dict[str, Any]]:
-    """Write sweep.json, best_config.json and sweep.png, print the table (best first); returns
-    the per-config rows. metrics: name -> [configs, seeds, updates]; config_values: the run's
-    flat config (config.json's content)."""
-    returns = metrics["episode_return"]
-    tail = max(1, math.ceil(0.1 * returns.shape[-1]))
-    with np.errstate(all="ignore"):
-        import warnings
+def _final_and_best(returns: np.ndarray, evals: np.ndarray | None) -> tuple[np.ndarray, float]:
+    """Of one config ([seeds, updates]): the final return per seed (mean over the last 10% of
+    the updates) and the best evaluation (of the mean over seeds)."""
+    import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            final = np.nanmean(returns[..., -tail:], axis=-1)  # [configs, seeds]
-            evals = metrics.get("eval_return")
-            best_eval = np.nanmax(np.nanmean(evals, axis=1), axis=-1) if evals is not None else None
+    tail = max(1, math.ceil(0.1 * returns.shape[-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
+        final = np.nanmean(returns[:, -tail:], axis=-1)
+        best = np.nanmax(np.nanmean(evals, axis=0)) if evals is not None and not np.isnan(evals).all() else np.nan
+    return final, float(best)
+
+
+def report(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,
+           config_values: dict[str, Any], num_seeds: int) -> list[dict[str, Any]]:
+    """Write sweep.json and best_config.json, print the table (best first); returns the
+    per-config rows. returns, evals: per config, [seeds, updates] (configs of a loop-mode sweep
+    may train different numbers of updates); config_values: the sweep's flat config."""
     rows = []
     for c in range(sweep.size):
-        f = final[c]
+        f, best_eval = _final_and_best(returns[c], evals[c] if evals is not None else None)
         rows.append({
             "config": c, "values": sweep.config_values(c),
             "final_return_mean": _num(np.nanmean(f)) if not np.isnan(f).all() else None,
@@ -183,7 +221,7 @@ def report(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], config_v
             "final_return_iqm": _num(iqm(f)),
             "final_return_min": _num(np.nanmin(f)) if not np.isnan(f).all() else None,
             "final_return_per_seed": [_num(x) for x in f],
-            "best_eval_return": _num(best_eval[c]) if best_eval is not None else None,
+            "best_eval_return": _num(best_eval),
         })
     ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
                     reverse=True)
@@ -201,7 +239,7 @@ def report(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], config_v
     head = "".join(f"{name:>14}" for name in fields)
     print(f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {'min':>10} {'best eval':>10}")
     for r in ranked:
-        cells = "".join(f"{r['values'][name]:>14.4g}" for name in fields)
+        cells = "".join(f"{_show(r['values'][name]):>14}" for name in fields)
         show = lambda v, w: f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
         print(f"  {r['config']:>3}{cells} {show(r['final_return_mean'], 10)} {show(r['final_return_std'], 8)} "
               f"{show(r['final_return_iqm'], 10)} {show(r['final_return_min'], 10)} {show(r['best_eval_return'], 10)}")
@@ -209,8 +247,14 @@ def report(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], config_v
     return rows
 
 
-def draw(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], rows: list[dict[str, Any]],
-         steps_per_update: float, top: int = 3) -> None:
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "x".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict[str, Any]],
+         steps_per_update: list[float], top: int = 3) -> None:
     """sweep.png: the final return against each swept field (mean and each seed), and the
     learning curves of the `top` configs."""
     from scanrl.common import plots
@@ -220,6 +264,13 @@ def draw(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], rows: list
     for i, name in enumerate(fields):
         ax = fig.add_subplot(1, len(fields) + 1, i + 1)
         x = sweep.values[name]
+        numeric = x.dtype != object or all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x)
+        if numeric:
+            x = x.astype(np.float64)
+        else:  # switches, names, sizes: one position per distinct value
+            labels = sorted({_show(v) for v in x})
+            x = np.array([labels.index(_show(v)) for v in x], np.float64)
+            ax.set_xticks(range(len(labels)), labels)
         per_seed = np.array([[np.nan if v is None else v for v in r["final_return_per_seed"]] for r in rows])
         ax.scatter(np.repeat(x, per_seed.shape[1]), per_seed.ravel(), s=8, alpha=0.4, label="each seed")
         mean = np.array([np.nan if r["final_return_mean"] is None else r["final_return_mean"] for r in rows])
@@ -234,9 +285,9 @@ def draw(run_dir: Path, sweep: Sweep, metrics: dict[str, np.ndarray], rows: list
     ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
                     reverse=True)[:top]
     for r in ranked:
-        x, values = plots.binned(metrics["episode_return"][r["config"]])
-        label = ", ".join(f"{k}={v:.3g}" for k, v in r["values"].items())
-        plots.band(ax, x * steps_per_update, values, label)
+        x, values = plots.binned(returns[r["config"]])
+        label = ", ".join(f"{k}={_show(v)}" for k, v in r["values"].items())
+        plots.band(ax, x * steps_per_update[r["config"]], values, label)
     ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)

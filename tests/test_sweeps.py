@@ -180,3 +180,50 @@ def test_the_run_tools_point_a_sweep_folder_elsewhere(sweep_dir, capsys):
         with pytest.raises(SystemExit) as exit_info:
             main([str(sweep_dir)])
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+# --- loop mode: one program per config ------------------------------------------------------------------
+LOOP_RUN = ["--sweep", "num_envs=2,4", "--sweep", "activation=tanh,relu", "--sweep-mode", "loop", "--num-seeds", "2",
+            "--total-timesteps", "1024", "--num-steps", "64", "--log-every", "2", "--eval-every", "2"]
+
+
+def test_loop_mode_runs_each_config_as_its_own_run_and_resumes_what_is_missing(tmp_path, capsys):
+    summary = ppo.main([*LOOP_RUN, "--out-dir", str(tmp_path)])
+    sweep_dir = Path(summary["run_dir"])
+    assert summary["exit_code"] == 0 and summary["configs_done"] == 4
+    report = json.loads((sweep_dir / "sweep.json").read_text())
+    assert [r["values"] for r in report["configs"]] == [
+        {"num_envs": 2, "activation": "tanh"}, {"num_envs": 2, "activation": "relu"},
+        {"num_envs": 4, "activation": "tanh"}, {"num_envs": 4, "activation": "relu"}]
+    for c, (num_envs, activation) in enumerate([(2, "tanh"), (2, "relu"), (4, "tanh"), (4, "relu")]):
+        sub = sweep_dir / f"config_{c}"
+        config = json.loads((sub / "config.json").read_text())
+        assert config["num_envs"] == num_envs and config["activation"] == activation and config["sweep"] == []
+        returns = np.load(sub / "metrics.npz")["episode_return"]
+        assert returns.shape == (2, 1024 // (num_envs * 64))  # each config its own number of updates
+        final = np.nanmean(returns[:, -1:], axis=1)
+        np.testing.assert_allclose(report["configs"][c]["final_return_per_seed"], final)
+    assert not (sweep_dir / "metrics.npz").exists()  # 8 and 4 updates: no common array
+    best = json.loads((sweep_dir / "best_config.json").read_text())
+    assert isinstance(best["num_envs"], int) and best["activation"] in ("tanh", "relu")
+    assert (sweep_dir / "sweep.png").is_file()
+
+    # As if the sweep had been killed while config 3 started: resuming runs only config 3.
+    import shutil
+
+    shutil.rmtree(sweep_dir / "config_3")
+    (sweep_dir / "sweep.json").unlink()
+    capsys.readouterr()
+    again = ppo.main(["--resume", str(sweep_dir)])
+    out = capsys.readouterr().out
+    assert "sweep config 4/4" in out and "sweep config 1/4" not in out and again["configs_done"] == 4
+    assert json.loads((sweep_dir / "sweep.json").read_text()) == report
+
+
+def test_loop_mode_values_are_checked_before_anything_runs(cli_error):
+    code, err = cli_error(ppo.main, ["--sweep", "num_envs=2,x", "--sweep-mode", "loop"])
+    assert code == 2 and "--sweep num_envs=2,x: x is not an integer." in err, err
+    code, err = cli_error(ppo.main, ["--sweep", "num_minibatches=3,4", "--sweep-mode", "loop"])
+    assert code == 2 and "--num-minibatches 3" in err, err
+    code, err = cli_error(ppo.main, ["--sweep", "env=Pendulum-v1", "--sweep-mode", "loop"])
+    assert code == 2 and "start one sweep per env" in err, err
