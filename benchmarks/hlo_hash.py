@@ -1,0 +1,20 @@
+"""Fingerprint of the compiled training programs: run it in two checkouts to see whether a
+change altered what a default run computes (same hash: the same program, so the same speed).
+
+Lowers `advance` (one chunk of updates) for the default PPO CartPole run with 8 seeds and the
+default SAC Pendulum run, strips source locations, and prints a SHA-256 prefix of the StableHLO text.
+
+    python benchmarks/hlo_hash.py
+"""
+
+import hashlib
+import re
+
+from scanrl.algos import ppo, sac
+from scanrl.common import run
+
+for name, module, config in [("ppo CartPole 8 seeds", ppo, ppo.default_config("CartPole-v1", num_seeds=8)),
+                             ("sac Pendulum 1 seed", sac, sac.default_config("Pendulum-v1"))]:
+    text = run.prepare(config, module.make_algorithm).advance.as_text()
+    text = re.sub(r"loc\(.*?\)", "", text)  # file paths and line numbers differ between checkouts
+    print(f"{name}: {hashlib.sha256(text.encode()).hexdigest()[:16]} ({len(text):,} characters)")
