@@ -57,6 +57,13 @@ def latest_mean(x: np.ndarray | None) -> float | None:
     return float(_nanmean(x[:, columns[-1]])) if columns.size else None
 
 
+def final_returns(episode_return: np.ndarray) -> np.ndarray:
+    """[seeds, updates] -> [seeds]: the mean return over the last 10% of the updates (NaN where
+    no episode ended there): the "final return" of summary.json and of a sweep's table."""
+    tail = max(1, math.ceil(0.1 * episode_return.shape[1]))
+    return _nanmean(episode_return[:, -tail:], axis=1)
+
+
 def new_run_dir(out_dir: str | Path, algo: str, env: str) -> Path:
     """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -202,8 +209,7 @@ class RunLogger:
         extra: more summary.json entries. Every process must call it (it only writes on process 0).
         """
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
-        tail = max(1, math.ceil(0.1 * metrics["episode_return"].shape[1]))  # of the updates trained
-        final = _nanmean(metrics["episode_return"][:, -tail:], axis=1)
+        final = final_returns(metrics["episode_return"])  # over the updates trained
         eval_return_mean = None
         if "eval_return" in metrics and not np.all(np.isnan(metrics["eval_return"])):
             eval_return_mean = _finite_or_none(latest_mean(metrics["eval_return"]))

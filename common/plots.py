@@ -82,7 +82,7 @@ def band(ax, x: np.ndarray, values: np.ndarray, label: str, color=None, seed_lin
                 ax.plot(x, row, color=line.get_color(), lw=0.5, alpha=0.5)
 
 
-def _steps_axis(ax) -> None:
+def steps_axis(ax) -> None:
     from matplotlib.ticker import EngFormatter
 
     ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 250k, not 250000 (the small panels crowd)
@@ -103,7 +103,7 @@ def save(fig, out: str | Path, **kwargs) -> None:
         image.convert("RGB").quantize(256).save(out, optimize=True)
 
 
-def _figure(width: float, height: float):
+def figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -118,7 +118,7 @@ def curves(run_dir: str | Path, out: str | Path | None = None):
     run = Run(run_dir)
     m, seeds = run.metrics, run.summary["num_seeds"]
     losses = [k for k in sorted(m) if k.endswith("_loss")] + [k for k in ("entropy",) if k in m]
-    fig = _figure(10, 6.5 if losses else 4.5)
+    fig = figure(10, 6.5 if losses else 4.5)
     grid = fig.add_gridspec(2 if losses else 1, max(len(losses), 1), height_ratios=[2, 1] if losses else [1])
     ax = fig.add_subplot(grid[0, :])
     x, values = binned(m["episode_return"])
@@ -132,7 +132,7 @@ def curves(run_dir: str | Path, out: str | Path | None = None):
                  f"(mean; band: interquartile range{'; thin: each seed' if 1 < seeds <= 8 else ''})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
-    _steps_axis(ax)
+    steps_axis(ax)
     for i, name in enumerate(losses):
         small = fig.add_subplot(grid[1, i])
         x, values = binned(m[name], fill=False)
@@ -140,7 +140,7 @@ def curves(run_dir: str | Path, out: str | Path | None = None):
         small.set_title(name, fontsize=9)
         small.tick_params(labelsize=7)
         small.grid(alpha=0.3)
-        _steps_axis(small)
+        steps_axis(small)
     fig.tight_layout()
     save(fig, out or run.dir / "curves.png")
     return fig
@@ -174,7 +174,7 @@ def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metri
     for r in runs:
         if metric not in r.metrics:
             raise ValueError(f"--metric {metric}: {r.dir} has no such metric (it has: {', '.join(sorted(r.metrics))}).")
-    fig = _figure(9, 5)
+    fig = figure(9, 5)
     ax = fig.add_subplot()
     for r, label in zip(runs, labels(runs)):
         values = r.metrics[metric]
@@ -189,7 +189,7 @@ def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metri
     ax.grid(alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8)
     if x == "steps":
-        _steps_axis(ax)
+        steps_axis(ax)
     fig.tight_layout()
     save(fig, out, bbox_inches="tight")
     return fig

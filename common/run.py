@@ -543,7 +543,9 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         },
     )
     if logger.active and program.sweep:
-        write_sweep(logger.run_dir, program, metrics, config, summary)
+        shaped = {k: list(v.reshape(program.sweep.size, run.num_seeds, -1)) for k, v in metrics.items()}
+        write_sweep(logger.run_dir, program.sweep, shaped["episode_return"], shaped.get("eval_return"), config,
+                    [program.steps_per_update] * program.sweep.size)
     elif logger.active:
         draw_curves(logger.run_dir)
     summary = {**summary, "exit_code": 0}
@@ -612,14 +614,9 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
         loaded = [np.load(sweep_dir / f"config_{c}" / "metrics.npz") for c in range(len(done))]
         returns = [m["episode_return"] for m in loaded]
         evals = [m["eval_return"] for m in loaded] if all("eval_return" in m.files for m in loaded) else None
-        rows = sweeps.report(sweep_dir, part, returns, evals, json.loads(json.dumps(config_dict(config), default=str)),
-                             run.num_seeds)
+        write_sweep(sweep_dir, part, returns, evals, config, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
         if len({r.shape for r in returns}) == 1:  # every config trained as many updates: one array
             np.savez(sweep_dir / "metrics.npz", **{k: np.stack([m[k] for m in loaded]) for k in loaded[0].files})
-        try:
-            sweeps.draw(sweep_dir, part, returns, rows, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
-        except Exception as e:  # noqa: BLE001
-            print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}).", file=sys.stderr)
     summary = {
         "algo": algo, "env": config.env, "sweep_mode": "loop", "num_configs": sweep.size, "num_seeds": run.num_seeds,
         "configs_done": len(done), "stopped_by": "interrupt" if exit_code in (130, 143) else
@@ -633,16 +630,14 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
     return summary
 
 
-def write_sweep(run_dir: Path, program: loop.Program, metrics: dict[str, np.ndarray], config: Any,
-                summary: dict) -> None:
-    """sweep.json, best_config.json, the table; sweep.png (a plotting failure is only a warning)."""
-    shaped = {k: v.reshape(program.sweep.size, config.run.num_seeds, -1) for k, v in metrics.items()}
-    rows = sweeps.report(run_dir, program.sweep, list(shaped["episode_return"]),
-                         list(shaped["eval_return"]) if "eval_return" in shaped else None,
-                         json.loads(json.dumps(config_dict(config), default=str)), config.run.num_seeds)
+def write_sweep(run_dir: Path, sweep: sweeps.Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,
+                config: Any, steps_per_update: list[float]) -> None:
+    """sweep.json, best_config.json, the table; sweep.png (a plotting failure is only a warning).
+    returns, evals: per config [seeds, updates]; steps_per_update: per config."""
+    values = json.loads(json.dumps(config_dict(config), default=str))
+    rows = sweeps.report(run_dir, sweep, returns, evals, values, config.run.num_seeds)
     try:
-        sweeps.draw(run_dir, program.sweep, list(shaped["episode_return"]), rows,
-                    [program.steps_per_update] * program.sweep.size)
+        sweeps.draw(run_dir, sweep, returns, rows, steps_per_update)
     except Exception as e:  # noqa: BLE001
         print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
               file=sys.stderr)

@@ -198,10 +198,11 @@ def _final_and_best(returns: np.ndarray, evals: np.ndarray | None) -> tuple[np.n
     the updates) and the best evaluation (of the mean over seeds)."""
     import warnings
 
-    tail = max(1, math.ceil(0.1 * returns.shape[-1]))
+    from scanrl.common.logging import final_returns
+
+    final = final_returns(returns)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
-        final = np.nanmean(returns[:, -tail:], axis=-1)
         best = np.nanmax(np.nanmean(evals, axis=0)) if evals is not None and not np.isnan(evals).all() else np.nan
     return final, float(best)
 
@@ -260,7 +261,7 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
     from scanrl.common import plots
 
     fields = list(sweep.values)
-    fig = plots._figure(4 * (len(fields) + 1), 4)
+    fig = plots.figure(4 * (len(fields) + 1), 4)
     for i, name in enumerate(fields):
         ax = fig.add_subplot(1, len(fields) + 1, i + 1)
         x = sweep.values[name]
@@ -291,6 +292,6 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
     ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    plots._steps_axis(ax)
+    plots.steps_axis(ax)
     fig.tight_layout()
     plots.save(fig, run_dir / "sweep.png")
