@@ -8,15 +8,19 @@
 - `RunningStats` / `update_stats` / `normalize`: running mean and variance for
   observation normalisation and for reward scaling by the std of the discounted return.
 
-gymnax is imported inside the functions: its import runs JAX computations, and JAX's
-device count must be set before the first one (see common/devices.py).
+gymnax is imported inside the functions (`gymnax()`): its import runs JAX computations, and
+JAX's device count must be set before the first one (see common/devices.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
+import importlib
 import math
+import sys
+import types
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -25,10 +29,39 @@ import jax.numpy as jnp
 from scanrl.common.devices import NO_DATA, DataAxis
 
 
-def registered_envs() -> list[str]:
-    import gymnax
+class _Deferred(types.ModuleType):
+    """Stands in for a module until one of its attributes is used, then imports it."""
 
-    return list(gymnax.registered_envs)
+    def __getattr__(self, attr: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+@contextlib.contextmanager
+def _deferred(*names: str):
+    stubs = {name: _Deferred(name) for name in names if name not in sys.modules}
+    sys.modules.update(stubs)
+    try:
+        yield
+    finally:
+        for name, stub in stubs.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
+
+
+def gymnax() -> types.ModuleType:
+    """The gymnax module. Its import pulls in seaborn and matplotlib.pyplot for rendering
+    (1.1 of its 1.5 s here); they are imported when gymnax first draws something, so every
+    run starts a second sooner. Afterwards `import seaborn` gives the real module."""
+    if "gymnax" not in sys.modules:
+        with _deferred("seaborn", "matplotlib.pyplot"):
+            import gymnax  # noqa: F401
+    return sys.modules["gymnax"]
+
+
+def registered_envs() -> list[str]:
+    return list(gymnax().registered_envs)
 
 
 def check_env_id(env_id: str) -> None:
@@ -46,10 +79,8 @@ def check_env_id(env_id: str) -> None:
 
 def make(env_id: str) -> tuple[Any, Any]:
     """`(env, env_params)` for a gymnax id such as "CartPole-v1" or "Pendulum-v1"."""
-    import gymnax
-
     check_env_id(env_id)
-    return gymnax.make(env_id)
+    return gymnax().make(env_id)
 
 
 def is_continuous(env_id: str) -> bool:
@@ -92,8 +123,7 @@ def override_params(env_params: Any, overrides: dict[str, float], flag: str = "-
 
 
 def is_discrete(env: Any, env_params: Any) -> bool:
-    from gymnax.environments import spaces
-
+    spaces = gymnax().environments.spaces
     space = env.action_space(env_params)
     if isinstance(space, spaces.Discrete):
         return True

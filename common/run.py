@@ -7,8 +7,8 @@ its `run` field, shown as flat flags (`--num-seeds`, not `--run.num-seeds`).
 `main(...)` is a file's command line: `--config FILE` / `--resume RUN_DIR` first, then flags
 -> Config -> checks (device layout, env, env parameters, output folder, memory; one
 sentence and exit code 2 before compiling, no run folder) -> `execute(...)`, which says
-"compiling…", compiles with the persistent cache, then advances the run chunk by chunk
-(`--log-every` updates each). Between chunks it prints progress, appends progress.jsonl,
+"compiling…", compiles (or loads the programs an identical earlier run kept,
+common/programs.py), then advances the run chunk by chunk (`--log-every` updates each). Between chunks it prints progress, appends progress.jsonl,
 logs to wandb, checkpoints, watches for non-finite parameters, checks the stop conditions
 and Ctrl-C / SIGTERM; at the end (or the stop) it writes the run folder (common/logging.py).
 """
@@ -36,7 +36,7 @@ import jax
 import numpy as np
 import tyro
 
-from scanrl.common import checkpoint, devices, loop, sweeps
+from scanrl.common import checkpoint, devices, loop, programs, sweeps
 from scanrl.common.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, check_budget, check_pairs, check_values, flag, flag_value, read_config_file,
     tyro_error_sentence, updates_for,
@@ -90,7 +90,8 @@ class RunConfig:
     """multi-process run: jax.distributed.initialize() before anything else (also implied by
     JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
     compile_cache: bool = True
-    """persistent compilation cache in ~/.cache/scanrl/jax: a repeated run starts in about a second."""
+    """keep compiled programs in ~/.cache/scanrl/jax (or $JAX_COMPILATION_CACHE_DIR): a repeated run
+    starts without tracing or compiling (common/programs.py)."""
     wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
     """wandb logging: disabled (default, needs no account), offline (local files), online."""
     wandb_project: str = "scanrl"
@@ -226,14 +227,38 @@ def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: 
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Prepared:
-    """A run ready to compile: its programs, lowered, and where it starts."""
+    """A run ready to compile: its programs, lowered (or already compiled, from
+    common/programs.py), and where it starts."""
 
     program: loop.Program
-    start: Any  # jax.stages.Lowered
+    start: Any  # jax.stages.Lowered, or Compiled when loaded
     advance: Any
     state_shape: Any  # the state's pytree of jax.ShapeDtypeStruct (with shardings)
     checkpoint: Path | None  # resume from this file
-    lowering_seconds: float  # tracing and lowering, counted in compile_seconds
+    lowering_seconds: float  # tracing and lowering (or loading), counted in compile_seconds
+    largest_array_bytes: int = 0
+    source_key: str | None = None  # where common/programs.py keeps the compiled programs (None: JAX's cache)
+    metric_names: list[str] | None = None
+    # summary.json's program_cache: "hit" (loaded, nothing traced), "program" (traced and lowered,
+    # the compiled programs loaded), "miss" (compiled and kept), "off" (JAX's own cache only)
+    cache: str = "off"
+
+    def compile(self) -> tuple[Any, Any, list[str]]:
+        """(start, advance, metric names), compiled."""
+        if self.cache == "hit":
+            return self.start, self.advance, self.metric_names
+        if self.source_key is None:
+            names = [k for k in self.advance.out_info[1] if not k.startswith("_")]
+            return self.start.compile(), self.advance.compile(), names
+        mesh_devices = list(self.program.layout.mesh.devices.flat)
+        key = programs.program_key(self.start, self.advance, mesh_devices, devices.COMPILER_OPTIONS)
+        entry, self.cache = programs.load_program(key, mesh_devices), "program"
+        if entry is None:
+            unsharded = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape)
+            entry = programs.compile_and_keep(key, self.start, self.advance, unsharded, self.largest_array_bytes)
+            self.cache = "miss"
+        programs.link(self.source_key, key)
+        return entry.start, entry.advance, entry.metric_names
 
 
 def _check_out_dir(out_dir: str) -> None:
@@ -266,16 +291,21 @@ ITEMSIZE = {"f64": 8, "i64": 8, "ui64": 8, "f32": 4, "i32": 4, "ui32": 4, "bf16"
             "i8": 1, "ui8": 1, "i1": 1}
 
 
-def check_memory(config: Any, state_shape: Any, lowered_advance: Any, num_local_devices: int) -> None:
+def largest_array_bytes(lowered: Any) -> int:
+    """Bytes of the largest array any operation of a lowered program produces (per device)."""
+    largest = 0
+    for dims, kind in re.findall(r"tensor<((?:\d+x)+)([a-z]+\d+)>", lowered.as_text()):
+        largest = max(largest, math.prod(int(d) for d in dims[:-1].split("x")) * ITEMSIZE.get(kind, 4))
+    return largest
+
+
+def check_memory(config: Any, state_shape: Any, largest: int, num_local_devices: int) -> None:
     """Refuse (ValueError) a run whose state plus largest intermediate array cannot fit.
 
     A lower bound, read before compiling: the state's bytes, plus the largest array any
-    operation of one chunk produces (from the lowered program's types, if given; per device,
+    operation of one chunk produces (`largest_array_bytes`, 0 if not known yet; per device,
     so times the devices on this host)."""
     state = sum(x.size * getattr(x.dtype, "itemsize", 8) for x in jax.tree.leaves(state_shape))
-    largest = 0
-    for dims, kind in re.findall(r"tensor<((?:\d+x)+)([a-z]+\d+)>", lowered_advance.as_text() if lowered_advance else ""):
-        largest = max(largest, math.prod(int(d) for d in dims[:-1].split("x")) * ITEMSIZE.get(kind, 4))
     need, (available, what) = state / jax.process_count() + largest * num_local_devices, _available_memory()
     if need > available:
         gib = lambda b: f"{b / 2**30:,.1f} GiB"
@@ -316,6 +346,18 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     if jax.process_index() == 0:
         print("compiling…", flush=True)  # tracing, lowering and compiling take a few seconds (cached: ~1)
     t0 = time.perf_counter()
+    num_local = len(program.layout.mesh.local_devices)
+    source = programs.source_key(config_dict(config), sweep.values if sweep else None, make_algorithm,
+                                 devices.COMPILER_OPTIONS, user_env=env is not None)
+    cached = programs.load(source, list(program.layout.mesh.devices.flat)) if source else None
+    if cached is not None:  # a repeated start: nothing to trace, lower or compile
+        state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
+                                   cached.state)
+        _check_checkpoint(run, ckpt, state_shape)
+        check_memory(config, state_shape, cached.largest_array_bytes, num_local)
+        return Prepared(program=program, start=cached.start, advance=cached.advance, state_shape=state_shape,
+                        checkpoint=ckpt, lowering_seconds=time.perf_counter() - t0,
+                        largest_array_bytes=cached.largest_array_bytes, metric_names=cached.metric_names, cache="hit")
     try:
         start = program.start.lower(row_keys(run, program))
     except jax.errors.JAXTypeError as e:  # a swept value reached Python control flow
@@ -324,14 +366,8 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
     state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
                                start.out_info)
-    if ckpt is not None:
-        try:
-            checkpoint.verify(ckpt, state_shape)
-        except ValueError as e:
-            raise ValueError(f"--resume {run.resume}: {e} A flag changed the state's shapes (e.g. SAC's replay buffer "
-                             f"is capped at --total-timesteps); start a new run instead.") from None
-    num_local = len(program.layout.mesh.local_devices)
-    check_memory(config, state_shape, None, num_local)  # before tracing an update: the state alone may not fit
+    _check_checkpoint(run, ckpt, state_shape)
+    check_memory(config, state_shape, 0, num_local)  # before tracing an update: the state alone may not fit
     try:
         advance = program.advance.lower(state_shape, 0, 0)
     except OverflowError:  # an array longer than int32 indices reach
@@ -340,9 +376,19 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         if sweep is None:
             raise
         raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
-    check_memory(config, state_shape, advance, num_local)
+    largest = largest_array_bytes(advance)
+    check_memory(config, state_shape, largest, num_local)
     return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
-                    lowering_seconds=time.perf_counter() - t0)
+                    lowering_seconds=time.perf_counter() - t0, largest_array_bytes=largest, source_key=source)
+
+
+def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> None:
+    if ckpt is not None:
+        try:
+            checkpoint.verify(ckpt, state_shape)
+        except ValueError as e:
+            raise ValueError(f"--resume {run.resume}: {e} A flag changed the state's shapes (e.g. SAC's replay buffer "
+                             f"is capped at --total-timesteps); start a new run instead.") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,15 +508,14 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         progress=bool(run.log_every), run_dir=run.resume or run_dir, resume_update=done,
     )
     t0 = time.perf_counter()
-    advance = prepared.advance.compile()
+    start, advance, metric_names = prepared.compile()
     if prepared.checkpoint is not None:
         state, extra = checkpoint.load(prepared.checkpoint, prepared.state_shape)
         logger.say(f"resuming from update {done} ({prepared.checkpoint})")
     else:
-        state = prepared.start.compile()(row_keys(run, program))
+        state = start(row_keys(run, program))
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
 
-    metric_names = [k for k in prepared.advance.out_info[1] if not k.startswith("_")]
     chunks = [{k: extra[f"metric_{k}"] for k in metric_names}] if done else []
     resumed_from = [int(u) for u in extra.get("resumed_from", [])] + ([done] if done else [])
     stops = StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0)))
@@ -537,7 +582,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         wall_seconds=time.perf_counter() - wall_start,
         extra={
             "updates": done, "stopped_by": reason, "resumed_from": resumed_from or None,
-            "checkpoint_seconds": saving[0],
+            "checkpoint_seconds": saving[0], "program_cache": prepared.cache,
             "layout": program.layout.describe(), "processes": jax.process_count(),
             **(extra_summary(program) if extra_summary else {}),
         },

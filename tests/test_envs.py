@@ -87,3 +87,20 @@ def test_mlp_shapes_and_output_gain():
     params = mlp_init(jax.random.key(0), (4, 32, 32, 3), output_gain=0.01)
     assert mlp_apply(params, jnp.ones((7, 4))).shape == (7, 3)
     assert float(jnp.abs(params[-1]["w"]).max()) < 0.02
+
+
+def test_gymnax_starts_without_its_plotting_imports_and_they_still_work(python_process):
+    """gymnax imports seaborn and matplotlib.pyplot for rendering; scanrl defers both until
+    gymnax first uses them (a second off every start), and `import seaborn` stays the real module."""
+    proc = python_process(["-c", """
+import sys
+from scanrl.common import envs
+envs.make("Pong-misc")
+print(sorted(n for n in ("seaborn", "matplotlib.pyplot") if n in sys.modules))
+from gymnax.environments.misc import pong
+print(callable(pong.plt.subplots), len(pong.sns.color_palette()) > 0)
+import seaborn
+print(type(seaborn).__name__, hasattr(seaborn, "heatmap"))
+"""])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:3] == ["[]", "True True", "module True"]

@@ -3,6 +3,7 @@ callback, a user's own env object trains, and the install is namespaced."""
 
 import importlib.metadata
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -143,13 +144,41 @@ def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
     assert packages == {"scanrl"}, packages
 
 
-def test_a_copied_algorithm_file_runs_from_another_folder(tmp_path):
-    shutil.copy(REPO / "algos" / "ppo.py", tmp_path / "my_ppo.py")
-    proc = subprocess.run(
-        [sys.executable, "my_ppo.py", "--total-timesteps", "1024", "--num-steps", "64", "--eval-every", "0",
-         "--log-every", "0", "--out-dir", "out"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (run_dir,) = (tmp_path / "out").iterdir()
-    assert json.loads((run_dir / "summary.json").read_text())["total_timesteps"] == 1024
+def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_never_served_stale(tmp_path):
+    """A copy of ppo.py runs as is. A repeated start loads its compiled programs without
+    tracing (summary.json: program_cache "hit") and computes bit for bit what the first did;
+    a comment edit traces again but reuses the compiled program; a code edit compiles anew
+    and changes the result."""
+    script = tmp_path / "my_ppo.py"
+    shutil.copy(REPO / "algos" / "ppo.py", script)
+
+    def run(name):
+        proc = subprocess.run(
+            [sys.executable, "my_ppo.py", "--total-timesteps", "1024", "--num-steps", "64", "--eval-every", "0",
+             "--log-every", "0", "--out-dir", name],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache")},
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (run_dir,) = (tmp_path / name).iterdir()
+        summary = json.loads((run_dir / "summary.json").read_text())
+        return summary, dict(np.load(run_dir / "params.npz"))
+
+    first, params = run("first")
+    assert first["total_timesteps"] == 1024 and first["program_cache"] == "miss"
+    again, same = run("again")
+    assert again["program_cache"] == "hit"
+    assert all(np.array_equal(params[k], same[k]) for k in params)
+
+    script.write_text(script.read_text() + "\n# a comment changes no program\n")
+    commented, same = run("commented")
+    assert commented["program_cache"] == "program"
+    assert all(np.array_equal(params[k], same[k]) for k in params)
+
+    source = script.read_text()
+    edit = "objective = jnp.minimum(ratio * advantages,"
+    assert edit in source
+    script.write_text(source.replace(edit, "objective = jnp.minimum(2.0 * ratio * advantages,"))
+    edited, changed = run("edited")
+    assert edited["program_cache"] == "miss"
+    assert not all(np.array_equal(params[k], changed[k]) for k in params)

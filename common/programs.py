@@ -1,0 +1,206 @@
+"""A run's two compiled programs kept on disk, so that a repeated start skips tracing,
+lowering and compiling (for the default PPO CartPole run: about 2 s of tracing and lowering
+that JAX's persistent cache cannot skip, since its key is the lowered program itself).
+
+Two levels, in `<JAX cache dir>/scanrl-programs/`:
+- `<source key>.ref` names the programs a start produced, keyed by what produced them: the
+  source of every scanrl module and of every loaded module outside the standard library
+  and site-packages (the algorithm file, a copied file, the user's own modules), the
+  versions of JAX and the libraries that trace into the program, JAX's settings, XLA_FLAGS,
+  the devices, and every Config field that can change the program. A hit loads the
+  programs without tracing anything.
+- `<program key>.programs` holds the serialized executables (jax.experimental.
+  serialize_executable), keyed by the lowered programs' text, the devices and the compiler
+  options: a source change that leaves the program the same (a comment, another
+  algorithm's file) traces and lowers again but does not compile.
+
+The executables stored are always compiled afresh, with JAX's own cache off: on the CPU an
+executable that JAX loaded from its cache serializes into one that fails when run
+("Function ... not found"). Nothing is cached for multi-process runs, a user's own env
+object (its source is unknown), an interactive session (a notebook or `python -c`, which can
+change what a program computes without changing a file), or with --no-compile-cache; those
+take JAX's cache as before. summary.json's `program_cache` says which path a run took:
+"hit", "program" (traced and lowered, then loaded), "miss" (compiled and kept) or "off".
+Delete the folder to empty it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import os
+import pickle
+import platform
+import site
+import sys
+import sysconfig
+import tempfile
+import types
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+from jax.experimental import serialize_executable
+from jax.experimental.compilation_cache import compilation_cache
+
+FORMAT = 1
+# Packages whose code is traced into a program (their version stands for their source).
+PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
+# Config fields that do not change the program: inputs (the seed's keys), where files go, when to stop.
+NOT_IN_PROGRAM = frozenset({"seed", "resume", "config", "out_dir", "checkpoint_every", "stop_return", "stop_minutes",
+                            "stop_plateau", "compile_cache", "wandb_mode", "wandb_project", "distributed"})
+
+
+@dataclass
+class Entry:
+    start: Any  # jax.stages.Compiled
+    advance: Any
+    state: Any  # the state's pytree of (shape, dtype)
+    metric_names: list[str]
+    largest_array_bytes: int  # for run.check_memory
+
+
+def folder() -> Path | None:
+    """Where the programs are kept, or None when JAX's persistent cache is off."""
+    if not jax.config.jax_enable_compilation_cache or not jax.config.jax_compilation_cache_dir:
+        return None
+    return Path(jax.config.jax_compilation_cache_dir) / "scanrl-programs"
+
+
+def _sha(data: Any) -> str:
+    return hashlib.sha256(data if isinstance(data, bytes) else json.dumps(data, sort_keys=True, default=str).encode()
+                          ).hexdigest()
+
+
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {*site.getsitepackages(), site.getusersitepackages(), paths["stdlib"], paths["platstdlib"]}
+    return tuple(os.path.join(os.path.abspath(d), "") for d in dirs if d)
+
+
+def _source_files(algorithm_file: str) -> dict[str, str]:
+    """sha256 of every loaded module's file outside the standard library and site-packages,
+    of scanrl's own modules wherever installed, and of the algorithm's file."""
+    library = _library_dirs()
+    files = {os.path.abspath(algorithm_file)}
+    for name, module in list(sys.modules.items()):
+        if not isinstance(module, types.ModuleType):
+            continue
+        path = object.__getattribute__(module, "__dict__").get("__file__")  # never triggers a lazy import
+        if isinstance(path, str) and (name.split(".")[0] == "scanrl" or not os.path.abspath(path).startswith(library)):
+            files.add(os.path.abspath(path))
+    return {path: _sha(Path(path).read_bytes()) for path in sorted(files) if os.path.isfile(path)}
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": sys.version, "machine": platform.machine()}
+    for name in PACKAGES:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found[name] = importlib.metadata.version(name)
+    return found
+
+
+def _machine(compiler_options: dict) -> dict[str, Any]:
+    """What the compiled code depends on besides the program: JAX, the devices, flags."""
+    return {
+        "format": FORMAT, "versions": _versions(), "compiler_options": compiler_options,
+        "devices": [(d.id, d.platform, d.device_kind) for d in jax.devices()],
+        "jax_config": {k: v for k, v in jax.config.values.items() if "cache" not in k},
+        "environ": {k: v for k, v in os.environ.items() if k.startswith(("XLA_", "JAX_")) and "CACHE" not in k},
+    }
+
+
+def source_key(config_values: dict[str, Any], sweep_values: dict | None, make_algorithm: Callable,
+               compiler_options: dict, user_env: bool) -> str | None:
+    """The key of a start by what produced it, or None when it must not be cached."""
+    algorithm_file = getattr(sys.modules.get(make_algorithm.__module__), "__file__", None)
+    # An interactive session (no __main__ file: a notebook, `python -c`) can change what the
+    # program computes without changing any file, so it is never served from here.
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if folder() is None or user_env or jax.process_count() > 1 or not algorithm_file or not main_file:
+        return None
+    return _sha({
+        "machine": _machine(compiler_options), "sources": _source_files(algorithm_file),
+        "algorithm": f"{make_algorithm.__module__}.{make_algorithm.__qualname__}",
+        "config": {k: v for k, v in config_values.items() if k not in NOT_IN_PROGRAM},
+        "sweep": {k: [float(x) for x in v] for k, v in (sweep_values or {}).items()},
+    })
+
+
+def program_key(lowered_start: Any, lowered_advance: Any, devices: list, compiler_options: dict) -> str:
+    text = lowered_start.as_text() + "\n// advance\n" + lowered_advance.as_text()
+    return _sha({"machine": _machine(compiler_options), "mesh": [d.id for d in devices], "programs": _sha(text.encode())})
+
+
+def _read(path: Path) -> Any:
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except Exception:  # missing, half-written by a killed process, or from another version
+        return None
+
+
+def _write(path: Path, content: Any) -> None:
+    """Atomically (a rename), so a concurrent or killed writer never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
+        pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(f.name, path)
+
+
+def _load(content: Any, devices: list) -> Entry | None:
+    try:
+        load = partial(serialize_executable.deserialize_and_load, execution_devices=devices)
+        return Entry(start=load(*content["start"]), advance=load(*content["advance"]),
+                     state=content["state"], metric_names=content["metric_names"],
+                     largest_array_bytes=content["largest_array_bytes"])
+    except Exception:
+        return None
+
+
+def load(source: str, devices: list) -> Entry | None:
+    """The programs a start with this source key produced, if kept, loaded onto `devices`
+    (the mesh's, in its order)."""
+    ref = _read(folder() / f"{source}.ref")
+    return load_program(ref, devices) if isinstance(ref, str) else None
+
+
+def load_program(key: str, devices: list) -> Entry | None:
+    return _load(_read(folder() / f"{key}.programs"), devices)
+
+
+def link(source: str | None, key: str) -> None:
+    if source is not None:
+        _write(folder() / f"{source}.ref", key)
+
+
+@contextlib.contextmanager
+def _fresh_compiles():
+    """JAX's persistent cache off for a while (see the module docstring for why)."""
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()  # the cache's on/off is decided once per process otherwise
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+        compilation_cache.reset_cache()
+
+
+def compile_and_keep(key: str, lowered_start: Any, lowered_advance: Any, state: Any, largest_array_bytes: int
+                     ) -> Entry:
+    """Compile both programs afresh and keep them under `key`."""
+    with _fresh_compiles():
+        start, advance = lowered_start.compile(), lowered_advance.compile()
+    metric_names = [k for k in lowered_advance.out_info[1] if not k.startswith("_")]
+    entry = Entry(start=start, advance=advance, state=state, metric_names=metric_names,
+                  largest_array_bytes=largest_array_bytes)
+    _write(folder() / f"{key}.programs", {
+        "start": serialize_executable.serialize(start), "advance": serialize_executable.serialize(advance),
+        "state": state, "metric_names": metric_names, "largest_array_bytes": largest_array_bytes,
+    })
+    return entry
