@@ -21,7 +21,7 @@ import importlib
 import math
 import sys
 import types
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -94,6 +94,42 @@ def resolve(env_id: str, env: Any = None, env_params: Any = None) -> tuple[Any, 
     if env is None:
         return make(env_id)
     return env, env.default_params if env_params is None else env_params
+
+
+class HiddenObs:
+    """`env` with some observation components removed (indices into the flattened
+    observation), for partial observability: CartPole without its velocities is
+    `HiddenObs(env, (1, 3))`. Everything else (`default_params`, `action_space`, the
+    state, rendering) is the wrapped env's."""
+
+    def __init__(self, env: Any, hidden: Sequence[int], env_params: Any = None):
+        size = math.prod(env.observation_space(env.default_params if env_params is None else env_params).shape)
+        bad = [i for i in hidden if not 0 <= i < size]
+        if bad or len(set(hidden)) >= size:
+            raise ValueError(f"--hide-obs {' '.join(map(str, hidden))}: the observation has {size} components "
+                             f"(0-{size - 1}), and at least one must stay visible.")
+        self.env, self.hidden = env, tuple(hidden)
+        self.keep = tuple(i for i in range(size) if i not in set(hidden))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def _obs(self, obs: jax.Array) -> jax.Array:
+        return obs.reshape(-1)[jnp.array(self.keep)]
+
+    def reset(self, key: jax.Array, params: Any = None):
+        obs, state = self.env.reset(key, params)
+        return self._obs(obs), state
+
+    def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
+        obs, state, reward, terminated, truncated, info = self.env.step(key, state, action, params)
+        info = {**info, "final_observation": self._obs(info["final_observation"])}
+        return self._obs(obs), state, reward, terminated, truncated, info
+
+    def observation_space(self, params: Any):
+        space = self.env.observation_space(params)
+        bound = lambda b: jnp.broadcast_to(jnp.asarray(b), space.shape).reshape(-1)[jnp.array(self.keep)]  # noqa: E731
+        return gymnax().environments.spaces.Box(bound(space.low), bound(space.high), (len(self.keep),), space.dtype)
 
 
 def override_params(env_params: Any, overrides: dict[str, float], flag: str = "--env-params") -> Any:
@@ -222,36 +258,40 @@ class VecEnv:
         return obs, new_state, step_info
 
 
-def run_episodes(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], key: jax.Array) -> tuple[jax.Array, jax.Array]:
+def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:
     """Return [N] and length [N] of the first episode of each of this device's N environments.
 
-    act(obs [N, *obs], key) -> actions [N, ...], e.g. the mode of the policy. Steps every
-    environment until each has finished its first episode (a while loop inside the program).
+    act(obs [N, *obs], key, carry) -> (actions [N, ...], carry), e.g. the mode of the policy;
+    `carry` is a recurrent policy's state for the N environments (() for a feed-forward one;
+    only first episodes count, so it never needs a reset). Steps every environment until
+    each has finished its first episode (a while loop inside the program).
     """
     k_reset, k_steps = jax.random.split(key)
     obs, state = vec_env.reset(k_reset)
     n = vec_env.num_envs
 
-    def not_finished(carry):
-        return ~carry[4].all()
+    def not_finished(loop_state):
+        return ~loop_state[4].all()
 
-    def step(carry):
-        obs, state, total, length, finished, key = carry
+    def step(loop_state):
+        obs, state, total, length, finished, key, carry = loop_state
         key, k_act, k_step = jax.random.split(key, 3)
-        obs, state, info = vec_env.step(k_step, state, act(obs, k_act))
+        action, carry = act(obs, k_act, carry)
+        obs, state, info = vec_env.step(k_step, state, action)
         total = total + jnp.where(finished, 0.0, info.reward)
         length = length + jnp.where(finished, 0, 1)
         finished = finished | info.terminated | info.truncated
-        return obs, state, total, length, finished, key
+        return obs, state, total, length, finished, key, carry
 
-    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps)
-    _, _, returns, lengths, _, _ = jax.lax.while_loop(not_finished, step, init)
+    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps, carry)
+    _, _, returns, lengths, _, _, _ = jax.lax.while_loop(not_finished, step, init)
     return returns, lengths
 
 
-def evaluate(vec_env: VecEnv, act: Callable[[jax.Array, jax.Array], jax.Array], key: jax.Array) -> jax.Array:
-    """Mean return of one episode in each of vec_env's environments (all data shards)."""
-    return vec_env.data.mean(run_episodes(vec_env, act, key)[0].mean())
+def evaluate(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> jax.Array:
+    """Mean return of one episode in each of vec_env's environments (all data shards);
+    `act` and `carry` as in run_episodes."""
+    return vec_env.data.mean(run_episodes(vec_env, act, key, carry)[0].mean())
 
 
 def episode_metrics(info: StepInfo, data: DataAxis = NO_DATA) -> dict[str, jax.Array]:

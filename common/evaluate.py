@@ -107,7 +107,8 @@ def run_episodes(algo: loop.Algorithm, env_params: Any, policy: Any, keys: jax.A
     vec_env = envs.VecEnv(algo.env, env_params, episodes)
 
     def one(policy, key):
-        return envs.run_episodes(vec_env, lambda obs, k: algo.act(policy, obs, k, deterministic), key)
+        carry, act = loop.acting(algo, policy, deterministic, vec_env.num_envs)
+        return envs.run_episodes(vec_env, act, key, carry)
 
     returns, lengths = jax.jit(jax.vmap(one))(policy, keys)
     return np.asarray(returns, np.float64), np.asarray(lengths)
@@ -123,14 +124,16 @@ def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.
     def rollout(policy, key):
         k_reset, k_steps = jax.random.split(key)
         obs, state = vec_env.reset(k_reset)
+        policy_carry, act = loop.acting(algo, policy, deterministic, 1)
 
         def step(carry, k):
-            obs, state = carry
+            obs, state, policy_carry = carry
             k_act, k_step = jax.random.split(k)
-            next_obs, next_state, info = vec_env.step(k_step, state, algo.act(policy, obs, k_act, deterministic))
-            return (next_obs, next_state), (state.env_state, obs, info.reward, info.terminated | info.truncated)
+            action, policy_carry = act(obs, k_act, policy_carry)
+            next_obs, next_state, info = vec_env.step(k_step, state, action)
+            return (next_obs, next_state, policy_carry), (state.env_state, obs, info.reward, info.terminated | info.truncated)
 
-        return jax.lax.scan(step, (obs, state), jax.random.split(k_steps, max_steps))[1]
+        return jax.lax.scan(step, (obs, state, policy_carry), jax.random.split(k_steps, max_steps))[1]
 
     states, obs, rewards, done = jax.device_get(rollout(policy, key))
     ends = np.nonzero(done[:, 0])[0]
@@ -175,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         run = config.run
         if not 0 <= args.seed_index < run.num_seeds:
             fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
-        env, base_params = envs.make(config.env)
+        env, base_params = loop.environment(config)
         train_params = envs.override_params(base_params, run.env_params, "--env-params")
         eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
         algo = module.make_algorithm(config, env, train_params)

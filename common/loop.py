@@ -55,6 +55,17 @@ class Algorithm(NamedTuple):
     env_params: Any
     num_updates: int
     steps_per_update: int  # env steps per seed in one update
+    # A recurrent policy: init_carry(n) is its state for n environments, and
+    # act(policy, obs, key, deterministic, carry) -> (actions, carry). None: act returns actions.
+    init_carry: Callable[[int], Any] | None = None
+
+
+def acting(algo: Algorithm, policy: Any, deterministic: bool, num_envs: int) -> tuple[Any, Callable]:
+    """(carry, act(obs, key, carry) -> (actions, carry)) for `num_envs` environments, the same
+    for feed-forward (carry ()) and recurrent policies."""
+    if algo.init_carry is None:
+        return (), lambda obs, key, carry: (algo.act(policy, obs, key, deterministic), carry)
+    return algo.init_carry(num_envs), lambda obs, key, carry: algo.act(policy, obs, key, deterministic, carry)
 
 
 class SeedState(NamedTuple):
@@ -101,6 +112,15 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
     return envs.override_params(base_params, run.env_params, "--env-params")
 
 
+def environment(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
+    """(env, default params) a run trains on: config.env or the user's own env object, with
+    --hide-obs applied (ValueError with one sentence for a bad index)."""
+    env, params = envs.resolve(config.env, env, env_params)
+    if config.run.hide_obs:
+        env = envs.HiddenObs(env, config.run.hide_obs, params)
+    return env, params
+
+
 def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
           sweep: Any = None) -> Program:
     """Programs for `config` (an algorithm Config holding `run`); raises ValueError with one
@@ -112,7 +132,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
     layout = devices.plan_layout(num_seeds, config.data_parallel_sizes(), run.data_parallel, run.num_devices)
     data = devices.DataAxis(layout.data_parallel)
-    env, base_params = envs.resolve(config.env, env, env_params)
+    env, base_params = environment(config, env, env_params)
     train_params = envs.override_params(base_params, run.env_params, "--env-params")
     algo = make_algorithm(config, env, train_params, data=data)
     num_updates = algo.num_updates
@@ -126,8 +146,8 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data.size) * data.size, data)
 
     def evaluate(algo, train_state, key):
-        policy = algo.policy_params(train_state)
-        return envs.evaluate(eval_env, lambda obs, k: algo.act(policy, obs, k, True), key)
+        carry, act = acting(algo, algo.policy_params(train_state), True, eval_env.num_envs)
+        return envs.evaluate(eval_env, act, key, carry)
 
     def init_one(key, hp):
         return SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp)

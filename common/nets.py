@@ -1,4 +1,5 @@
-"""Pure-function MLPs: `mlp_init(key, sizes) -> params`, `mlp_apply(params, x) -> y`.
+"""Pure-function MLPs: `mlp_init(key, sizes) -> params`, `mlp_apply(params, x) -> y`; a GRU
+cell (`gru_init`, `gru_apply`) for recurrent policies.
 
 Parameters are plain pytrees (a list of {"w", "b"} dicts), so they vmap over seeds,
 save with numpy and need no framework. Weights use orthogonal initialisation with a
@@ -61,3 +62,27 @@ def mlp_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str 
         x = act(x @ layer["w"] + layer["b"])
     last = params[-1]
     return x @ last["w"] + last["b"]
+
+
+def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
+    """A GRU cell's parameters: input and recurrent weights for the reset, update and
+    candidate gates side by side ([in, 3H] and [H, 3H], orthogonal), zero biases."""
+    k_in, k_rec = jax.random.split(key)
+    w_in = jnp.concatenate([orthogonal(k, (in_dim, hidden)) for k in jax.random.split(k_in, 3)], axis=1)
+    w_rec = jnp.concatenate([orthogonal(k, (hidden, hidden)) for k in jax.random.split(k_rec, 3)], axis=1)
+    zeros = jnp.zeros(3 * hidden, jnp.float32)
+    return {"w_in": w_in, "w_rec": w_rec, "b_in": zeros, "b_rec": zeros}
+
+
+def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.Array:
+    """One GRU step (Cho et al. 2014, the cuDNN/PyTorch form): h [..., H], x [..., in] -> h' [..., H].
+        r = sigmoid(x W_ir + b_ir + h W_hr + b_hr),  z = sigmoid(x W_iz + b_iz + h W_hz + b_hz)
+        n = tanh(x W_in + b_in + r * (h W_hn + b_hn)),  h' = (1 - z) * n + z * h
+    """
+    xi = x @ params["w_in"] + params["b_in"]
+    hi = h @ params["w_rec"] + params["b_rec"]
+    x_r, x_z, x_n = jnp.split(xi, 3, axis=-1)
+    h_r, h_z, h_n = jnp.split(hi, 3, axis=-1)
+    r, z = jax.nn.sigmoid(x_r + h_r), jax.nn.sigmoid(x_z + h_z)
+    n = jnp.tanh(x_n + r * h_n)
+    return (1.0 - z) * n + z * h

@@ -55,6 +55,9 @@ class RunConfig:
     env_params: dict[str, float] = field(default_factory=dict)
     """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too unless
     --eval-env-params is given)."""
+    hide_obs: tuple[int, ...] = ()
+    """drop these components of the (flattened) observation, for training and evaluation: partial
+    observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""
     eval_every: int = 50
     """evaluate the deterministic policy every this many updates, and after the last (0: never)."""
     eval_episodes: int = 10
