@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-ALGORITHMS = ("grpo", "impala", "ppo", "sac")
+ALGORITHMS = ("grpo", "impala", "ppo", "ppo_rnn", "sac")
 
 
 def names() -> list[str]:

@@ -1,7 +1,8 @@
 """Learning checks with the documented default configurations, seeds 0-3 of each.
 
 The test suite keeps one learning run per algorithm (PPO CartPole, IMPALA CartPole with
-actor lag 4, GRPO CartPole, SAC Pendulum); this script runs every documented check,
+actor lag 4, GRPO CartPole, SAC Pendulum, recurrent PPO on CartPole without velocities);
+this script runs every documented check,
 including those, and prints one row each: per-seed final return (mean training-episode
 return over the last 10% of updates), the mean, the bar it must clear, pass/fail.
 
@@ -16,9 +17,13 @@ import sys
 import numpy as np
 
 from scanrl.common import devices  # first: one CPU device per core
-from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 
-# name: (module, env, overrides, minimum mean, minimum of every seed or None)
+MASKED = dict(hide_obs=(1, 3))  # CartPole without its velocities
+MEMORY_20 = dict(env_params={"memory_length": 20}, total_timesteps=200_000)
+
+# name: (module, env, overrides, minimum mean, minimum of every seed or None[, maximum mean]);
+# a maximum: feed-forward PPO must stay at chance where memory is needed.
 CHECKS = {
     "ppo_cartpole": (ppo, "CartPole-v1", dict(total_timesteps=500_000), 475, None),
     "ppo_pendulum": (ppo, "Pendulum-v1", {}, -400, None),
@@ -27,6 +32,10 @@ CHECKS = {
     "impala_pendulum": (impala, "Pendulum-v1", {}, -400, None),
     "grpo_cartpole": (grpo, "CartPole-v1", {}, 475, None),
     "sac_pendulum": (sac, "Pendulum-v1", {}, -200, -300),
+    "ppo_rnn_masked_cartpole": (ppo_rnn, "CartPole-v1", MASKED, 400, None),
+    "ppo_masked_cartpole": (ppo, "CartPole-v1", dict(MASKED, total_timesteps=200_000), -1e9, None, 100),
+    "ppo_rnn_memory_chain_20": (ppo_rnn, "MemoryChain-bsuite", MEMORY_20, 0.9, None),
+    "ppo_memory_chain_20": (ppo, "MemoryChain-bsuite", MEMORY_20, -1e9, None, 0.2),
 }
 
 
@@ -41,11 +50,13 @@ def final_returns(module, env: str, overrides: dict) -> np.ndarray:
 def main(names: list[str]) -> int:
     failed = 0
     for name in names or CHECKS:
-        module, env, overrides, mean_bar, seed_bar = CHECKS[name]
+        module, env, overrides, mean_bar, seed_bar, *high = CHECKS[name]
         final = final_returns(module, env, overrides)
         ok = final.mean() >= mean_bar and (seed_bar is None or final.min() >= seed_bar)
+        ok = ok and (not high or final.mean() <= high[0])
         failed += not ok
-        bars = f"mean >= {mean_bar}" + (f", every seed >= {seed_bar}" if seed_bar is not None else "")
+        bars = f"mean <= {high[0]}" if high else f"mean >= {mean_bar}"
+        bars += f", every seed >= {seed_bar}" if seed_bar is not None else ""
         print(f"{name:22s} {' '.join(f'{x:8.1f}' for x in final)}  mean {final.mean():8.1f}  ({bars}) "
               f"{'pass' if ok else 'FAIL'}", flush=True)
     return 1 if failed else 0

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common import devices, loop
 from conftest import REPO
 
@@ -30,6 +30,9 @@ CONFIGS = {
                         eval_every=2, eval_episodes=2)),
     "sac": (sac, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 40, num_steps=40, learning_starts=60,
                       batch_size=32, eval_every=2, eval_episodes=2)),
+    "ppo_rnn": (ppo_rnn, dict(env="CartPole-v1", num_seeds=3, hide_obs=(1, 3), total_timesteps=4 * 32 * 5, num_envs=4,
+                              num_steps=32, seq_len=8, burn_in=4, num_minibatches=4, gru_size=16, encoder_hidden=(16,),
+                              head_hidden=(16,), eval_every=2, eval_episodes=2)),
 }
 
 
@@ -84,7 +87,7 @@ def test_the_callback_detector_sees_a_callback():
     assert not has_host_callback(jax.jit(lambda x: x + 1).lower(1.0))
 
 
-@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac"])
+@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn"])
 def test_no_training_program_contains_a_host_callback(name):
     """Whole run, start and advance: without callbacks JAX's persistent cache can store them."""
     module, config = config_of(name)

@@ -18,7 +18,7 @@ from conftest import check_run_tools, run_python
 
 # --- registry -----------------------------------------------------------------------------------
 def test_registry_names_and_modules():
-    assert algos.names() == ["grpo", "impala", "ppo", "sac"]
+    assert algos.names() == ["grpo", "impala", "ppo", "ppo_rnn", "sac"]
     for name in algos.names():
         module = algos.get(name)
         assert module.__name__ == f"scanrl.algos.{name}"
@@ -28,7 +28,7 @@ def test_registry_names_and_modules():
 
 
 def test_registry_unknown_name_lists_the_names():
-    with pytest.raises(ValueError, match="unknown algorithm 'dqn'; scanrl has: grpo, impala, ppo, sac"):
+    with pytest.raises(ValueError, match="unknown algorithm 'dqn'; scanrl has: grpo, impala, ppo, ppo_rnn, sac"):
         algos.get("dqn")
 
 

@@ -1,0 +1,461 @@
+"""Recurrent PPO: PPO with a GRU, for tasks where the agent must remember (partial observability).
+
+The network is an MLP encoder, a GRU, then policy and value heads; the GRU's state resets
+to zeros where an episode starts. The rollout stores the state each step began with, so
+the update replays whole sequences: each environment's rollout is cut into chunks of
+`seq_len` steps (default: the whole rollout), each chunk starts from the state stored at
+its first step, and minibatches are sets of chunks (time is never shuffled). `burn_in` B
+first replays the B steps before a chunk (within the rollout) with the current parameters,
+without loss or gradient, to refresh that stored state (R2D2, Kapturowski et al. 2019).
+
+A truncated episode bootstraps from V(final observation) computed with the state the
+agent had at that step, not the reset one. In rl8's terms (`recurrent=True`), `seq_len`
+is rl8's `seq_len` (the length of the sequences a minibatch replays) and rl8's
+`seqs_per_state_reset` corresponds to how many chunks a rollout holds per environment
+(num_steps / seq_len): every chunk starts from the stored state at its first step here,
+rather than carrying a state through several sequences.
+Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXiv:1406.1078).
+
+    python algos/ppo_rnn.py --env CartPole-v1 --hide-obs 1 3 --num-seeds 4
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
+from scanrl.common import envs, loop, run
+from scanrl.common.nets import ACTIVATIONS, gru_apply, gru_init, mlp_apply, mlp_init
+from scanrl.common.run import RunConfig
+
+import distrax
+import jax
+import jax.numpy as jnp
+import optax
+
+
+# ---------------------------------------------------------------------------------------------
+# Config: hyperparameters (run settings: common/run.py's RunConfig, the same flat flags)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    env: str = "CartPole-v1"
+    """gymnax environment id; discrete and continuous (Box) action spaces both work."""
+    total_timesteps: int = 200_000
+    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition holds,
+    with learning-rate annealing off)."""
+    num_envs: int = 16
+    """parallel environments per seed."""
+    num_steps: int = 64
+    """steps per environment in each rollout (rollout = num_envs x num_steps transitions)."""
+    seq_len: int = 0
+    """length of the sequences the update replays (0: the whole rollout); must divide num_steps."""
+    burn_in: int = 0
+    """steps replayed before each sequence, without loss, to refresh its stored GRU state."""
+    num_epochs: int = 4
+    """passes over each rollout."""
+    num_minibatches: int = 4
+    """minibatches per epoch, each a set of whole sequences; must divide num_envs * num_steps / seq_len."""
+    learning_rate: float = 4e-3
+    """Adam step size."""
+    anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda (0: one-step TD, 1: Monte-Carlo)."""
+    clip_eps: float = 0.2
+    """PPO ratio clip range: ratios outside [1 - eps, 1 + eps] get no gradient."""
+    clip_value_loss: bool = True
+    """PPO2 value clipping: the new value may move at most clip_eps from the rollout's value."""
+    normalize_advantages: bool = True
+    """normalise advantages to zero mean, unit std within each minibatch."""
+    ent_coef: float = 0.01
+    """entropy bonus weight."""
+    vf_coef: float = 0.5
+    """value loss weight."""
+    max_grad_norm: float = 0.5
+    """clip the global gradient norm to this (0: no clipping)."""
+    encoder_hidden: tuple[int, ...] = (64,)
+    """layer sizes of the MLP between the observation and the GRU."""
+    gru_size: int = 64
+    """size of the GRU state."""
+    head_hidden: tuple[int, ...] = (64,)
+    """hidden layer sizes of the policy and value heads on the GRU's output."""
+    activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
+    """hidden-layer activation."""
+    run: RunConfig = field(default_factory=RunConfig)
+    """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
+
+    batch_size = property(lambda self: self.num_envs * self.num_steps)
+    sequence_length = property(lambda self: self.seq_len or self.num_steps)
+    num_sequences = property(lambda self: self.batch_size // self.sequence_length)
+    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
+
+    def data_parallel_sizes(self) -> dict[str, int]:
+        """Per-seed sizes that --data-parallel must divide."""
+        return {"--num-envs": self.num_envs,
+                "the sequences per minibatch (num_envs * num_steps / seq_len / num_minibatches)":
+                    self.num_sequences // self.num_minibatches}
+
+    def __post_init__(self):
+        run.check_values(
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size"),
+            nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm"),
+            within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
+        )
+        if self.num_steps % self.sequence_length:
+            raise ValueError(f"--seq-len {self.seq_len} does not divide --num-steps {self.num_steps}.")
+        if self.num_sequences % self.num_minibatches:
+            raise ValueError(f"the rollout holds {self.num_sequences} sequences (num_envs * num_steps / seq_len), not "
+                             f"divisible by --num-minibatches {self.num_minibatches}.")
+        run.check_budget(self, self.batch_size, "rollout")
+
+
+# Defaults: tuned on CartPole with its velocities hidden (--hide-obs 1 3) by learning-rate sweeps
+# (benchmarks/RESULTS.md). Continuous-action envs start from PPO's Pendulum settings, untuned here.
+PRESETS = {
+    "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10, num_minibatches=16,
+                       learning_rate=1e-3, gamma=0.95, ent_coef=0.0, eval_every=25),
+}
+
+
+def default_config(env: str = "CartPole-v1", **overrides) -> Config:
+    """Config for `env` (PRESETS["continuous"] for Box actions); `overrides` (hyperparameters
+    or run settings, flat) win."""
+    preset = PRESETS["continuous"] if envs.is_continuous(env) else {}
+    return run.build_config(Config, {**preset, **overrides, "env": env})
+
+
+# ---------------------------------------------------------------------------------------------
+# Network: encoder MLP -> GRU -> policy and value heads; a state-independent log-std for
+# continuous actions. One GRU serves both heads (one state to store and replay).
+# ---------------------------------------------------------------------------------------------
+def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    k_enc, k_gru, k_actor, k_critic = jax.random.split(key, 4)
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
+    enc_out = config.encoder_hidden[-1] if config.encoder_hidden else vec_env.obs_dim
+    params = {
+        "encoder": mlp_init(k_enc, (vec_env.obs_dim, *config.encoder_hidden)) if config.encoder_hidden else [],
+        "gru": gru_init(k_gru, enc_out, config.gru_size),
+        "actor": mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim), output_gain=0.01),
+        "critic": mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1), output_gain=1.0),
+    }
+    if not vec_env.discrete:
+        params["log_std"] = jnp.zeros(out_dim)
+    return params
+
+
+def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str) -> jax.Array:
+    """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim], start [...]
+    (obs begins an episode: the state resets to zeros first) -> the new state [..., H]."""
+    hidden = jnp.where(start[..., None], 0.0, hidden)
+    x = ACTIVATIONS[activation](mlp_apply(params["encoder"], obs, activation)) if params["encoder"] else obs
+    return gru_apply(params["gru"], hidden, x)
+
+
+def policy(params: dict, hidden: jax.Array, activation: str) -> distrax.Distribution:
+    """GRU state [..., H] -> action distribution with batch shape [...]."""
+    out = mlp_apply(params["actor"], hidden, activation)
+    if "log_std" not in params:
+        return distrax.Categorical(logits=out)
+    return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
+
+
+def value(params: dict, hidden: jax.Array, activation: str) -> jax.Array:
+    """GRU state [..., H] -> V [...]."""
+    return mlp_apply(params["critic"], hidden, activation)[..., 0]
+
+
+def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str) -> jax.Array:
+    """Replay a sequence: hidden [N, H] before its first step, obs [L, N, obs_dim], start
+    [L, N] -> the state after each step [L, N, H], resetting exactly where start is set."""
+    def step(h, inputs):
+        h = core(params, h, *inputs, activation)
+        return h, h
+    return jax.lax.scan(step, hidden, (obs, start))[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The math: pure functions (PPO's, as in ppo.py), tested in tests/test_ppo_rnn.py
+# ---------------------------------------------------------------------------------------------
+def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimation over a time-major rollout, inputs [T, N]:
+        delta_t = r_t + gamma * (1 - terminated_t) * V(s'_t) - V(s_t)
+        A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},  A_T = 0
+    next_values V(s'_t): the value of the observation step t reached (the final one where an
+    episode ended), from the GRU state after step t. Returns (advantages, targets A + V)."""
+    terminated, done = terminated.astype(rewards.dtype), done.astype(rewards.dtype)
+    deltas = rewards + gamma * (1.0 - terminated) * next_values - values
+
+    def backward(next_advantage, step):
+        delta, d = step
+        advantage = delta + gamma * gae_lambda * (1.0 - d) * next_advantage
+        return advantage, advantage
+
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, done), reverse=True)
+    return advantages, advantages + values
+
+
+def clipped_surrogate_loss(ratio, advantages, clip_eps) -> jax.Array:
+    """-mean(min(r A, clip(r, 1-eps, 1+eps) A)). Inputs [B]."""
+    return -jnp.minimum(ratio * advantages, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages).mean()
+
+
+def value_loss(values, old_values, targets, clip_eps=None) -> jax.Array:
+    """0.5 * mean((V - G)^2); with clip_eps, PPO2's pessimistic max with the clipped value. Inputs [B]."""
+    loss = (values - targets) ** 2
+    if clip_eps is not None:
+        clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+        loss = jnp.maximum(loss, (clipped - targets) ** 2)
+    return 0.5 * loss.mean()
+
+
+def approx_kl(log_ratio: jax.Array) -> jax.Array:
+    """KL(old || new) estimate mean((r - 1) - log r): unbiased, >= 0."""
+    return (jnp.exp(log_ratio) - 1.0 - log_ratio).mean()
+
+
+class Sequences(NamedTuple):
+    """Training sequences, leaves [S, L, ...] (S sequences of L steps); burn-in steps [S, B, ...]."""
+
+    hidden: jax.Array  # [S, H] GRU state stored at the first step (of the burn-in, if any)
+    obs: jax.Array
+    start: jax.Array  # obs begins an episode
+    action: jax.Array
+    log_prob: jax.Array  # log pi_old(action | history)
+    value: jax.Array  # V_old
+    advantage: jax.Array
+    target: jax.Array  # GAE value target
+    burn_obs: jax.Array  # [S, B, obs_dim] the B steps before the sequence
+    burn_start: jax.Array
+    burn_valid: jax.Array  # [S, B] steps that exist (the rollout's first sequence has none before it)
+
+
+def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
+    """The GRU state after each step of each sequence [S, L, H], from its stored state,
+    refreshed by the burn-in steps with the current parameters (no gradient through them)."""
+    hidden = seqs.hidden
+    if config.burn_in:
+        def burn(h, inputs):
+            obs, start, valid = inputs
+            return jnp.where(valid[:, None], core(params, h, obs, start, config.activation), h), None
+        swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+        hidden, _ = jax.lax.scan(burn, hidden, (swap(seqs.burn_obs), swap(seqs.burn_start), swap(seqs.burn_valid)))
+        hidden = jax.lax.stop_gradient(hidden)
+    states = unroll(params, hidden, jnp.swapaxes(seqs.obs, 0, 1), jnp.swapaxes(seqs.start, 0, 1), config.activation)
+    return jnp.swapaxes(states, 0, 1)
+
+
+def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, dict]:
+    """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy, over every step
+    of the replayed sequences; seqs.advantage is used as given (minibatch_gradient normalises it)."""
+    states = replay(params, seqs, config)  # [S, L, H]
+    dist = policy(params, states, config.activation)
+    log_ratio = dist.log_prob(seqs.action) - seqs.log_prob
+    ratio = jnp.exp(log_ratio).reshape(-1)
+    advantage = seqs.advantage.reshape(-1)
+    policy_loss = clipped_surrogate_loss(ratio, advantage, config.clip_eps)
+    v_clip = config.clip_eps if config.clip_value_loss else None
+    values = value(params, states, config.activation).reshape(-1)
+    v_loss = value_loss(values, seqs.value.reshape(-1), seqs.target.reshape(-1), v_clip)
+    entropy = dist.entropy().mean()
+    stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
+             "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean(),
+             # 0 at an update's first minibatch: the replay reproduces the rollout's log-probabilities
+             # (with data parallelism: the mean over devices of each device's maximum)
+             "max_abs_log_ratio": jnp.abs(log_ratio).max()}
+    return policy_loss + config.vf_coef * v_loss - config.ent_coef * entropy, stats
+
+
+def minibatch_gradient(params: dict, minibatch: Sequences, config: Config, data=devices.NO_DATA) -> tuple[dict, dict]:
+    """Gradient of ppo_loss over one minibatch of sequences (leaves [S, ...]) and the loss stats.
+    Advantages are normalised over the whole minibatch; with data parallelism each device
+    replays its share of the sequences and the gradients are averaged."""
+    if config.normalize_advantages:
+        adv = minibatch.advantage
+        minibatch = minibatch._replace(advantage=(adv - adv.mean()) / (adv.std() + 1e-8))
+    local = jax.tree.map(data.local, minibatch)
+    (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(data.varying(params), local, config)
+    return data.mean((grads, stats))
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+def make_optimizer(config: Config) -> optax.GradientTransformation:
+    """Global-norm clipping (if max_grad_norm > 0), Adam; the step size is a hyperparameter in
+    the optimizer state, set to the learning-rate schedule's value at the start of every update."""
+    def chain(learning_rate):
+        clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
+        return optax.chain(*clip, optax.scale_by_adam(eps=1e-5), optax.scale_by_learning_rate(learning_rate))
+    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
+
+
+def learn(params, opt_state, seqs: Sequences, key, config: Config, optimizer, data=devices.NO_DATA):
+    """num_epochs epochs of num_minibatches Adam steps; each epoch shuffles whole sequences.
+    seqs: leaves [num_sequences, ...]. Returns params, optimizer state and loss stats
+    [num_epochs, num_minibatches]."""
+
+    def update_minibatch(carry, minibatch):
+        params, opt_state = carry
+        grads, stats = minibatch_gradient(params, minibatch, config, data)
+        updates, opt_state = optimizer.update(grads, opt_state)
+        return (optax.apply_updates(params, updates), opt_state), stats
+
+    def update_epoch(carry, epoch_key):
+        order = jax.random.permutation(epoch_key, config.num_sequences)
+        shape = (config.num_minibatches, config.num_sequences // config.num_minibatches)
+        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), seqs))
+
+    (params, opt_state), stats = jax.lax.scan(update_epoch, (params, opt_state), jax.random.split(key, config.num_epochs))
+    return params, opt_state, stats
+
+
+def to_sequences(traj: "Transition", values, advantages, targets, config: Config) -> Sequences:
+    """Cut a rollout (leaves [T, N, ...]) into N * T / L sequences of L steps (env-major),
+    each with the GRU state stored at its first step and its B burn-in steps before it."""
+    L, B = config.sequence_length, config.burn_in
+    T, N = traj.start.shape
+    starts = jnp.arange(0, T, L)  # [T / L] first step of each sequence
+
+    def cut(x):  # [T, N, ...] -> [N * T / L, L, ...]
+        x = x.reshape((T // L, L) + x.shape[1:])  # [T/L, L, N, ...]
+        x = jnp.moveaxis(x, 2, 0)  # [N, T/L, L, ...]
+        return x.reshape((N * (T // L), L) + x.shape[3:])
+
+    first = jnp.maximum(starts - B, 0)  # the state a sequence's replay starts from
+    hidden = jnp.moveaxis(traj.hidden[first], 1, 0).reshape(N * (T // L), -1)
+    burn_index = starts[:, None] - B + jnp.arange(B)[None, :]  # [T/L, B]
+    burn = lambda x: jnp.moveaxis(x[jnp.maximum(burn_index, 0)], 2, 0).reshape((N * (T // L), B) + x.shape[2:])  # noqa: E731
+    burn_valid = jnp.broadcast_to(burn_index >= 0, (N,) + burn_index.shape).reshape(N * (T // L), B)
+    return Sequences(hidden=hidden, obs=cut(traj.obs), start=cut(traj.start), action=cut(traj.action),
+                     log_prob=cut(traj.log_prob), value=cut(values), advantage=cut(advantages), target=cut(targets),
+                     burn_obs=burn(traj.obs), burn_start=burn(traj.start), burn_valid=burn_valid)
+
+
+class Transition(NamedTuple):
+    """One rollout, leaves [T, N, ...]."""
+
+    hidden: jax.Array  # [T, N, H] the GRU state carried into the step (before any reset)
+    state: jax.Array  # [T, N, H] the GRU state after the step, which the policy acted on
+    obs: jax.Array  # [T, N, obs_dim]
+    start: jax.Array  # obs begins an episode (the state resets to zeros before this step)
+    action: jax.Array
+    log_prob: jax.Array
+    info: envs.StepInfo
+
+
+def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, config: Config):
+    """(V(s_t), advantages, value targets), each [T, N]. V(s'_t) is one more GRU step on the
+    final observation (final_obs [T, N, obs_dim]) from the state after step t, so a truncated
+    episode bootstraps with the state it had, not the reset one."""
+    info = traj.info
+    values = value(params, traj.state, config.activation)
+    after = core(params, traj.state, final_obs, jnp.zeros_like(traj.start), config.activation)
+    advantages, targets = gae(info.reward, values, value(params, after, config.activation), info.terminated,
+                              info.terminated | info.truncated, config.gamma, config.gae_lambda)
+    return values, advantages, targets
+
+
+class TrainState(NamedTuple):
+    params: dict
+    opt_state: optax.OptState
+    env_state: envs.VecEnvState
+    obs: jax.Array  # [N, *obs] observations the next rollout starts from
+    start: jax.Array  # [N] those observations begin an episode
+    hidden: jax.Array  # [N, H] the GRU state carried into the next rollout
+    key: jax.Array
+
+
+def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+    """Recurrent PPO's pieces for one seed (common/loop.py turns them into programs). `env`:
+    a gymnax-style env object to train on instead of config.env. With data parallelism each
+    device steps num_envs / D environments; rollouts are gathered, each device replays 1/D
+    of every minibatch's sequences and gradients are averaged."""
+    env, env_params = envs.resolve(config.env, env, env_params)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    optimizer = make_optimizer(config)
+    act_fn = config.activation
+    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
+        else optax.constant_schedule(config.learning_rate)
+
+    def init(key: jax.Array) -> TrainState:
+        k_params, k_reset, key = jax.random.split(key, 3)
+        params = init_params(k_params, config, vec_env)
+        obs, env_state = vec_env.reset(k_reset)
+        return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state, obs=obs,
+                          start=jnp.ones(vec_env.num_envs, bool), hidden=jnp.zeros((vec_env.num_envs, config.gru_size)),
+                          key=key)
+
+    def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
+        params = state.params
+        key, k_rollout, k_epochs = jax.random.split(state.key, 3)
+
+        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state.
+        def env_step(carry, step_key):
+            env_state, obs, start, hidden = carry
+            k_action, k_env = jax.random.split(step_key)
+            new_hidden = core(params, hidden, vec_env.flat_obs(obs), start, act_fn)
+            dist = policy(params, new_hidden, act_fn)
+            action = jax.vmap(lambda k, h: policy(params, h, act_fn).sample(seed=k))(
+                data.split_keys(k_action, config.num_envs), new_hidden)
+            log_prob = dist.log_prob(action)  # as the replay computes it, so that the ratio is exactly 1
+            next_obs, env_state, info = vec_env.step(k_env, env_state, action)
+            transition = Transition(hidden=hidden, state=new_hidden, obs=vec_env.flat_obs(obs), start=start,
+                                    action=action, log_prob=log_prob, info=info)
+            return (env_state, next_obs, info.terminated | info.truncated, new_hidden), transition
+
+        carry = (state.env_state, state.obs, state.start, state.hidden)
+        (env_state, next_obs, next_start, hidden), traj = jax.lax.scan(
+            env_step, carry, jax.random.split(k_rollout, config.num_steps))
+        info = traj.info
+
+        # 2. Advantages (bootstrapping with the pre-reset state), then sequences.
+        old_values, advantages, targets = rollout_advantages(params, traj, vec_env.flat_obs(info.final_obs), config)
+        # Sequences with the states stored at their first steps, [T, num_envs, ...] on every data device.
+        traj, old_values, advantages, targets = data.gather((traj, old_values, advantages, targets))
+        seqs = to_sequences(traj, old_values, advantages, targets, config)
+
+        # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
+        learning_rate = schedule(update_index)
+        opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
+        params, opt_state, loss_stats = learn(params, opt_state, seqs, k_epochs, config, optimizer, data)
+
+        metrics = {k: v.mean() for k, v in loss_stats.items()}
+        metrics.update(envs.episode_metrics(info, data), learning_rate=learning_rate)
+        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, start=next_start,
+                          hidden=hidden, key=key), metrics
+
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array):
+        """obs [N, *obs], hidden [N, H] (zeros at an episode's first step) -> (actions [N, ...], hidden)."""
+        params = policy_params["params"]
+        hidden = core(params, hidden, vec_env.flat_obs(obs), jnp.zeros(obs.shape[0], bool), act_fn)
+        dist = policy(params, hidden, act_fn)
+        return (dist.mode() if deterministic else dist.sample(seed=key)), hidden
+
+    return loop.Algorithm(
+        init=init, update=update, act=act, policy_params=lambda state: {"params": state.params},
+        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
+        init_carry=lambda n: jnp.zeros((n, config.gru_size)),
+    )
+
+
+def make_train(config: Config, env=None, env_params=None):
+    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run, one jitted
+    program, seeds vmapped and sharded over devices; metrics leaves [num_seeds, num_updates]."""
+    return loop.build(make_algorithm, config, env, env_params).train
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> dict:
+    """Flags -> Config -> the shared driver (common/run.py); returns summary.json's content."""
+    return run.main("ppo_rnn", Config, default_config, make_algorithm, __doc__, argv)
+
+
+if __name__ == "__main__":
+    main()
