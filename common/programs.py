@@ -144,12 +144,27 @@ def _read(path: Path) -> Any:
         return None
 
 
+_WARNED: set[Path] = set()
+
+
 def _write(path: Path, content: Any) -> None:
-    """Atomically (a rename), so a concurrent or killed writer never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
-        pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(f.name, path)
+    """Atomically (a rename), so a concurrent or killed writer never leaves half a file. A
+    folder that cannot be written (read-only, full) is a warning: the run goes on."""
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
+            temporary = f.name
+            pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except OSError as e:
+        if temporary:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+        if path.parent not in _WARNED:
+            _WARNED.add(path.parent)
+            print(f"warning: the compiled programs were not kept in {path.parent} ({e.strerror or e}); "
+                  f"the next start compiles again.", file=sys.stderr)
 
 
 def _load(content: Any, devices: list) -> Entry | None:

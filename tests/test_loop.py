@@ -185,3 +185,15 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
     edited, changed = run("edited")
     assert edited["program_cache"] == "miss"
     assert not all(np.array_equal(params[k], changed[k]) for k in params)
+
+
+def test_a_folder_that_cannot_keep_programs_is_one_warning_not_a_failure(tmp_path, capsys):
+    from scanrl.common import programs
+
+    blocker = tmp_path / "scanrl-programs"
+    blocker.write_text("a file where the folder would go")
+    programs._write(blocker / "a.ref", "key")
+    programs._write(blocker / "b.programs", {})
+    err = capsys.readouterr().err
+    assert err.count("warning: the compiled programs were not kept in") == 1, err
+    assert list(tmp_path.iterdir()) == [blocker]  # no temporary file left behind
