@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import mlp_apply, mlp_init
+from scanrl.common.nets import cnn_apply, cnn_init, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -77,6 +77,10 @@ class Config:
     """hidden layer sizes of the policy MLP."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
+    torso: Literal["auto", "mlp", "cnn"] = "auto"
+    """cnn: 3x3 convolutions read image observations [H, W, C], before the policy MLP; mlp: flatten them; auto: cnn for images."""
+    conv_channels: tuple[int, ...] = (16,)
+    """output channels of each convolution of the cnn torso."""
     run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
     """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
 
@@ -105,30 +109,41 @@ class Config:
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
-PRESETS = {"continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True, learning_rate=1e-3)}
+PRESETS = {
+    "continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True, learning_rate=1e-3),
+    # MinAtar (10x10xC frames): the conv torso; learning rate by sweep (RESULTS.md)
+    "minatar": dict(total_timesteps=2_000_000, learning_rate=1e-3, activation="relu", actor_hidden=(64,)),
+}
 
 
 def default_config(env: str = "CartPole-v1", **overrides) -> Config:
-    """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions;
-    `overrides` (hyperparameters or run settings, flat) win."""
-    preset = PRESETS["continuous"] if envs.is_continuous(env) else {}
+    """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
+    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win."""
+    preset = PRESETS.get(envs.preset_name(env), {})
     return run.build_config(Config, {**preset, **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: a policy MLP only (no critic); a state-independent log-std for continuous actions
+# Network: a policy MLP only (no critic), behind a conv torso for image observations; a
+# state-independent log-std for continuous actions
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    params, in_dim = {}, vec_env.obs_dim
+    if use_cnn(config.torso, vec_env.obs_shape):
+        key, k_torso = jax.random.split(key)
+        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
-    params = {"actor": mlp_init(key, (vec_env.obs_dim, *config.actor_hidden, out_dim), output_gain=0.01)}
+    params["actor"] = mlp_init(key, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
     if not vec_env.discrete:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
 
 def policy(params: dict, obs: jax.Array, activation: str) -> distrax.Distribution:
-    """obs [..., obs_dim] -> action distribution with batch shape [...]; log-std clamped to [-5, 2]."""
-    out = mlp_apply(params["actor"], obs, activation)
+    """obs [..., obs_dim] or images [..., H, W, C] (read by the conv torso) -> action distribution
+    with batch shape [...]; log-std clamped to [-5, 2]."""
+    x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+    out = mlp_apply(params["actor"], x, activation)
     if "log_std" not in params:
         return distrax.Categorical(logits=out)
     return distrax.MultivariateNormalDiag(out, jnp.exp(jnp.clip(params["log_std"], -5.0, 2.0)))
@@ -297,13 +312,15 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
     optimizer = make_optimizer(config)
     act_fn = config.activation
+    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    def observe(stats, obs):  # what the policy sees
+    def observe(stats, obs):  # what the policy sees: flat vectors, or images for the conv torso
         obs = vec_env.flat_obs(obs)
-        return envs.normalize(stats, obs) if config.normalize_obs else obs
+        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
+        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

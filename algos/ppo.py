@@ -16,7 +16,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import mlp_apply, mlp_init
+from scanrl.common.nets import cnn_apply, cnn_init, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -77,6 +77,11 @@ class Config:
     """hidden layer sizes of the value MLP."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
+    torso: Literal["auto", "mlp", "cnn"] = "auto"
+    """cnn: 3x3 convolutions read image observations [H, W, C], shared by the policy and value MLPs;
+    mlp: flatten them; auto: cnn for images."""
+    conv_channels: tuple[int, ...] = (16,)
+    """output channels of each convolution of the cnn torso."""
     run: RunConfig = field(default_factory=RunConfig)
     """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
 
@@ -107,42 +112,54 @@ PRESETS = {
     "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10, num_minibatches=32,
                        learning_rate=1e-3, gamma=0.95, ent_coef=0.0, normalize_obs=True, normalize_reward=True,
                        eval_every=25),
+    # MinAtar (10x10xC frames): the conv torso, PureJaxRL's MinAtar rollout shape; learning rate by sweep (RESULTS.md)
+    "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4, num_minibatches=8,
+                    learning_rate=2e-3, activation="relu", actor_hidden=(64,), critic_hidden=(64,)),
 }
 
 
 def default_config(env: str = "CartPole-v1", **overrides) -> Config:
-    """Config for `env`: PureJaxRL's CartPole settings, or PRESETS["continuous"] for Box actions;
-    `overrides` (hyperparameters or run settings, flat) win."""
-    preset = PRESETS["continuous"] if envs.is_continuous(env) else {}
+    """Config for `env`: PureJaxRL's CartPole settings, or PRESETS["continuous"] for Box actions,
+    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win."""
+    preset = PRESETS.get(envs.preset_name(env), {})
     return run.build_config(Config, {**preset, **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: separate policy and value MLPs; a state-independent log-std for continuous actions
+# Network: separate policy and value MLPs, behind one shared conv torso for image observations
+# (the convolutions are most of the compute, as in CleanRL's Atari PPO); a state-independent
+# log-std for continuous actions
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    params, in_dim = {}, vec_env.obs_dim
+    if use_cnn(config.torso, vec_env.obs_shape):
+        key, k_torso = jax.random.split(key)
+        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     k_actor, k_critic = jax.random.split(key)
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
-    params = {
-        "actor": mlp_init(k_actor, (vec_env.obs_dim, *config.actor_hidden, out_dim), output_gain=0.01),
-        "critic": mlp_init(k_critic, (vec_env.obs_dim, *config.critic_hidden, 1), output_gain=1.0),
-    }
+    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
+    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
     if not vec_env.discrete:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
 
+def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """obs [..., obs_dim] (itself) or images [..., H, W, C] (the conv torso's output) -> [..., F]."""
+    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+
+
 def policy(params: dict, obs: jax.Array, activation: str) -> distrax.Distribution:
-    """obs [..., obs_dim] -> action distribution with batch shape [...]."""
-    out = mlp_apply(params["actor"], obs, activation)
+    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...]."""
+    out = mlp_apply(params["actor"], features(params, obs, activation), activation)
     if "log_std" not in params:
         return distrax.Categorical(logits=out)
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
 
 
 def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] -> V(obs) [...]."""
-    return mlp_apply(params["critic"], obs, activation)[..., 0]
+    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]."""
+    return mlp_apply(params["critic"], features(params, obs, activation), activation)[..., 0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,13 +324,15 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
     optimizer = make_optimizer(config)
     act_fn = config.activation
+    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    def observe(stats, obs):  # what the networks see
+    def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
         obs = vec_env.flat_obs(obs)
-        return envs.normalize(stats, obs) if config.normalize_obs else obs
+        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
+        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

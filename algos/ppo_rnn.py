@@ -26,7 +26,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import ACTIVATIONS, gru_apply, gru_init, mlp_apply, mlp_init
+from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -85,6 +85,11 @@ class Config:
     """hidden layer sizes of the policy and value heads on the GRU's output."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
+    torso: Literal["auto", "mlp", "cnn"] = "auto"
+    """cnn: 3x3 convolutions read image observations [H, W, C] before the encoder MLP; mlp: flatten
+    them; auto: cnn for images."""
+    conv_channels: tuple[int, ...] = (16,)
+    """output channels of each convolution of the cnn torso."""
     run: RunConfig = field(default_factory=RunConfig)
     """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
 
@@ -118,40 +123,48 @@ class Config:
 PRESETS = {
     "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10, num_minibatches=16,
                        learning_rate=1e-3, gamma=0.95, ent_coef=0.0, eval_every=25),
+    # MinAtar: ppo.py's MinAtar preset (conv torso), not tuned for the recurrent network
+    "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4, num_minibatches=8,
+                    learning_rate=5e-4, activation="relu"),
 }
 
 
 def default_config(env: str = "CartPole-v1", **overrides) -> Config:
-    """Config for `env` (PRESETS["continuous"] for Box actions); `overrides` (hyperparameters
-    or run settings, flat) win."""
-    preset = PRESETS["continuous"] if envs.is_continuous(env) else {}
+    """Config for `env` (PRESETS["continuous"] for Box actions, PRESETS["minatar"] for MinAtar);
+    `overrides` (hyperparameters or run settings, flat) win."""
+    preset = PRESETS.get(envs.preset_name(env), {})
     return run.build_config(Config, {**preset, **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: encoder MLP -> GRU -> policy and value heads; a state-independent log-std for
-# continuous actions. One GRU serves both heads (one state to store and replay).
+# Network: (conv torso for image observations ->) encoder MLP -> GRU -> policy and value heads;
+# a state-independent log-std for continuous actions. One GRU serves both heads (one state to
+# store and replay).
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    params, in_dim = {}, vec_env.obs_dim
+    if use_cnn(config.torso, vec_env.obs_shape):
+        key, k_torso = jax.random.split(key)
+        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     k_enc, k_gru, k_actor, k_critic = jax.random.split(key, 4)
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
-    enc_out = config.encoder_hidden[-1] if config.encoder_hidden else vec_env.obs_dim
-    params = {
-        "encoder": mlp_init(k_enc, (vec_env.obs_dim, *config.encoder_hidden)) if config.encoder_hidden else [],
-        "gru": gru_init(k_gru, enc_out, config.gru_size),
-        "actor": mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim), output_gain=0.01),
-        "critic": mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1), output_gain=1.0),
-    }
+    enc_out = config.encoder_hidden[-1] if config.encoder_hidden else in_dim
+    params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) if config.encoder_hidden else []
+    params["gru"] = gru_init(k_gru, enc_out, config.gru_size)
+    params["actor"] = mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim), output_gain=0.01)
+    params["critic"] = mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1), output_gain=1.0)
     if not vec_env.discrete:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
 
 def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str) -> jax.Array:
-    """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim], start [...]
-    (obs begins an episode: the state resets to zeros first) -> the new state [..., H]."""
+    """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim] or images
+    [..., H, W, C], start [...] (obs begins an episode: the state resets to zeros first) -> the
+    new state [..., H]."""
     hidden = jnp.where(start[..., None], 0.0, hidden)
-    x = ACTIVATIONS[activation](mlp_apply(params["encoder"], obs, activation)) if params["encoder"] else obs
+    x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+    x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) if params["encoder"] else x
     return gru_apply(params["gru"], hidden, x)
 
 
@@ -378,6 +391,8 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
     optimizer = make_optimizer(config)
     act_fn = config.activation
+    # what the network reads: flat vectors, or images for the conv torso (ValueError for cnn without images)
+    observe = (lambda obs: obs) if use_cnn(config.torso, vec_env.obs_shape) else vec_env.flat_obs
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
@@ -398,13 +413,13 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         def env_step(carry, step_key):
             env_state, obs, start, hidden = carry
             k_action, k_env = jax.random.split(step_key)
-            new_hidden = core(params, hidden, vec_env.flat_obs(obs), start, act_fn)
+            new_hidden = core(params, hidden, observe(obs), start, act_fn)
             dist = policy(params, new_hidden, act_fn)
             action = jax.vmap(lambda k, h: policy(params, h, act_fn).sample(seed=k))(
                 data.split_keys(k_action, config.num_envs), new_hidden)
             log_prob = dist.log_prob(action)  # as the replay computes it, so that the ratio is exactly 1
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
-            transition = Transition(hidden=hidden, state=new_hidden, obs=vec_env.flat_obs(obs), start=start,
+            transition = Transition(hidden=hidden, state=new_hidden, obs=observe(obs), start=start,
                                     action=action, log_prob=log_prob, info=info)
             return (env_state, next_obs, info.terminated | info.truncated, new_hidden), transition
 
@@ -414,7 +429,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         info = traj.info
 
         # 2. Advantages (bootstrapping with the pre-reset state), then sequences.
-        old_values, advantages, targets = rollout_advantages(params, traj, vec_env.flat_obs(info.final_obs), config)
+        old_values, advantages, targets = rollout_advantages(params, traj, observe(info.final_obs), config)
         # Sequences with the states stored at their first steps, [T, num_envs, ...] on every data device.
         traj, old_values, advantages, targets = data.gather((traj, old_values, advantages, targets))
         seqs = to_sequences(traj, old_values, advantages, targets, config)
@@ -432,7 +447,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array):
         """obs [N, *obs], hidden [N, H] (zeros at an episode's first step) -> (actions [N, ...], hidden)."""
         params = policy_params["params"]
-        hidden = core(params, hidden, vec_env.flat_obs(obs), jnp.zeros(obs.shape[0], bool), act_fn)
+        hidden = core(params, hidden, observe(obs), jnp.zeros(obs.shape[0], bool), act_fn)
         dist = policy(params, hidden, act_fn)
         return (dist.mode() if deterministic else dist.sample(seed=key)), hidden
 

@@ -88,6 +88,14 @@ def is_continuous(env_id: str) -> bool:
     return env_id in registered_envs() and not is_discrete(*make(env_id))
 
 
+def preset_name(env_id: str) -> str | None:
+    """Which of an algorithm's PRESETS an env id starts from: "minatar" for the MinAtar games
+    (image observations), "continuous" for Box actions, None for the rest."""
+    if env_id.endswith("-MinAtar"):
+        return "minatar"
+    return "continuous" if is_continuous(env_id) else None
+
+
 def resolve(env_id: str, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
     """The env an algorithm trains on: a user's own gymnax-style `env` object (with its
     `env_params`, default `env.default_params`) or else the gymnax id `env_id`."""

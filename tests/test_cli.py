@@ -36,10 +36,28 @@ def test_help_shows_continuous_defaults_for_a_continuous_env(python_process):
     assert "0.95" in proc.stdout and "1000000" in proc.stdout.replace("_", "")
 
 
+@pytest.mark.parametrize("algo", [ppo, impala, grpo])
+def test_help_shows_the_minatar_preset_for_a_minatar_env(python_process, algo):
+    proc = python_process([algo.__file__, "--env", "SpaceInvaders-MinAtar", "--help"])
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+
+    def default_of(flag):  # the "(default: ...)" at the end of the flag's help
+        return text.split(f"{flag} ")[1].split("(default: ")[1].split(")")[0]
+
+    preset = algo.PRESETS["minatar"]
+    assert default_of("--learning-rate") == str(preset["learning_rate"]) != str(algo.Config.learning_rate)
+    assert default_of("--activation") == "relu" and default_of("--torso") == "auto"
+    assert default_of("--total-timesteps") == str(preset["total_timesteps"])
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
         (["--env", "CartPol-v1"], "Did you mean 'CartPole-v1'"),
+        (["--torso", "cnn"], "--torso cnn needs image observations [H, W, C], but this env's have shape [4]"),
+        (["--env", "Breakout-MinAtar", "--conv-channels", "8", "8", "8", "8", "8", "--total-timesteps", "8192"],
+         "--conv-channels (8, 8, 8, 8, 8): 5 3x3 convolutions do not fit a 10x10 image"),
         (["--num-envs", "3", "--num-steps", "5", "--num-minibatches", "4"], "not divisible by --num-minibatches"),
         (["--learning-rate", "0"], "--learning-rate must be positive"),
         (["--learning-rate", "-1e-3"], "--learning-rate must be positive"),

@@ -24,9 +24,10 @@ CONFIGS = {
                       eval_every=2, eval_episodes=2)),
     "ppo_data_parallel": (ppo, dict(env="Pendulum-v1", num_seeds=1, data_parallel=2, total_timesteps=16 * 32 * 5,
                                     num_steps=32, num_minibatches=8, num_epochs=2, eval_every=2, eval_episodes=2)),
-    "impala": (impala, dict(env="CartPole-v1", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
+    # image observations through the conv torso (--torso auto) for IMPALA and GRPO
+    "impala": (impala, dict(env="Breakout-MinAtar", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
                             actor_lag=2, eval_every=2, eval_episodes=2)),
-    "grpo": (grpo, dict(env="CartPole-v1", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
+    "grpo": (grpo, dict(env="SpaceInvaders-MinAtar", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
                         eval_every=2, eval_episodes=2)),
     "sac": (sac, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 40, num_steps=40, learning_starts=60,
                       batch_size=32, eval_every=2, eval_episodes=2)),

@@ -157,3 +157,16 @@ def test_cartpole_learns(tmp_path):
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
     check_run_tools(summary["run_dir"])
 
+
+
+def test_minatar_conv_torso_beats_the_mlp_at_the_same_budget(tmp_path):
+    """SpaceInvaders-MinAtar with the MinAtar preset, seeds 0-1, 163,840 steps each (20 updates):
+    the conv torso (--torso auto) ends clearly above the same preset on the flattened frame
+    (measured: 14.5 and 16.5 against 12.7 and 11.3)."""
+    returns = {}
+    for torso in ("auto", "mlp"):
+        config = ppo.default_config("SpaceInvaders-MinAtar", torso=torso, num_seeds=2, total_timesteps=163_840,
+                                    log_every=0, eval_every=0, out_dir=str(tmp_path / torso))
+        returns[torso] = train_and_write("ppo", config, ppo.make_algorithm)["final_return_per_seed"]
+    assert min(returns["auto"]) > max(returns["mlp"]), returns
+    assert np.mean(returns["auto"]) > np.mean(returns["mlp"]) + 2.0, returns
