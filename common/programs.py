@@ -59,7 +59,7 @@ NOT_IN_PROGRAM = frozenset({"seed", "resume", "config", "out_dir", "checkpoint_e
 class Entry:
     start: Any  # jax.stages.Compiled
     advance: Any
-    state: Any  # the state's pytree of (shape, dtype)
+    state: Any  # the state's pytree of ShapeDtypeStructs, without shardings
     metric_names: list[str]
     largest_array_bytes: int  # for run.check_memory
 
@@ -206,16 +206,21 @@ def _fresh_compiles():
         compilation_cache.reset_cache()
 
 
+def metric_names(lowered_advance: Any) -> list[str]:
+    """The metrics an advance program reports (names starting with "_" are the driver's own)."""
+    return [k for k in lowered_advance.out_info[1] if not k.startswith("_")]
+
+
 def compile_and_keep(key: str, lowered_start: Any, lowered_advance: Any, state: Any, largest_array_bytes: int
                      ) -> Entry:
     """Compile both programs afresh and keep them under `key`."""
     with _fresh_compiles():
         start, advance = lowered_start.compile(), lowered_advance.compile()
-    metric_names = [k for k in lowered_advance.out_info[1] if not k.startswith("_")]
-    entry = Entry(start=start, advance=advance, state=state, metric_names=metric_names,
+    names = metric_names(lowered_advance)
+    entry = Entry(start=start, advance=advance, state=state, metric_names=names,
                   largest_array_bytes=largest_array_bytes)
     _write(folder() / f"{key}.programs", {
         "start": serialize_executable.serialize(start), "advance": serialize_executable.serialize(advance),
-        "state": state, "metric_names": metric_names, "largest_array_bytes": largest_array_bytes,
+        "state": state, "metric_names": names, "largest_array_bytes": largest_array_bytes,
     })
     return entry

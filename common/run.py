@@ -251,8 +251,7 @@ class Prepared:
         if self.cache == "hit":
             return self.start, self.advance, self.metric_names
         if self.source_key is None:
-            names = [k for k in self.advance.out_info[1] if not k.startswith("_")]
-            return self.start.compile(), self.advance.compile(), names
+            return self.start.compile(), self.advance.compile(), programs.metric_names(self.advance)
         mesh_devices = list(self.program.layout.mesh.devices.flat)
         key = programs.program_key(self.start, self.advance, mesh_devices, devices.COMPILER_OPTIONS)
         entry, self.cache = programs.load_program(key, mesh_devices), "program"
