@@ -78,7 +78,8 @@ class Config:
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
     torso: Literal["auto", "mlp", "cnn"] = "auto"
-    """cnn: 3x3 convolutions read image observations [H, W, C], before the policy MLP; mlp: flatten them; auto: cnn for images."""
+    """cnn: 3x3 convolutions read image observations [H, W, C] before the policy MLP; mlp: flatten
+    them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
     run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
