@@ -123,7 +123,7 @@ class Config:
 PRESETS = {
     "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10, num_minibatches=16,
                        learning_rate=1e-3, gamma=0.95, ent_coef=0.0, eval_every=25),
-    # MinAtar: ppo.py's MinAtar preset (conv torso), not tuned for the recurrent network
+    # MinAtar: ppo.py's MinAtar rollout shape (conv torso) at a lower learning rate; not tuned
     "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4, num_minibatches=8,
                     learning_rate=5e-4, activation="relu"),
 }
