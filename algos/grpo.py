@@ -112,8 +112,11 @@ class Config:
 # Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
 PRESETS = {
     "continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True, learning_rate=1e-3),
-    # MinAtar (10x10xC frames): the conv torso; learning rate by sweep (RESULTS.md)
-    "minatar": dict(total_timesteps=2_000_000, learning_rate=1e-3, activation="relu", actor_hidden=(64,)),
+    # MinAtar (10x10xC frames): the conv torso; 128-step windows that carry on without resets and
+    # train on every step (with 512-step reset windows, 1e6 steps were 30 updates and nothing learned;
+    # a short reset window would only ever train an episode's opening); window and rate by sweep (RESULTS.md)
+    "minatar": dict(total_timesteps=2_000_000, num_steps=128, reset_every_rollout=False, truncate_at_first_done=False,
+                    learning_rate=6e-3, activation="relu", actor_hidden=(64,)),
 }
 
 
