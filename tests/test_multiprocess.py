@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -138,6 +139,7 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     try:
         while not list((tmp_path / "p0").glob("*/checkpoints/update_*.npz")):
             assert all(p.poll() is None for p in procs), procs[0].communicate()[1][-3000:]
+            time.sleep(0.01)  # a busy wait would take a core from the two processes it waits for
         procs[1].send_signal(signal.SIGINT)
         outputs = [p.communicate(timeout=300) for p in procs]
     finally:
