@@ -1,6 +1,7 @@
 """MinAtar on the CPU, per wall-second: PPO's MinAtar preset with the conv torso, the same conv at
-stride 2 (an experiment: not a flag; this script swaps the torso functions in), and the
-flattened-frame MLP, each run for a number of env steps chosen so the runs take about as long.
+stride 2 or followed by a 2x2 max-pool (experiments, not flags: this script swaps the torso
+functions in), and the flattened-frame MLP, each run for a number of env steps chosen so the
+runs take about as long.
 
 One run per line, seeds 0..N-1 vmapped in one program, no evaluation; wall = compile + training
 (one call of the whole-run program). Final return: training episodes over the last 10% of
@@ -8,6 +9,7 @@ updates, per seed.
 
     python benchmarks/minatar_wall.py base SpaceInvaders-MinAtar 500000 2
     python benchmarks/minatar_wall.py stride2 SpaceInvaders-MinAtar 1600000 2
+    python benchmarks/minatar_wall.py pool2 SpaceInvaders-MinAtar 1000000 2
     python benchmarks/minatar_wall.py mlp SpaceInvaders-MinAtar 1600000 2
 """
 
@@ -22,7 +24,7 @@ from scanrl.algos import ppo
 from scanrl.common import devices, loop, nets
 
 variant, env, steps, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-assert variant in ("base", "stride2", "mlp"), variant
+assert variant in ("base", "stride2", "pool2", "mlp"), variant
 
 
 def stride2_init(key, image_shape, channels, kernel=3):
@@ -42,8 +44,18 @@ def stride2_apply(params, x, activation="relu"):
     return x.reshape(batch + (-1,))
 
 
+def pool2_apply(params, x, activation="relu"):
+    """x [..., 10, 10, C] -> [..., 4 * 4 * C_out]: nets.cnn_apply's 8x8 map, then 2x2 max-pooling."""
+    batch = x.shape[:-3]
+    x = nets.cnn_apply(params, x, activation).reshape((-1, 8, 8, params[0]["w"].shape[-1]))
+    x = x.reshape(x.shape[0], 4, 2, 4, 2, x.shape[-1]).max(axis=(2, 4))
+    return x.reshape(batch + (-1,))
+
+
 if variant == "stride2":
     ppo.cnn_init, ppo.cnn_apply = stride2_init, stride2_apply
+if variant == "pool2":  # the same parameters as stride 2 (one conv layer, 4 x 4 x C_out features)
+    ppo.cnn_init, ppo.cnn_apply = stride2_init, pool2_apply
 config = ppo.default_config(env, num_seeds=seeds, total_timesteps=steps, log_every=0, eval_every=0,
                             torso="mlp" if variant == "mlp" else "auto")
 start = time.time()
