@@ -9,7 +9,7 @@ updates, per seed.
 
     python benchmarks/minatar_wall.py base SpaceInvaders-MinAtar 500000 2
     python benchmarks/minatar_wall.py stride2 SpaceInvaders-MinAtar 1600000 2
-    python benchmarks/minatar_wall.py pool2 SpaceInvaders-MinAtar 1000000 2
+    python benchmarks/minatar_wall.py pool2 SpaceInvaders-MinAtar 500000 2
     python benchmarks/minatar_wall.py mlp SpaceInvaders-MinAtar 1600000 2
 """
 
