@@ -90,7 +90,8 @@ def test_the_data_axis_across_two_processes_equals_one_process_with_two_devices(
 
 def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path):
     """SAC's data axis across two processes: each steps one environment into its own replay
-    buffer and samples half of every batch; equal to one process with two devices."""
+    buffer and samples half of every batch; equal to one process with two devices (itself a
+    --data-parallel 2 run: every device steps its own environments into its own buffer)."""
     args = ["--num-envs", "2", "--num-steps", "50", "--total-timesteps", "400", "--learning-starts", "100",
             "--batch-size", "64", "--data-parallel", "2", "--eval-every", "2", "--log-every", "4", "--no-compile-cache"]
     results = run_two_processes(tmp_path / "multi", args, script="algos/sac.py")
@@ -100,6 +101,8 @@ def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path)
     (multi_dir,) = (tmp_path / "multi" / "p0").iterdir()
     single_dir = run_one_process(tmp_path / "single", args, script="algos/sac.py")
     assert json.loads((multi_dir / "summary.json").read_text())["processes"] == 2
+    single_summary = json.loads((single_dir / "summary.json").read_text())
+    assert "split over 2 device(s)" in single_summary["layout"] and single_summary["final_return_mean"] is not None
     multi, single = np.load(multi_dir / "metrics.npz"), np.load(single_dir / "metrics.npz")
     for k in ("critic_loss", "actor_loss", "alpha", "episode_return", "eval_return"):
         assert multi[k].shape == (1, 4)

@@ -292,18 +292,6 @@ def test_data_parallel_update_equals_one_device(on_devices):
             assert results[shards]["stats"][k] == pytest.approx(v, rel=2e-5, abs=1e-6), k
 
 
-def test_data_parallel_run_trains(python_process, tmp_path):
-    """--data-parallel 2: every device steps its own environments into its own buffer."""
-    proc = python_process(
-        ["algos/sac.py", "--num-envs", "2", "--num-steps", "50", "--total-timesteps", "400", "--learning-starts", "100",
-         "--data-parallel", "2", "--log-every", "0", "--out-dir", str(tmp_path)],
-        env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
-    assert "split over 2 device(s)" in summary["layout"] and summary["final_return_mean"] is not None
-
-
 # --- command line -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args,message",
