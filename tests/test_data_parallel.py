@@ -1,4 +1,5 @@
-"""Data parallelism: a seed's environments split over 2 or 4 devices give the single-device update."""
+"""Seeds sharded over devices and a seed's environments split over 2 or 4 devices (data
+parallelism) give the single-device update and run."""
 
 import textwrap
 
@@ -59,17 +60,22 @@ SHORT_RUN = textwrap.dedent(
     import jax
     from scanrl.algos import ppo
     from scanrl.common import devices, loop
-    env_id, num_seeds = sys.argv[1], int(sys.argv[2])
+    env_id = sys.argv[1]
+    # one device; seeds over 4 devices; 2 seed shards x 2 data devices; one seed shard x 4 data devices
+    layouts = {"1": (1, 1), "seeds": (4, 1), "2": (4, 2), "4": (4, 4)}
     results = {}
-    for shards in (1, 2, 4):
-        config = ppo.default_config(env_id, num_seeds=num_seeds, num_envs=8, num_steps=32,
-                                    total_timesteps=8 * 32 * 3, num_minibatches=4, num_epochs=2,
-                                    eval_every=3, eval_episodes=4, log_every=0, data_parallel=shards)
+    for name, (num_devices, shards) in layouts.items():
+        config = ppo.default_config(env_id, num_seeds=8, num_envs=8, num_steps=32, total_timesteps=8 * 32 * 3,
+                                    num_minibatches=4, num_epochs=2, eval_every=3, eval_episodes=4, log_every=0,
+                                    num_devices=num_devices, data_parallel=shards)
         program = loop.build(ppo.make_algorithm, config)
-        assert program.layout.data_parallel == shards, program.layout.describe()
-        out = jax.device_get(program.train(devices.seed_keys(0, num_seeds)))
-        results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
-        results[shards]["first_param"] = jax.tree.leaves(out["policy"]["params"])[0].tolist()
+        layout = program.layout
+        results[name] = {"layout": [layout.seed_shards, layout.data_parallel, layout.seeds_per_shard]}
+        out = jax.device_get(program.train(devices.seed_keys(0, 8)))
+        results[name].update({k: v.tolist() for k, v in out["metrics"].items()})
+        results[name]["first_param"] = jax.tree.leaves(out["policy"]["params"])[0].tolist()
+        if "log_std" in out["policy"]["params"]:
+            results[name]["log_std"] = out["policy"]["params"]["log_std"].tolist()
     print("RESULT" + json.dumps(results))
     """
 )
@@ -87,11 +93,23 @@ def test_gradient_and_update_on_a_fixed_batch_match_one_device():
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=f"{env}, {shards} shards")
 
 
-def test_short_run_matches_one_device():
-    """Three updates with rollouts, GAE, observation/reward normalisation (Pendulum) and
-    evaluation: every metric agrees closely whatever the split. Pendulum runs 2 seeds so
-    that with 2 shards the mesh is 2 seeds x 2 data devices."""
-    for results in run_cases_on_devices(SHORT_RUN, [("CartPole-v1", 1), ("Pendulum-v1", 2)]):
-        assert_shards_match_one_device(
-            results, ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return", "first_param")
-        )
+def test_short_runs_on_every_layout_match_one_device():
+    """8 seeds, three updates with rollouts, GAE, observation/reward normalisation (Pendulum)
+    and evaluation, on CartPole and Pendulum: seeds sharded over 4 devices (2 each), 2 seed
+    shards x 2 data devices, and one seed's environments over 4 devices all give the one-device
+    result, seed by seed.
+
+    Pendulum's policy has a log-std parameter created from a constant: under shard_map with
+    check_vma on, its gradient would be summed over devices and seeds would mix."""
+    keys = ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return", "first_param")
+    for env, results in zip(ENVS, run_cases_on_devices(SHORT_RUN, [(env,) for env in ENVS])):
+        assert [results[name]["layout"] for name in ("1", "seeds", "2", "4")] == [[1, 1, 8], [4, 1, 2], [2, 2, 4], [1, 4, 8]]
+        for k in keys:  # seeds alone on other devices: the same per-seed program
+            np.testing.assert_allclose(np.array(results["seeds"][k], float), np.array(results["1"][k], float),
+                                       rtol=1e-5, atol=1e-6, err_msg=f"{env}: {k}, seeds over 4 devices")
+        assert_shards_match_one_device(results, keys)
+        if env == "Pendulum-v1":
+            for name in ("seeds", "2", "4"):
+                np.testing.assert_allclose(results[name]["log_std"], results["1"]["log_std"], rtol=1e-5, atol=1e-7)
+            log_std = np.array(results["seeds"]["log_std"])
+            assert not np.allclose(log_std[0], log_std[1])  # seeds kept apart

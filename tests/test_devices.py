@@ -1,50 +1,11 @@
-"""Seeds sharded over several devices give the same per-seed results as one device."""
+"""How seeds and environments are laid out over devices. (That every layout trains as one device
+does: test_data_parallel.py.)"""
 
 import textwrap
 
-import numpy as np
 import pytest
 
 from scanrl.common import devices
-from conftest import run_cases_on_devices
-
-WORKER = textwrap.dedent(
-    """
-    import json, sys
-    import jax
-    from scanrl.algos import ppo
-    from scanrl.common import devices
-    assert len(jax.devices()) == 4, jax.devices()
-    env, num_devices = sys.argv[1], int(sys.argv[2])
-    config = ppo.default_config(env, num_seeds=8, total_timesteps=4 * 32 * 3, num_envs=4, num_steps=32,
-                                num_minibatches=4, num_epochs=2, eval_every=0, log_every=0,
-                                num_devices=num_devices)
-    train = ppo.make_train(config)
-    out = jax.device_get(train(devices.seed_keys(0, 8)))
-    result = {k: v.tolist() for k, v in out["metrics"].items()}
-    if "log_std" in out["policy"]["params"]:
-        result["log_std"] = out["policy"]["params"]["log_std"].tolist()
-    print("RESULT" + json.dumps(result))
-    """
-)
-
-
-def test_four_devices_match_one_device():
-    """8 seeds over 4 devices (2 each) equal 8 seeds on one device, seed by seed, on
-    CartPole and Pendulum (one process runs the four programs).
-
-    Pendulum's policy has a log-std parameter created from a constant: under shard_map
-    with check_vma on, its gradient would be summed over devices and seeds would mix.
-    """
-    cases = [("CartPole-v1", 4), ("CartPole-v1", 1), ("Pendulum-v1", 4), ("Pendulum-v1", 1)]
-    results = [{k: np.array(v) for k, v in r.items()} for r in run_cases_on_devices(WORKER, cases)]
-    for env, four, one in (("CartPole-v1", *results[:2]), ("Pendulum-v1", *results[2:])):
-        for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return"):
-            np.testing.assert_allclose(four[k], one[k], rtol=1e-5, atol=1e-6, err_msg=f"{env}: {k}")
-        if env == "Pendulum-v1":
-            np.testing.assert_allclose(four["log_std"], one["log_std"], rtol=1e-5, atol=1e-7)
-            assert not np.allclose(four["log_std"][0], four["log_std"][1])  # seeds kept apart
-
 
 LAYOUTS = textwrap.dedent(
     """
