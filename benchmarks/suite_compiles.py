@@ -3,7 +3,9 @@ workers and in every process the tests start, summed per test and per jitted fun
 
 A `sitecustomize` module on PYTHONPATH (so every Python process of the run loads it)
 registers a `jax.monitoring` listener that appends one JSON line per event to a log; then
-the events are added up and set beside pytest's own durations.
+the events are added up and set beside pytest's own durations. It also counts, by JAX's
+persistent-cache key, how many distinct programs were compiled and which were compiled again
+(a program two tests could have shared but did not).
 
     python benchmarks/suite_compiles.py                  # the README's test command
     python benchmarks/suite_compiles.py tests/test_loop.py -n 1
@@ -34,6 +36,33 @@ def _listener(event, duration, **kw):
                                 "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
                                 "fun": str(kw.get("fun_name", "?"))}) + "\\n")
 jax.monitoring.register_event_duration_secs_listener(_listener)
+
+# Each program XLA compiles for JAX's persistent cache, by its cache key, and each cache hit:
+# a key compiled twice is a program the cache did not share. (JAX internals: skipped quietly
+# if they move. scanrl's own program cache compiles with JAX's cache off, so the CLI runs'
+# programs are not in this census; they are in the compile times above.)
+try:
+    import time
+    from jax._src import compiler as _compiler
+    _compile = _compiler._compile_and_write_cache
+    _hit = _compiler.log_persistent_cache_hit
+    def _census(**row):
+        row.update(pid=os.getpid(), test=os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])
+        with open(os.environ["SUITE_COMPILE_LOG"], "a") as f:
+            f.write(json.dumps({"event": "census", **row}) + "\\n")
+    def _compiled(backend, computation, devices, options, callbacks, module_name, cache_key):
+        start = time.time()
+        try:
+            return _compile(backend, computation, devices, options, callbacks, module_name, cache_key)
+        finally:
+            _census(key=cache_key, fun=module_name, seconds=time.time() - start)
+    def _hit_logged(module_name, cache_key):
+        _census(key=cache_key, fun=module_name, hit=True)
+        return _hit(module_name, cache_key)
+    _compiler._compile_and_write_cache = _compiled
+    _compiler.log_persistent_cache_hit = _hit_logged
+except Exception:
+    pass
 """ % (EVENTS,)
 
 
@@ -52,6 +81,8 @@ def main(pytest_args: list[str]) -> None:
         match = re.match(r"([0-9.]+)s (call|setup|teardown)\s+(\S+)", line)
         if match:
             durations[match.group(3)] += float(match.group(1))
+    census = [r for r in rows if r["event"] == "census"]
+    rows = [r for r in rows if r["event"] != "census"]
     compile_s, lower_s, compiles = collections.Counter(), collections.Counter(), collections.Counter()
     by_fun, by_fun_n = collections.Counter(), collections.Counter()
     for r in rows:
@@ -69,6 +100,16 @@ def main(pytest_args: list[str]) -> None:
     print("\nfunction (compiles over 0.5 s): seconds, count")
     for fun, seconds in by_fun.most_common(8):
         print(f"  {fun}: {seconds:.0f} s, {by_fun_n[fun]}")
+    compiled = [r for r in census if not r.get("hit") and r["seconds"] > 0.3]
+    first, repeats = set(), []
+    for r in compiled:
+        (repeats.append(r) if r["key"] in first else first.add(r["key"]))
+    print(f"\npersistent-cache census: {len(compiled)} compiles over 0.3 s ({sum(r['seconds'] for r in compiled):.0f} s) "
+          f"of {len(first)} distinct programs; {len(repeats)} compiled a program again "
+          f"({sum(r['seconds'] for r in repeats):.0f} s); {sum(1 for r in census if r.get('hit'))} cache hits")
+    for r in repeats:
+        print(f"  again: {r['fun']} {r['seconds']:.1f} s in {r['test'] or '(collection)'}")
+
     print("\n duration  compile  lower  rest  test")
     for test, seconds in durations.most_common(30):
         rest = seconds - compile_s[test] - lower_s[test]
