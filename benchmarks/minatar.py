@@ -7,6 +7,7 @@ final_return_mean (training episodes over the last 10% of updates), per seed and
 
     python benchmarks/minatar.py learn --algos ppo --envs SpaceInvaders-MinAtar Asterix-MinAtar --steps 1000000
     python benchmarks/minatar.py speed --algos ppo impala grpo --seeds 1 8
+    python benchmarks/minatar.py published   # gymnax's own table of trained-agent returns
 """
 
 from __future__ import annotations
@@ -59,9 +60,25 @@ def speed(args) -> None:
                       f"{', '.join(f'{r:,.0f}' for r in rates)} |", flush=True)
 
 
+def published(args) -> None:
+    """The "Ckpt (Return)" column of the environment table in the installed gymnax's README
+    (its package description): the return of the trained agent gymnax links for each env."""
+    import importlib.metadata
+    import re
+
+    meta = importlib.metadata.metadata("gymnax")
+    readme = meta.get_payload() or meta["Description"] or ""
+    print(f"gymnax {meta['Version']} README, environment table:")
+    for line in readme.splitlines():
+        name = re.search(r"`([^`]+-MinAtar)`", line)
+        if line.startswith("|") and name and name.group(1) in args.envs:
+            returns = re.findall(r"\[([^\]]+)\]\([^)]*\)\s*\(R: ([^)]+)\)", line)
+            print(f"  {name.group(1)}: " + ("; ".join(f"{agent} return {r}" for agent, r in returns) or "no agent"))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["learn", "speed"])
+    parser.add_argument("what", choices=["learn", "speed", "published"])
     parser.add_argument("--algos", nargs="+", default=["ppo", "impala", "grpo"])
     parser.add_argument("--envs", nargs="+", default=["SpaceInvaders-MinAtar", "Asterix-MinAtar"])
     parser.add_argument("--steps", type=int, default=1_000_000, help="env steps per seed (learn)")
@@ -70,4 +87,4 @@ if __name__ == "__main__":
     parser.add_argument("--speed-steps", type=int, default=262_144, help="env steps per seed (speed)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per speed row")
     args = parser.parse_args()
-    learn(args) if args.what == "learn" else speed(args)
+    {"learn": learn, "speed": speed, "published": published}[args.what](args)
