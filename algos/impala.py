@@ -118,7 +118,7 @@ PRESETS = {
                        learning_rate=1e-3, gamma=0.95, ent_coef=0.0, normalize_obs=True, normalize_reward=True,
                        normalize_advantages=True, eval_every=25),
     # MinAtar (10x10xC frames): the conv torso; learning rate by sweep (RESULTS.md)
-    "minatar": dict(total_timesteps=2_000_000, learning_rate=2e-3, activation="relu", actor_hidden=(64,),
+    "minatar": dict(total_timesteps=2_000_000, learning_rate=4e-3, activation="relu", actor_hidden=(64,),
                     critic_hidden=(64,)),
 }
 
