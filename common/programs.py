@@ -14,6 +14,14 @@ Two levels, in `<JAX cache dir>/scanrl-programs/`:
   options: a source change that leaves the program the same (a comment, another
   algorithm's file) traces and lowers again but does not compile.
 
+A loaded executable is called with the caller's own pytrees: classes are named by module, and
+the same algorithm imported as `scanrl.algos.ppo` by one process and run as `__main__` by
+another has two `TrainState` classes. Where the start was traced and lowered, the executables
+are rewrapped with the lowered programs' trees (the same program text means the same flat
+inputs and outputs); a structure that differs in more than the classes' modules is a miss and
+compiles. A start served by its source key uses the trees stored with it, which the same
+source key always names the same way.
+
 The executables stored are always compiled afresh, with JAX's own cache off: on the CPU an
 executable that JAX loaded from its cache serializes into one that fails when run
 ("Function ... not found"). Nothing is cached for multi-process runs, a user's own env
@@ -47,7 +55,7 @@ import jax
 from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache
 
-FORMAT = 1
+FORMAT = 2  # 2: trees stored apart from the executables, so they can be swapped
 # Packages whose code is traced into a program (their version stands for their source).
 PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
 # Config fields that do not change the program: inputs (the seed's keys), where files go, when to stop.
@@ -59,7 +67,7 @@ NOT_IN_PROGRAM = frozenset({"seed", "resume", "config", "out_dir", "checkpoint_e
 class Entry:
     start: Any  # jax.stages.Compiled
     advance: Any
-    state: Any  # the state's pytree of ShapeDtypeStructs, without shardings
+    state: Any  # the state's pytree of ShapeDtypeStructs, without shardings (None: the caller traced its own)
     metric_names: list[str]
     largest_array_bytes: int  # for run.check_memory
 
@@ -167,25 +175,36 @@ def _write(path: Path, content: Any) -> None:
                   f"the next start compiles again.", file=sys.stderr)
 
 
-def _load(content: Any, devices: list) -> Entry | None:
+def _load(content: Any, devices: list, lowered: tuple[Any, Any] | None) -> Entry | None:
+    """An Entry from a stored file's content. `lowered`: the caller's (start, advance) lowered
+    programs, whose trees replace the stored ones; None: the stored trees are used."""
     try:
+        if lowered is None:
+            trees = pickle.loads(content["trees"])  # may import the module that defined the classes
+        else:
+            # A tree's text names its classes without their module: equal text, equal structure.
+            if content["tree_text"] != [str(t) for low in lowered for t in (low.in_tree, low.out_tree)]:
+                return None
+            trees = [t for low in lowered for t in (low.in_tree, low.out_tree)] + [None]  # the caller has its own
         load = partial(serialize_executable.deserialize_and_load, execution_devices=devices)
-        return Entry(start=load(*content["start"]), advance=load(*content["advance"]),
-                     state=content["state"], metric_names=content["metric_names"],
+        return Entry(start=load(content["start"], *trees[0:2]), advance=load(content["advance"], *trees[2:4]),
+                     state=trees[4], metric_names=content["metric_names"],
                      largest_array_bytes=content["largest_array_bytes"])
-    except Exception:
+    except Exception:  # a missing class, another version's file, a device mismatch: compile instead
         return None
 
 
 def load(source: str, devices: list) -> Entry | None:
     """The programs a start with this source key produced, if kept, loaded onto `devices`
-    (the mesh's, in its order)."""
+    (the mesh's, in its order), with the pytrees stored beside them."""
     ref = _read(folder() / f"{source}.ref")
-    return load_program(ref, devices) if isinstance(ref, str) else None
+    return _load(_read(folder() / f"{ref}.programs"), devices, None) if isinstance(ref, str) else None
 
 
-def load_program(key: str, devices: list) -> Entry | None:
-    return _load(_read(folder() / f"{key}.programs"), devices)
+def load_program(key: str, devices: list, lowered_start: Any, lowered_advance: Any) -> Entry | None:
+    """The programs kept under `key`, called with the lowered programs' own pytrees (None when
+    their structure differs from the stored one in more than the classes' modules)."""
+    return _load(_read(folder() / f"{key}.programs"), devices, (lowered_start, lowered_advance))
 
 
 def link(source: str | None, key: str) -> None:
@@ -219,8 +238,10 @@ def compile_and_keep(key: str, lowered_start: Any, lowered_advance: Any, state: 
     names = metric_names(lowered_advance)
     entry = Entry(start=start, advance=advance, state=state, metric_names=names,
                   largest_array_bytes=largest_array_bytes)
+    (start_bytes, *start_trees), (advance_bytes, *advance_trees) = map(serialize_executable.serialize, (start, advance))
+    trees = [*start_trees, *advance_trees]
     _write(folder() / f"{key}.programs", {
-        "start": serialize_executable.serialize(start), "advance": serialize_executable.serialize(advance),
-        "state": state, "metric_names": names, "largest_array_bytes": largest_array_bytes,
+        "start": start_bytes, "advance": advance_bytes, "trees": pickle.dumps([*trees, state]),
+        "tree_text": [str(t) for t in trees], "metric_names": names, "largest_array_bytes": largest_array_bytes,
     })
     return entry

@@ -254,7 +254,7 @@ class Prepared:
             return self.start.compile(), self.advance.compile(), programs.metric_names(self.advance)
         mesh_devices = list(self.program.layout.mesh.devices.flat)
         key = programs.program_key(self.start, self.advance, mesh_devices, devices.COMPILER_OPTIONS)
-        entry, self.cache = programs.load_program(key, mesh_devices), "program"
+        entry, self.cache = programs.load_program(key, mesh_devices, self.start, self.advance), "program"
         if entry is None:
             unsharded = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape)
             entry = programs.compile_and_keep(key, self.start, self.advance, unsharded, self.largest_array_bytes)

@@ -188,6 +188,40 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
     assert not all(np.array_equal(params[k], changed[k]) for k in params)
 
 
+def test_programs_kept_by_an_importing_process_serve_a_main_process(tmp_path):
+    """Programs kept by a script that imports scanrl.algos.ppo are reused by `python
+    algos/ppo.py`, whose classes live in `__main__`: a resume there (state rebuilt from the
+    checkpoint with __main__'s classes) runs the kept executables with its own pytrees and
+    ends bit for bit as the importing script's uninterrupted run."""
+    (tmp_path / "store.py").write_text("import sys\nfrom scanrl.algos import ppo\nppo.main(sys.argv[1:])\n")
+    args = ["--total-timesteps", "4096", "--num-steps", "64", "--eval-every", "0", "--log-every", "1",
+            "--checkpoint-every", "1"]
+    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*command, cwd):
+        proc = subprocess.run([sys.executable, *command], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def summary(out):
+        (run_dir,) = out.iterdir()
+        return run_dir, json.loads((run_dir / "summary.json").read_text())
+
+    run("store.py", *args, "--stop-minutes", "1e-9", "--out-dir", str(tmp_path / "cut"), cwd=tmp_path)
+    cut, first = summary(tmp_path / "cut")
+    assert first["program_cache"] == "miss" and first["stopped_by"] == "stop_minutes" and first["updates"] < 16
+    run("algos/ppo.py", "--resume", str(cut), "--stop-minutes", "None", cwd=REPO)
+    resumed = json.loads((cut / "summary.json").read_text())
+    assert resumed["program_cache"] == "program" and resumed["updates"] == 16
+    run("store.py", *args, "--out-dir", str(tmp_path / "whole"), cwd=tmp_path)
+    whole, straight = summary(tmp_path / "whole")
+    assert straight["program_cache"] == "hit"
+    for name in ("params.npz", "metrics.npz"):
+        want, got = np.load(whole / name), np.load(cut / name)
+        assert sorted(want.files) == sorted(got.files)
+        for k in want.files:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{name} {k}")
+
+
 def test_a_folder_that_cannot_keep_programs_is_one_warning_not_a_failure(tmp_path, capsys):
     from scanrl.common import programs
 

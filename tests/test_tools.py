@@ -2,6 +2,9 @@
 
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -140,8 +143,16 @@ def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
     out = tmp_path / "wall.png"
     proc = run_python(["-m", "scanrl.common.plots", run_dir, run_dir, "--x", "wall", "--out", str(out)])
     assert proc.returncode == 0 and out.is_file(), proc.stderr[-2000:]
-    for tool in ("scanrl-plot", "scanrl-eval"):
-        assert shutil.which(tool), f"{tool} is not installed as a console script"
+    # pip puts console scripts beside the interpreter; that folder need not be on PATH (a venv
+    # used without activating it), so they are looked up there, then on PATH.
+    scripts = {tool: Path(sys.executable).parent / tool for tool in ("scanrl-plot", "scanrl-eval")}
+    scripts = {tool: str(path) if path.is_file() else shutil.which(tool) for tool, path in scripts.items()}
+    helps = {tool: subprocess.Popen([path, "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for tool, path in scripts.items() if path}
+    assert set(helps) == set(scripts), f"not installed as console scripts beside {sys.executable}: {set(scripts) - set(helps)}"
+    for tool, proc in helps.items():
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "usage" in stdout.lower(), (tool, stderr[-2000:])
     for main, args, message in [
         (plots.main, [str(tmp_path)], f"{tmp_path} is not a finished run folder (it has no config.json"),
         (plots.main, [run_dir, "--metric", "nope"], "--metric nope: "),
