@@ -25,6 +25,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 import typing
 from collections import deque
@@ -210,16 +211,21 @@ def fail(message: str) -> typing.NoReturn:
 
 def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: Callable, doc: str,
          argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
-    """An algorithm file's command line: parse, check, train, write. Returns summary.json's content."""
-    config = parse_config(config_cls, default_config, doc, argv)
-    if config.run.sweep and config.run.sweep_mode == "loop":
-        summary = loop_sweep(algo, config, make_algorithm, extra_summary)
-    else:
+    """An algorithm file's command line: parse, check, train, write. Returns summary.json's content.
+    Ctrl-C / SIGTERM at any moment of it is honoured (Signals)."""
+    with Signals() as signals:
         try:
-            prepared = prepare(config, make_algorithm)
-        except ValueError as e:
-            fail(str(e))
-        summary = execute(algo, config, prepared, extra_summary=extra_summary)
+            config = parse_config(config_cls, default_config, doc, argv)
+            if config.run.sweep and config.run.sweep_mode == "loop":
+                summary = loop_sweep(algo, config, make_algorithm, extra_summary, signals)
+            else:
+                try:
+                    prepared = prepare(config, make_algorithm)
+                except ValueError as e:
+                    fail(str(e))
+                summary = execute(algo, config, prepared, extra_summary=extra_summary, signals=signals)
+        except Interrupted as e:
+            stop_before_training(e.sig)
     if summary["exit_code"]:
         raise SystemExit(summary["exit_code"])
     return summary
@@ -396,14 +402,29 @@ def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> No
 # ---------------------------------------------------------------------------------------------
 # Between chunks: signals, stop conditions, non-finite watch
 # ---------------------------------------------------------------------------------------------
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM before the run started training (see Signals)."""
+
+    def __init__(self, sig: int):
+        super().__init__(sig)
+        self.sig = sig
+
+
 class Signals:
-    """Ctrl-C / SIGTERM while training: the first asks the driver to stop after the current
-    chunk (it checkpoints and writes everything); a second one exits at once."""
+    """Ctrl-C / SIGTERM from the start of `main` to the end of the run.
+
+    Before training (parsing, lowering, compiling, loading kept programs) nothing is computed
+    that could be kept, so the first signal raises Interrupted at once: `main` says one line
+    and exits 130 / 143 with no run folder written (a resumed run's folder stays as it was).
+    Once training (`training = True`), the first asks the driver to stop after the current
+    chunk (it checkpoints and writes everything); a second one exits at once. The handlers
+    replace an inherited "ignore" too (a script's background job starts with SIGINT ignored),
+    so the key does the same wherever the run was started."""
 
     NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
-    def __init__(self, say: Callable[[str], None]):
-        self.received, self.say, self.previous, self.announced = None, say, {}, False
+    def __init__(self, say: Callable[[str], None] = print, training: bool = False):
+        self.received, self.say, self.training, self.previous, self.announced = None, say, training, {}, False
 
     def __enter__(self):
         if threading_is_main():
@@ -415,6 +436,8 @@ class Signals:
         if self.received is not None:
             os._exit(128 + sig)  # the second one: leave now (the last checkpoint stays)
         self.received = sig
+        if not self.training:
+            raise Interrupted(sig)
 
     def announce(self) -> None:
         """Say once, between chunks, that a signal arrived."""
@@ -428,9 +451,47 @@ class Signals:
             signal.signal(sig, handler)
 
 
-def threading_is_main() -> bool:
-    import threading
+_COMPILING: list[threading.Event] = []  # set when its compile has returned (see interruptible)
 
+
+def interruptible(work: Callable[[], Any]) -> Any:
+    """work(), run on a worker thread while this one waits in short slices. XLA compiles in
+    C++ without returning to Python, so a signal handler could not run (nor the run stop)
+    until the compile ends; waiting here it runs at once. (An Event, not Thread.join: in
+    Python 3.11 a join interrupted by a handler's exception marks the thread stopped.)"""
+    out: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def target():
+        try:
+            out["value"] = work()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            out["error"] = e
+        finally:
+            finished.set()
+
+    _COMPILING.append(finished)
+    threading.Thread(target=target, name="scanrl-compile", daemon=True).start()
+    while not finished.wait(0.05):
+        pass
+    _COMPILING.remove(finished)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def stop_before_training(sig: int) -> typing.NoReturn:
+    """The one line and the exit code of a run interrupted before it trained."""
+    print(f"{Signals.NAMES.get(sig, 'signal')} before training started: stopped, nothing was written.", flush=True)
+    sys.stderr.flush()
+    code = 128 + sig
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if any(not finished.is_set() for finished in _COMPILING) and main_file:
+        os._exit(code)  # a compile still runs in C++ on its thread: a normal exit would wait for it or crash
+    raise SystemExit(code)
+
+
+def threading_is_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
@@ -490,11 +551,20 @@ REASONS = ["", "budget", "stop_return", "stop_minutes", "stop_plateau", "interru
 
 
 def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None = None,
-            run_dir: Path | None = None) -> dict:
+            run_dir: Path | None = None, signals: Signals | None = None) -> dict:
     """Compile, run chunk by chunk (progress, checkpoints, stop conditions, signals between
     chunks), write the run folder. Returns summary.json's content (on every process; only
     process 0 writes). Exits 130/143 after an interrupt and 1 after a non-finite policy
-    when called from the command line (`main`); from Python the summary says `stopped_by`."""
+    when called from the command line (`main`); from Python the summary says `stopped_by`.
+    A signal during the compile raises Interrupted before any file is written."""
+    with contextlib.ExitStack() as stack:
+        signals = signals or stack.enter_context(Signals())
+        signals.training = False
+        return _execute(algo, config, prepared, extra_summary, run_dir, signals)
+
+
+def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None,
+             run_dir: Path | None, signals: Signals) -> dict:
     wall_start = time.perf_counter()
     run, program = config.run, prepared.program
     num_updates = program.num_updates
@@ -502,6 +572,10 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
     done, extra = 0, {}
     if prepared.checkpoint is not None:
         done = checkpoint.update_of(prepared.checkpoint)
+    t0 = time.perf_counter()
+    start, advance, metric_names = interruptible(prepared.compile)  # the run folder comes after: see Signals
+    compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
+    signals.training = True
     logger = RunLogger(
         algo=algo, env=config.env, config=config_dict(config), num_seeds=run.num_seeds,
         num_configs=program.sweep.size if program.sweep else 1,
@@ -509,14 +583,14 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
         progress=bool(run.log_every), run_dir=run.resume or run_dir, resume_update=done,
     )
+    signals.say = logger.say
     t0 = time.perf_counter()
-    start, advance, metric_names = prepared.compile()
     if prepared.checkpoint is not None:
         state, extra = checkpoint.load(prepared.checkpoint, prepared.state_shape)
         logger.say(f"resuming from update {done} ({prepared.checkpoint})")
     else:
         state = start(row_keys(run, program))
-    compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
+    compile_seconds += time.perf_counter() - t0
 
     chunks = [{k: extra[f"metric_{k}"] for k in metric_names}] if done else []
     resumed_from = [int(u) for u in extra.get("resumed_from", [])] + ([done] if done else [])
@@ -539,40 +613,39 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
     # chunk would consume the donated state).
     launched = deque()
     t_start = t_last = time.perf_counter()
-    with Signals(logger.say) as signals:
-        while True:
-            if reason is None and done < num_updates:
-                n = min(program.chunk, num_updates - done)
-                state, metrics = advance(state, done, n)
-                launched.append((done, n, metrics))
-                done += n
-            checkpoint_due = run.checkpoint_every and done // run.checkpoint_every > last_ckpt // run.checkpoint_every
-            while launched and (len(launched) == 2 or reason is not None or done == num_updates or checkpoint_due):
-                first, n, metrics = launched.popleft()
-                metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for the chunk
-                now = time.perf_counter()
-                found = first_nonfinite(metrics, first)
-                metrics.pop("_policy_finite")
-                chunks.append(metrics)
-                logger.on_chunk(first + n, metrics, now - t_last)
-                t_last = now
-                nonfinite = nonfinite or found
-                code = REASONS.index("non-finite") if nonfinite else 0
-                signals.announce()
-                code = code or (REASONS.index("interrupt") if signals.received else 0)
-                code = code or REASONS.index(stops.check(metrics) or "")
-                agreed = _agree(code)  # a collective across processes: once per chunk
-                if agreed and reason is None:
-                    reason = REASONS[agreed]
-            if not launched and (reason is not None or done == num_updates):
-                break
-            if checkpoint_due and reason is None:
-                save_checkpoint()
-                last_ckpt = done
-        run_seconds = time.perf_counter() - t_start
-        reason = reason or "budget"
-        if reason != "non-finite":
+    while True:
+        if reason is None and done < num_updates:
+            n = min(program.chunk, num_updates - done)
+            state, metrics = advance(state, done, n)
+            launched.append((done, n, metrics))
+            done += n
+        checkpoint_due = run.checkpoint_every and done // run.checkpoint_every > last_ckpt // run.checkpoint_every
+        while launched and (len(launched) == 2 or reason is not None or done == num_updates or checkpoint_due):
+            first, n, metrics = launched.popleft()
+            metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for the chunk
+            now = time.perf_counter()
+            found = first_nonfinite(metrics, first)
+            metrics.pop("_policy_finite")
+            chunks.append(metrics)
+            logger.on_chunk(first + n, metrics, now - t_last)
+            t_last = now
+            nonfinite = nonfinite or found
+            code = REASONS.index("non-finite") if nonfinite else 0
+            signals.announce()
+            code = code or (REASONS.index("interrupt") if signals.received else 0)
+            code = code or REASONS.index(stops.check(metrics) or "")
+            agreed = _agree(code)  # a collective across processes: once per chunk
+            if agreed and reason is None:
+                reason = REASONS[agreed]
+        if not launched and (reason is not None or done == num_updates):
+            break
+        if checkpoint_due and reason is None:
             save_checkpoint()
+            last_ckpt = done
+    run_seconds = time.perf_counter() - t_start
+    reason = reason or "budget"
+    if reason != "non-finite":
+        save_checkpoint()
 
     metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in metric_names}
     summary = logger.finish(
@@ -610,7 +683,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
 
 
 def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
-               extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+               extra_summary: Callable[[loop.Program], dict] | None = None, signals: Signals | None = None) -> dict:
     """--sweep-mode loop: one program per config, one after another, each an ordinary run in
     `config_<c>/` of the sweep folder (checkpoints, interrupt, resume as usual); then the
     sweep's report over them. `--resume SWEEP_DIR` skips finished configs and resumes the
@@ -648,9 +721,15 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
               + ", ".join(f"{k}={sweeps._show(v)}" for k, v in sweep.config_values(c).items()), flush=True)
         try:
             prepared = prepare(setting, make_algorithm)
+            summary = execute(algo, setting, prepared, extra_summary, run_dir=sub, signals=signals)
         except ValueError as e:
             fail(f"sweep config {c} ({sweep.config_values(c)}): {e}")
-        summary = execute(algo, setting, prepared, extra_summary, run_dir=sub)
+        except Interrupted as e:  # while config c compiled: the configs before it are kept
+            if not run.resume and not any(sweep_dir.glob("config_*")):
+                shutil.rmtree(sweep_dir)  # nothing trained yet: no folder, as for a single run
+                raise
+            exit_code = 128 + e.sig
+            break
         summaries.append(summary)
         if summary["exit_code"]:
             exit_code = summary["exit_code"]

@@ -2,6 +2,7 @@
 the non-finite watch, and every bad input a user can give (one sentence, exit 2, no folder)."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -291,18 +292,87 @@ def test_config_file_errors_name_the_key_and_the_file(cli_error, tmp_path):
         assert code == 2 and message in err and str(path) in err, err
 
 
+# --- signals before training --------------------------------------------------------------
+# The script runs ppo.main and sends itself the signal at one phase of the start: while an
+# update is traced (lowering), or half a second into XLA's compile (a fresh cache: the
+# compile takes seconds). A script file, not `python -c`, so the kept-programs path is taken.
+STARTUP = """
+import os, signal, sys, threading
+from scanrl.algos import ppo
+from scanrl.common import programs
+phase, sig, argv = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3:]
+send = lambda: os.kill(os.getpid(), sig)
+if phase == "lowering":
+    loss = ppo.ppo_loss
+    ppo.ppo_loss = lambda *a, **k: (send(), loss(*a, **k))[1]
+else:
+    keep = programs.compile_and_keep
+    programs.compile_and_keep = lambda *a, **k: (threading.Timer(0.5, send).start(), keep(*a, **k))[1]
+ppo.main(argv)
+"""
+
+
+@pytest.mark.parametrize("phase, sig, background, extra", [
+    ("lowering", "SIGINT", False, []),  # as from a terminal: the default handler gave a traceback
+    ("compiling", "SIGINT", True, []),  # a script's background job starts with SIGINT ignored
+    ("compiling", "SIGTERM", False, []),
+    ("compiling", "SIGINT", False, ["--sweep", "learning_rate=1e-3,2e-3", "--sweep-mode", "loop"]),
+])
+def test_a_signal_before_training_exits_with_one_line_and_no_run_folder(tmp_path, phase, sig, background, extra):
+    """Ctrl-C or SIGTERM while the start lowers or compiles: exit 130 / 143 with one line, no
+    traceback, and no run folder (nothing was computed). Whatever the process inherited:
+    an ignored SIGINT was silently swallowed and the run trained its whole budget."""
+    script = tmp_path / "startup.py"
+    script.write_text(STARTUP)
+    command = [sys.executable, str(script), phase, sig, "--total-timesteps", "1000000",
+               "--out-dir", str(tmp_path / "runs"), *extra]
+    if background:  # `command &` in a script: bash starts it with SIGINT ignored
+        command = ["bash", "-c", '"$@" & wait $!', "bash", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache")})
+    number = getattr(signal, sig)
+    assert proc.returncode == 128 + number, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr and "update" not in proc.stdout, proc.stderr[-3000:]
+    name = {"SIGINT": "Ctrl-C", "SIGTERM": "SIGTERM"}[sig]
+    assert proc.stdout.strip().splitlines()[-1] == f"{name} before training started: stopped, nothing was written."
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_ctrl_c_after_the_first_progress_line_keeps_the_run(tmp_path):
+    """Pressed once the first progress line is out: the chunk in flight ends, a checkpoint
+    and every file are written, exit 130, no traceback."""
+    proc = subprocess.Popen([sys.executable, "algos/ppo.py", "--total-timesteps", "5000000", "--log-every", "2",
+                             "--out-dir", str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in proc.stdout:
+        if line.startswith("[ppo"):
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-3000:]
+    run_dir = run_dir_of(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == "interrupt" and 2 <= summary["updates"] < 9765
+    assert checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1]) == summary["updates"]
+    assert f"--resume {run_dir}" in stdout
+
+
 def test_a_second_signal_exits_at_once(monkeypatch):
     """The first signal only asks for a stop; the second leaves at once with 128 + signal."""
     from scanrl.common import run
 
     exits = []
     monkeypatch.setattr(run.os, "_exit", exits.append)
-    signals = run.Signals(say=lambda text: None)
+    signals = run.Signals(say=lambda text: None, training=True)
     signals._handle(signal.SIGINT, None)
     assert signals.received == signal.SIGINT and exits == []
     signals._handle(signal.SIGINT, None)
     assert exits == [130]
-    signals = run.Signals(say=lambda text: None)
+    signals = run.Signals(say=lambda text: None, training=True)
     signals._handle(signal.SIGTERM, None)
     signals._handle(signal.SIGTERM, None)
     assert exits == [130, 143]
+    signals = run.Signals()  # before training: the first one stops the start at once
+    with pytest.raises(run.Interrupted) as raised:
+        signals._handle(signal.SIGTERM, None)
+    assert raised.value.sig == signal.SIGTERM and isinstance(raised.value, KeyboardInterrupt)
