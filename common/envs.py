@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import difflib
 import importlib
+import importlib.util
 import math
 import sys
 import types
@@ -64,13 +65,38 @@ def registered_envs() -> list[str]:
     return list(gymnax().registered_envs)
 
 
+def suite_of(env_id: str) -> tuple[str, str]:
+    """("gymnax", id) for a bare or `gymnax/` id, else (SUITE, NAME) of `SUITE/NAME`."""
+    suite, _, name = env_id.partition("/")
+    return ("gymnax", env_id) if not name else ("gymnax" if suite == "gymnax" else suite, name)
+
+
+def _adapter(env_id: str) -> types.ModuleType:
+    """The adapter module of a `SUITE/NAME` id (ValueError when the suite is unknown or not installed)."""
+    from scanrl.common.suites import SUITES
+
+    suite, _ = suite_of(env_id)
+    if suite not in SUITES:
+        raise ValueError(f"--env {env_id!r}: unknown suite {suite!r}; the suites are gymnax (bare ids), "
+                         f"{', '.join(s + '/NAME' for s in SUITES)}.")
+    module, extra, package = SUITES[suite]
+    if importlib.util.find_spec(package) is None:
+        raise ValueError(f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
+                         f"(from a clone: pip install -e \".[{extra}]\").")
+    return importlib.import_module(module)
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise ValueError with close names when `env_id` is not a gymnax environment."""
-    known = registered_envs()
-    if env_id in known:
+    """Raise ValueError with close names when `env_id` names no environment."""
+    suite, name = suite_of(env_id)
+    known = registered_envs() if suite == "gymnax" else _adapter(env_id).NAMES()
+    if name in known:
         return
-    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.6)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    prefix = "" if suite == "gymnax" and "/" not in env_id else f"{suite}/"
+    hint = f" Did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
+    if suite != "gymnax":
+        raise ValueError(f"--env {env_id!r} is not a {suite} environment.{hint} Its names: {', '.join(known)}.")
     raise ValueError(
         f"--env {env_id!r} is not a gymnax environment.{hint} "
         "All ids: python -c 'import gymnax; print(gymnax.registered_envs)'."
@@ -78,14 +104,20 @@ def check_env_id(env_id: str) -> None:
 
 
 def make(env_id: str) -> tuple[Any, Any]:
-    """`(env, env_params)` for a gymnax id such as "CartPole-v1" or "Pendulum-v1"."""
+    """`(env, env_params)` for a gymnax id such as "CartPole-v1" (or "gymnax/CartPole-v1"), or
+    a suite's `SUITE/NAME` such as "brax/ant" (common/suites/)."""
     check_env_id(env_id)
-    return gymnax().make(env_id)
+    suite, name = suite_of(env_id)
+    return gymnax().make(name) if suite == "gymnax" else _adapter(env_id).make(name)
 
 
 def is_continuous(env_id: str) -> bool:
-    """Whether a gymnax id has continuous (Box) actions; False for unknown ids (reported later)."""
-    return env_id in registered_envs() and not is_discrete(*make(env_id))
+    """Whether an env id has continuous (Box) actions; False for ids that name no environment
+    (reported later, with the reason)."""
+    try:
+        return not is_discrete(*make(env_id))
+    except ValueError:
+        return False
 
 
 def preset_name(env_id: str) -> str | None:

@@ -66,7 +66,7 @@ def final_returns(episode_return: np.ndarray) -> np.ndarray:
 
 def new_run_dir(out_dir: str | Path, algo: str, env: str) -> Path:
     """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp, env = time.strftime("%Y%m%d-%H%M%S"), env.replace("/", "-")  # brax/ant: ppo__brax-ant__<time>
     path, suffix = Path(out_dir) / f"{algo}__{env}__{stamp}", 1
     while path.exists():
         suffix += 1

@@ -1,0 +1,15 @@
+"""Environment suites beyond gymnax, one adapter module each, chosen by `--env SUITE/NAME`.
+
+Each adapter presents the suite's environments as gymnax environments (gymnax 1.0's
+`Environment`: `reset_env`, `step_env`, spaces, `EnvParams`), so every algorithm, the
+evaluation and the tools use them unchanged. gymnax's own `step` then does the auto-reset:
+a time limit is reported as `truncated` with the observation reached before the reset in
+`info["final_observation"]`. An adapter uses the suite's own environment API, never its
+training wrappers (which lose that observation or the time-limit flag).
+
+An adapter module has `NAMES` (a function listing the suite's environment names) and
+`make(name) -> (env, env_params)`. A suite is a pip extra: `pip install "scanrl[brax]"`.
+"""
+
+# suite -> (adapter module, the extra that installs the suite, the package it imports)
+SUITES = {"brax": ("scanrl.common.suites.brax", "brax", "brax")}
