@@ -7,9 +7,14 @@ a time limit is reported as `truncated` with the observation reached before the 
 `info["final_observation"]`. An adapter uses the suite's own environment API, never its
 training wrappers (which lose that observation or the time-limit flag).
 
-An adapter module has `NAMES` (a function listing the suite's environment names) and
+base.py is the adapter of a raw environment of the Brax kind (Brax, Playground). An adapter
+module has `NAMES` (a function listing the suite's environment names) and
 `make(name) -> (env, env_params)`. A suite is a pip extra: `pip install "scanrl[brax]"`.
 """
 
 # suite -> (adapter module, the extra that installs the suite, the package it imports)
-SUITES = {"brax": ("scanrl.common.suites.brax", "brax", "brax")}
+SUITES = {
+    "brax": ("scanrl.common.suites.brax", "brax", "brax"),
+    "navix": ("scanrl.common.suites.navix", "navix", "navix"),
+    "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
+}

@@ -1,0 +1,90 @@
+"""Navix grid worlds (`--env navix/NAME`, e.g. navix/Navix-Empty-5x5-v0), through Navix's own
+API, as gymnax environments.
+
+`navix.make(NAME)` gives `reset(key) -> Timestep` and `step(timestep, action) -> Timestep`;
+the Timestep's `step_type` is 0 while an episode runs, 1 when Navix's time limit cut it
+(`max_steps`, 100 by default) and 2 when it ended. Those flags are used as they are:
+`step_type == 1` is `truncated`, `step_type == 2` is `terminated`, and gymnax's
+`Environment.step` starts the next episode from a fresh `reset` with its own key, keeping
+the observation the step reached as `final_observation`. (Navix itself would reset on the
+next call instead, which returns the terminal observation as the next one's first.)
+
+Observations: the environment's default (for the Empty rooms a 5x5x3 symbolic grid), as
+float32. Actions: Discrete(7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from gymnax.environments import environment, spaces
+
+
+def NAMES() -> list[str]:
+    import navix
+
+    return sorted(navix.registry())
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    timestep: Any  # navix.Timestep
+    time: int
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    max_steps_in_episode: int = 100  # Navix's own limit applies too: the shorter of the two cuts
+
+
+class NavixEnv(environment.Environment):
+    """One Navix environment; `self.env` is Navix's own object."""
+
+    def __init__(self, name: str):
+        import navix
+
+        super().__init__()
+        self.navix_name, self.env = name, navix.make(name)
+
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams(max_steps_in_episode=int(self.env.max_steps))
+
+    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
+        timestep = self.env.reset(key)
+        return timestep.observation.astype(jnp.float32), EnvState(timestep=timestep, time=0)
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        # Navix draws its randomness from the key kept in its state: `key` is not used.
+        timestep = self.env.step(state.timestep, action)
+        new = EnvState(timestep=timestep, time=state.time + 1)
+        return timestep.observation.astype(jnp.float32), new, timestep.reward, self.is_terminated(new, params), {}
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return state.timestep.step_type == 2
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return (state.timestep.step_type == 1) | (state.time >= params.max_steps_in_episode)
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        return spaces.Discrete(int(self.env.action_space.maximum) + 1)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
+        space = self.env.observation_space
+        return spaces.Box(0.0, float(space.maximum), tuple(space.shape), jnp.float32)
+
+    @property
+    def name(self) -> str:
+        return f"navix/{self.navix_name}"
+
+    @property
+    def num_actions(self) -> int:
+        return int(self.env.action_space.maximum) + 1
+
+
+def make(name: str) -> tuple[NavixEnv, EnvParams]:
+    env = NavixEnv(name)
+    return env, env.default_params

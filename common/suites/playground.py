@@ -1,0 +1,59 @@
+"""MuJoCo Playground (`--env playground/NAME`, e.g. playground/CartpoleBalance), through
+Playground's own API, as gymnax environments.
+
+`mujoco_playground.registry.load(NAME, config_overrides={"impl": "jax"})` gives the raw
+environment: `reset(key)` and `step(state, action)`, with `done` for a termination and no
+time limit (Playground's training wrapper adds it, and its auto-reset drops the observation
+reached before the reset). The physics is MJX's pure-JAX implementation: its default, Warp,
+compiles kernels for about 50 s on first use and runs slower on a CPU. common/suites/base.py
+does the wrapper's work: the cut at `max_steps_in_episode` (the task's `episode_length`,
+1000 for the DM Control Suite tasks) is `truncated`, never `terminated`, with the true
+final observation.
+
+The DM Control Suite tasks ship with the package. The locomotion and manipulation tasks
+fetch their model files at first use, which needs the network: offline, loading one is a
+one-sentence error. Actions: Box(-1, 1) of `action_size`; observations: a flat vector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import Any
+
+from scanrl.common.suites.base import RawStateEnv
+
+
+def registry():
+    """`mujoco_playground.registry` (its import prints that the optional Warp is missing: muted)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        from mujoco_playground import registry
+    return registry
+
+
+def NAMES() -> list[str]:
+    return sorted(registry().ALL_ENVS)
+
+
+class PlaygroundEnv(RawStateEnv):
+    """One Playground environment; `self.env` is Playground's own object."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        reg = registry()
+        self.suite, self.raw_name = "playground", name
+        self.episode_length = int(reg.get_default_config(name).episode_length)
+        try:  # muted: a failed model download prints its own line before raising
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                self.env = reg.load(name, config_overrides={"impl": "jax"})
+        except Exception as e:  # noqa: BLE001 - e.g. a task whose model files must be downloaded
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise ValueError(f"--env playground/{name}: MuJoCo Playground could not load it ({type(e).__name__}: "
+                             f"{first}); its locomotion and manipulation tasks fetch model files at first use, "
+                             f"which needs the network, while the DM Control Suite tasks (e.g. CartpoleBalance, "
+                             f"CheetahRun) ship with it.") from None
+
+
+def make(name: str) -> tuple[PlaygroundEnv, Any]:
+    env = PlaygroundEnv(name)
+    return env, env.default_params
