@@ -17,4 +17,5 @@ SUITES = {
     "brax": ("scanrl.common.suites.brax", "brax", "brax"),
     "navix": ("scanrl.common.suites.navix", "navix", "navix"),
     "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
+    "xminigrid": ("scanrl.common.suites.xminigrid", "xminigrid", "xminigrid"),
 }

@@ -1,0 +1,79 @@
+"""XLand-MiniGrid (`--env xminigrid/NAME`, e.g. xminigrid/MiniGrid-Empty-5x5), through its
+own API, as gymnax environments.
+
+`xminigrid.make(NAME)` gives `(env, env_params)`; `env.reset(params, key)` and
+`env.step(params, timestep, action)` return a TimeStep whose `step_type` is 2 (LAST) when
+an episode ends: with `discount` 0 it ended (`terminated`), with `discount` 1 its time
+limit (`params.max_steps`) cut it (`truncated`). gymnax's `Environment.step` starts the
+next episode from a fresh `reset` with its own key and keeps the observation the step
+reached as `final_observation`. Its EnvParams are XLand's own, so `--env-params max_steps
+50` works.
+
+Observations: the agent's egocentric view (7x7x2 for the MiniGrid envs), as float32.
+Actions: Discrete(6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from gymnax.environments import environment, spaces
+
+
+def NAMES() -> list[str]:
+    import xminigrid
+
+    return sorted(xminigrid.registered_environments())
+
+
+class XMiniGridEnv(environment.Environment):
+    """One XLand-MiniGrid environment; `self.env` is XLand's own object, and the state its
+    TimeStep."""
+
+    def __init__(self, name: str):
+        import xminigrid
+
+        super().__init__()
+        self.xminigrid_name = name
+        self.env, self.params = xminigrid.make(name)
+
+    @property
+    def default_params(self) -> Any:
+        return self.params
+
+    def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, Any]:
+        timestep = self.env.reset(params, key)
+        return timestep.observation.astype(jnp.float32), timestep
+
+    def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
+        # XLand draws its randomness from the key kept in its state: `key` is not used.
+        timestep = self.env.step(params, state, action)
+        return timestep.observation.astype(jnp.float32), timestep, timestep.reward, \
+            self.is_terminated(timestep, params), {}
+
+    def is_terminated(self, state: Any, params: Any) -> jax.Array:
+        return (state.step_type == 2) & (state.discount == 0)
+
+    def is_truncated(self, state: Any, params: Any) -> jax.Array:
+        return (state.step_type == 2) & (state.discount > 0)
+
+    def action_space(self, params: Any = None) -> spaces.Discrete:
+        return spaces.Discrete(self.env.num_actions(params or self.params))
+
+    def observation_space(self, params: Any = None) -> spaces.Box:
+        return spaces.Box(0.0, 255.0, tuple(self.env.observation_shape(params or self.params)), jnp.float32)
+
+    @property
+    def name(self) -> str:
+        return f"xminigrid/{self.xminigrid_name}"
+
+    @property
+    def num_actions(self) -> int:
+        return self.env.num_actions(self.params)
+
+
+def make(name: str) -> tuple[XMiniGridEnv, Any]:
+    env = XMiniGridEnv(name)
+    return env, env.default_params
