@@ -67,8 +67,8 @@ def registered_envs() -> list[str]:
 
 def suite_of(env_id: str) -> tuple[str, str]:
     """("gymnax", id) for a bare or `gymnax/` id, else (SUITE, NAME) of `SUITE/NAME`."""
-    suite, _, name = env_id.partition("/")
-    return ("gymnax", env_id) if not name else ("gymnax" if suite == "gymnax" else suite, name)
+    suite, slash, name = env_id.partition("/")
+    return (suite, name) if slash else ("gymnax", env_id)
 
 
 def _adapter(env_id: str) -> types.ModuleType:

@@ -182,10 +182,10 @@ def _load(content: Any, devices: list, lowered: tuple[Any, Any] | None) -> Entry
         if lowered is None:
             trees = pickle.loads(content["trees"])  # may import the module that defined the classes
         else:
-            # A tree's text names its classes without their module: equal text, equal structure.
-            if content["tree_text"] != [str(t) for low in lowered for t in (low.in_tree, low.out_tree)]:
+            trees = [t for low in lowered for t in (low.in_tree, low.out_tree)]
+            if content["tree_text"] != [str(t) for t in trees]:  # the text names classes without their module
                 return None
-            trees = [t for low in lowered for t in (low.in_tree, low.out_tree)] + [None]  # the caller has its own
+            trees.append(None)  # the state's structure: the caller traced its own
         load = partial(serialize_executable.deserialize_and_load, execution_devices=devices)
         return Entry(start=load(content["start"], *trees[0:2]), advance=load(content["advance"], *trees[2:4]),
                      state=trees[4], metric_names=content["metric_names"],
