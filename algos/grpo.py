@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import cnn_apply, cnn_init, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -143,13 +143,14 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     return params
 
 
-def policy(params: dict, obs: jax.Array, activation: str) -> distrax.Distribution:
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
     """obs [..., obs_dim] or images [..., H, W, C] (read by the conv torso) -> action distribution
-    with batch shape [...]; log-std clamped to [-5, 2]."""
+    with batch shape [...]; log-std clamped to [-5, 2]; action_mask [..., A]: the valid discrete
+    actions, where the env has an action mask."""
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     out = mlp_apply(params["actor"], x, activation)
     if "log_std" not in params:
-        return distrax.Categorical(logits=out)
+        return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(jnp.clip(params["log_std"], -5.0, 2.0)))
 
 
@@ -210,6 +211,7 @@ class Batch(NamedTuple):
     ref_log_prob: jax.Array  # log pi_ref(action | obs), the initial policy (0 when kl_coef is 0)
     advantage: jax.Array
     mask: jax.Array  # 1.0 for steps that train, 0.0 for masked ones
+    action_mask: jax.Array | None = None  # valid actions [B, A] where the env has an action mask
 
 
 def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> tuple[jax.Array, dict]:
@@ -219,7 +221,7 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     whole minibatch) (times the number of data shards, whose gradients are averaged), so
     masked steps contribute nothing and the denominator counts valid steps only.
     """
-    dist = policy(params, batch.obs, config.activation)
+    dist = policy(params, batch.obs, config.activation, batch.action_mask)
     log_prob = dist.log_prob(batch.action)
     ratio = jnp.exp(log_prob - batch.log_prob)
     clipped = jnp.clip(ratio, 1.0 - config.clip_eps, 1.0 + config.clip_eps)
@@ -294,6 +296,7 @@ class Transition(NamedTuple):
     action: jax.Array
     log_prob: jax.Array
     info: envs.StepInfo
+    action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
 
 
 class TrainState(NamedTuple):
@@ -345,12 +348,13 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         def env_step(carry, step_key):
             env_state, obs = carry
             k_action, k_env = jax.random.split(step_key)
-            policy_obs = observe(state.obs_stats, obs)
-            action, log_prob = jax.vmap(lambda k, o: policy(params, o, act_fn).sample_and_log_prob(seed=k))(
-                data.split_keys(k_action, config.num_envs), policy_obs
+            policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
+            action, log_prob = jax.vmap(lambda k, o, m: policy(params, o, act_fn, m).sample_and_log_prob(seed=k))(
+                data.split_keys(k_action, config.num_envs), policy_obs, action_mask
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
-            return (env_state, next_obs), Transition(obs=policy_obs, action=action, log_prob=log_prob, info=info)
+            return (env_state, next_obs), Transition(obs=policy_obs, action=action, log_prob=log_prob,
+                                                     action_mask=action_mask, info=info)
 
         (env_state, next_obs), traj = jax.lax.scan(env_step, (env_state, obs), jax.random.split(k_rollout, config.num_steps))
         info = traj.info
@@ -362,14 +366,14 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         done = info.terminated | info.truncated
         ref_log_prob = jnp.zeros_like(traj.log_prob)
         if config.kl_coef > 0:
-            ref_log_prob = policy(state.ref_params, traj.obs, act_fn).log_prob(traj.action)
-        obs_all, action, log_prob, ref_log_prob, rewards, done = data.gather(
-            (traj.obs, traj.action, traj.log_prob, ref_log_prob, info.reward, done))
+            ref_log_prob = policy(state.ref_params, traj.obs, act_fn, traj.action_mask).log_prob(traj.action)
+        obs_all, action, log_prob, ref_log_prob, rewards, done, action_mask = data.gather(
+            (traj.obs, traj.action, traj.log_prob, ref_log_prob, info.reward, done, traj.action_mask))
         returns = step_returns(rewards, done, config.gamma)
         mask = first_episode_mask(done) if config.truncate_at_first_done else jnp.ones_like(returns)
         advantages = group_advantages(returns, mask, config.group_size, config.eps)
         batch = Batch(obs=obs_all, action=action, log_prob=log_prob, ref_log_prob=ref_log_prob,
-                      advantage=advantages, mask=mask)
+                      advantage=advantages, mask=mask, action_mask=action_mask)
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
@@ -382,9 +386,9 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         return TrainState(params=params, ref_params=state.ref_params, opt_state=opt_state, env_state=env_state,
                           obs=next_obs, obs_stats=obs_stats, key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:
-        """obs [N, *obs] -> actions [N, ...]: the mode of the policy, or a sample."""
-        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn)
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample."""
+        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn, mask)
         return dist.mode() if deterministic else dist.sample(seed=key)
 
     return loop.Algorithm(

@@ -17,7 +17,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import cnn_apply, cnn_init, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -154,11 +154,12 @@ def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
     return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
 
 
-def policy(params: dict, obs: jax.Array, activation: str) -> distrax.Distribution:
-    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...]."""
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
+    action_mask [..., A]: the valid discrete actions, where the env has an action mask."""
     out = mlp_apply(params["actor"], features(params, obs, activation), activation)
     if "log_std" not in params:
-        return distrax.Categorical(logits=out)
+        return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
 
 
@@ -227,6 +228,7 @@ class Batch(NamedTuple):
     reward: jax.Array  # scaled if normalize_reward
     terminated: jax.Array
     done: jax.Array
+    action_mask: jax.Array | None = None  # valid actions [T, B, A] where the env has an action mask
 
 
 def impala_loss(params: dict, batch: Batch, config: Config, data=devices.NO_DATA) -> tuple[jax.Array, dict]:
@@ -237,7 +239,7 @@ def impala_loss(params: dict, batch: Batch, config: Config, data=devices.NO_DATA
     advantage statistics cover the whole minibatch, i.e. every data device's slice.
     """
     act = config.activation
-    dist = policy(params, batch.obs, act)
+    dist = policy(params, batch.obs, act, batch.action_mask)
     log_prob = dist.log_prob(batch.action)
     log_rho = log_prob - batch.log_prob
     rhos = jax.lax.stop_gradient(jnp.exp(log_rho))
@@ -325,6 +327,7 @@ class Transition(NamedTuple):
     action: jax.Array
     info: envs.StepInfo
     discounted_return: jax.Array  # running discounted return, for reward scaling
+    action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
 
 
 class TrainState(NamedTuple):
@@ -379,14 +382,14 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
             k_action, k_env = jax.random.split(step_key)
-            policy_obs = observe(state.obs_stats, obs)
-            action = jax.vmap(lambda k, o: policy(behaviour, o, act_fn).sample(seed=k))(
-                data.split_keys(k_action, config.num_envs), policy_obs
+            policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
+            action = jax.vmap(lambda k, o, m: policy(behaviour, o, act_fn, m).sample(seed=k))(
+                data.split_keys(k_action, config.num_envs), policy_obs, action_mask
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
             transition = Transition(obs=policy_obs, next_obs=observe(state.obs_stats, info.final_obs), action=action,
-                                    info=info, discounted_return=discounted_return)
+                                    action_mask=action_mask, info=info, discounted_return=discounted_return)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -396,7 +399,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         info = traj.info
         # log mu(a|x) over the whole [T, N] rollout, as the learner computes log pi: without
         # lag, one epoch and one minibatch the importance ratios are then exactly 1
-        behaviour_log_prob = policy(behaviour, traj.obs, act_fn).log_prob(traj.action)
+        behaviour_log_prob = policy(behaviour, traj.obs, act_fn, traj.action_mask).log_prob(traj.action)
 
         # 2. Normalisers (statistics cover every data device), then the batch on every device.
         rewards, return_stats, obs_stats = info.reward, state.return_stats, state.obs_stats
@@ -406,7 +409,8 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         if config.normalize_obs:  # new statistics take effect from the next rollout
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs), data.stats_axis)
         batch = Batch(obs=traj.obs, next_obs=traj.next_obs, action=traj.action, log_prob=behaviour_log_prob,
-                      reward=rewards, terminated=info.terminated, done=info.terminated | info.truncated)
+                      reward=rewards, terminated=info.terminated, done=info.terminated | info.truncated,
+                      action_mask=traj.action_mask)
         batch = data.gather(batch)  # [T, num_envs, ...] on every data device
 
         # 3. num_epochs epochs of num_minibatches Adam steps; V-trace inside every loss.
@@ -424,9 +428,9 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
                           obs_stats=obs_stats, return_stats=return_stats, discounted_return=discounted_return,
                           key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:
-        """obs [N, *obs] -> actions [N, ...]: the mode of the policy, or a sample."""
-        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn)
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample."""
+        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn, mask)
         return dist.mode() if deterministic else dist.sample(seed=key)
 
     return loop.Algorithm(

@@ -16,7 +16,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import cnn_apply, cnn_init, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -149,11 +149,12 @@ def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
     return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
 
 
-def policy(params: dict, obs: jax.Array, activation: str) -> distrax.Distribution:
-    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...]."""
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
+    action_mask [..., A]: the valid discrete actions, where the env has an action mask."""
     out = mlp_apply(params["actor"], features(params, obs, activation), activation)
     if "log_std" not in params:
-        return distrax.Categorical(logits=out)
+        return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
 
 
@@ -226,12 +227,13 @@ class Batch(NamedTuple):
     value: jax.Array  # V_old(obs)
     advantage: jax.Array
     target: jax.Array  # GAE value target
+    action_mask: jax.Array | None = None  # valid actions [B, A] where the env has an action mask
 
 
 def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
     """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy.
     batch.advantage is used as given (minibatch_gradient normalises it)."""
-    dist = policy(params, batch.obs, config.activation)
+    dist = policy(params, batch.obs, config.activation, batch.action_mask)
     log_ratio = dist.log_prob(batch.action) - batch.log_prob
     ratio = jnp.exp(log_ratio)
     policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps, config.dual_clip_param)
@@ -302,6 +304,7 @@ class Transition(NamedTuple):
     log_prob: jax.Array
     info: envs.StepInfo
     discounted_return: jax.Array  # running discounted return, for reward scaling
+    action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
 
 
 class TrainState(NamedTuple):
@@ -351,13 +354,13 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
             k_action, k_env = jax.random.split(step_key)
-            policy_obs = observe(state.obs_stats, obs)
-            action, log_prob = jax.vmap(lambda k, o: policy(params, o, act_fn).sample_and_log_prob(seed=k))(
-                data.split_keys(k_action, config.num_envs), policy_obs
+            policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
+            action, log_prob = jax.vmap(lambda k, o, m: policy(params, o, act_fn, m).sample_and_log_prob(seed=k))(
+                data.split_keys(k_action, config.num_envs), policy_obs, action_mask
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
-            transition = Transition(obs=policy_obs, action=action, log_prob=log_prob, info=info,
+            transition = Transition(obs=policy_obs, action=action, log_prob=log_prob, action_mask=action_mask, info=info,
                                     discounted_return=discounted_return)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
@@ -379,7 +382,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         if config.normalize_obs:  # new statistics take effect from the next rollout
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs), data.stats_axis)
         batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
-                      advantage=advantages, target=targets)
+                      advantage=advantages, target=targets, action_mask=traj.action_mask)
         batch = data.gather(batch)  # [T, num_envs, ...] on every data device
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
@@ -393,9 +396,9 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, obs_stats=obs_stats,
                           return_stats=return_stats, discounted_return=discounted_return, key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:
-        """obs [N, *obs] -> actions [N, ...]: the mode of the policy, or a sample."""
-        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn)
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample."""
+        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn, mask)
         return dist.mode() if deterministic else dist.sample(seed=key)
 
     return loop.Algorithm(

@@ -26,7 +26,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
-from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
 
 import distrax
@@ -168,11 +168,12 @@ def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, acti
     return gru_apply(params["gru"], hidden, x)
 
 
-def policy(params: dict, hidden: jax.Array, activation: str) -> distrax.Distribution:
-    """GRU state [..., H] -> action distribution with batch shape [...]."""
+def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+    """GRU state [..., H] -> action distribution with batch shape [...]; action_mask [..., A]:
+    the valid discrete actions, where the env has an action mask."""
     out = mlp_apply(params["actor"], hidden, activation)
     if "log_std" not in params:
-        return distrax.Categorical(logits=out)
+        return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
 
 
@@ -244,6 +245,7 @@ class Sequences(NamedTuple):
     burn_obs: jax.Array  # [S, B, obs_dim] the B steps before the sequence
     burn_start: jax.Array
     burn_valid: jax.Array  # [S, B] steps that exist (the rollout's first sequence has none before it)
+    action_mask: jax.Array | None = None  # [S, L, A] valid actions where the env has an action mask
 
 
 def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
@@ -265,7 +267,7 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy, over every step
     of the replayed sequences; seqs.advantage is used as given (minibatch_gradient normalises it)."""
     states = replay(params, seqs, config)  # [S, L, H]
-    dist = policy(params, states, config.activation)
+    dist = policy(params, states, config.activation, seqs.action_mask)
     log_ratio = dist.log_prob(seqs.action) - seqs.log_prob
     ratio = jnp.exp(log_ratio).reshape(-1)
     advantage = seqs.advantage.reshape(-1)
@@ -345,7 +347,8 @@ def to_sequences(traj: "Transition", values, advantages, targets, config: Config
     burn_valid = jnp.broadcast_to(burn_index >= 0, (N,) + burn_index.shape).reshape(N * (T // L), B)
     return Sequences(hidden=hidden, obs=cut(traj.obs), start=cut(traj.start), action=cut(traj.action),
                      log_prob=cut(traj.log_prob), value=cut(values), advantage=cut(advantages), target=cut(targets),
-                     burn_obs=burn(traj.obs), burn_start=burn(traj.start), burn_valid=burn_valid)
+                     burn_obs=burn(traj.obs), burn_start=burn(traj.start), burn_valid=burn_valid,
+                     action_mask=jax.tree.map(cut, traj.action_mask))
 
 
 class Transition(NamedTuple):
@@ -358,6 +361,7 @@ class Transition(NamedTuple):
     action: jax.Array
     log_prob: jax.Array
     info: envs.StepInfo
+    action_mask: jax.Array | None = None  # [T, N, A] valid actions (None: no action mask)
 
 
 def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, config: Config):
@@ -414,13 +418,14 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
             env_state, obs, start, hidden = carry
             k_action, k_env = jax.random.split(step_key)
             new_hidden = core(params, hidden, observe(obs), start, act_fn)
-            dist = policy(params, new_hidden, act_fn)
-            action = jax.vmap(lambda k, h: policy(params, h, act_fn).sample(seed=k))(
-                data.split_keys(k_action, config.num_envs), new_hidden)
+            action_mask = vec_env.action_mask(env_state)
+            dist = policy(params, new_hidden, act_fn, action_mask)
+            action = jax.vmap(lambda k, h, m: policy(params, h, act_fn, m).sample(seed=k))(
+                data.split_keys(k_action, config.num_envs), new_hidden, action_mask)
             log_prob = dist.log_prob(action)  # as the replay computes it, so that the ratio is exactly 1
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             transition = Transition(hidden=hidden, state=new_hidden, obs=observe(obs), start=start,
-                                    action=action, log_prob=log_prob, info=info)
+                                    action=action, log_prob=log_prob, action_mask=action_mask, info=info)
             return (env_state, next_obs, info.terminated | info.truncated, new_hidden), transition
 
         carry = (state.env_state, state.obs, state.start, state.hidden)
@@ -444,11 +449,12 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, start=next_start,
                           hidden=hidden, key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array):
-        """obs [N, *obs], hidden [N, H] (zeros at an episode's first step) -> (actions [N, ...], hidden)."""
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array, mask=None):
+        """obs [N, *obs], hidden [N, H] (zeros at an episode's first step), mask [N, A] or None
+        -> (actions [N, ...], hidden)."""
         params = policy_params["params"]
         hidden = core(params, hidden, observe(obs), jnp.zeros(obs.shape[0], bool), act_fn)
-        dist = policy(params, hidden, act_fn)
+        dist = policy(params, hidden, act_fn, mask)
         return (dist.mode() if deterministic else dist.sample(seed=key)), hidden
 
     return loop.Algorithm(

@@ -4,7 +4,9 @@
 - `VecEnv` steps `num_envs` copies at once over gymnax's six-value step, clips continuous
   actions to the space's bounds, keeps episode statistics, and reports `terminated` and
   `truncated` separately with the final observation before the auto-reset, so a
-  time-limit cut can bootstrap from V(final observation).
+  time-limit cut can bootstrap from V(final observation). It gives each environment's
+  valid actions where the env has an action mask, and resets environments whose adapter
+  leaves the reset to it (optimistic resets: see `VecEnv`).
 - `RunningStats` / `update_stats` / `normalize`: running mean and variance for
   observation normalisation and for reward scaling by the std of the discounted return.
 
@@ -231,6 +233,16 @@ class VecEnv:
     With data parallelism (`data.size` D > 1, inside common/loop.py's programs) each
     device of the "data" axis steps its own `num_envs / D` of them (`self.num_envs` is
     that local count); environment i gets the same random key whatever D is.
+
+    Two optional attributes of the env change the stepping (common/suites/ sets them):
+    - `action_mask(state, params) -> [A] bool`: the valid actions (`self.masked`), given to
+      the policy by `action_mask(vec_state)`.
+    - `reset_ratio` R: the env's `step` does not reset, because its reset is costly (Craftax
+      builds a world). Each step then makes K = ceil(N / R) fresh starts, whatever number of
+      episodes ended, and each finished environment takes one of them at random (two that
+      end on the same step may share one): the optimistic reset of Craftax's baselines
+      (Matthews et al. 2024). Without it every step computes a reset for every environment,
+      since a vmapped choice evaluates both branches.
     """
 
     def __init__(self, env: Any, env_params: Any, num_envs: int, data: DataAxis = NO_DATA):
@@ -240,6 +252,8 @@ class VecEnv:
         self.total_envs = num_envs
         self.num_envs = num_envs // data.size
         self.discrete = is_discrete(env, env_params)
+        self.masked = callable(getattr(env, "action_mask", None))
+        self.reset_ratio = getattr(env, "reset_ratio", None)
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.obs_dim = math.prod(self.obs_shape)
@@ -262,6 +276,13 @@ class VecEnv:
         zeros = jnp.zeros(self.num_envs)
         return obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))
 
+    def action_mask(self, state: VecEnvState) -> jax.Array | None:
+        """The valid actions [N, A] bool in each environment's current state; None when the
+        env has no action mask (every action is valid)."""
+        if not self.masked:
+            return None
+        return jax.vmap(self.env.action_mask, in_axes=(0, None))(state.env_state, self.env_params)
+
     def flat_obs(self, obs: jax.Array) -> jax.Array:
         """[..., *obs_shape] -> [..., obs_dim], what an MLP takes."""
         return obs.reshape(obs.shape[: obs.ndim - len(self.obs_shape)] + (self.obs_dim,))
@@ -276,12 +297,16 @@ class VecEnv:
         Args: action [N, *action] (continuous ones may lie outside the bounds).
         Returns (obs [N, *obs] after any reset, new state, StepInfo).
         """
+        if self.reset_ratio is not None:
+            key, k_reset = jax.random.split(key)
         keys = self.data.split_keys(key, self.total_envs)
         obs, env_state, reward, terminated, truncated, info = jax.vmap(
             self.env.step, in_axes=(0, 0, 0, None)
         )(keys, state.env_state, self.clip_action(action), self.env_params)
         reward = reward.astype(jnp.float32)
         done = terminated | truncated
+        if self.reset_ratio is not None:
+            obs, env_state = self.optimistic_reset(k_reset, done, obs, env_state)
         episode_return = state.episode_return + reward
         episode_length = state.episode_length + 1
         step_info = StepInfo(
@@ -298,10 +323,29 @@ class VecEnv:
         return obs, new_state, step_info
 
 
+    def optimistic_reset(self, key: jax.Array, done: jax.Array, obs: jax.Array, env_state: Any):
+        """obs and env states [N, ...] with each `done` environment restarted from one of
+        K = ceil(total_envs / reset_ratio) fresh starts (the same K on every data device)."""
+        k_starts, k_pick = jax.random.split(key)
+        starts = -(-self.total_envs // self.reset_ratio)
+        # lax.map, not vmap: a vmapped reset turns the world generator's branches into selects
+        # that compute every branch (Craftax: about 50 ms for one batched reset against 0.8 ms)
+        new_obs, new_state = jax.lax.map(lambda k: self.env.reset(k, self.env_params),
+                                         jax.random.split(k_starts, starts))
+        pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(self.data.split_keys(k_pick, self.total_envs))
+
+        def restart(new, old):
+            chosen = new[pick]
+            return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), chosen, old)
+
+        return restart(new_obs, obs), jax.tree.map(restart, new_state, env_state)
+
+
 def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:
     """Return [N] and length [N] of the first episode of each of this device's N environments.
 
-    act(obs [N, *obs], key, carry) -> (actions [N, ...], carry), e.g. the mode of the policy;
+    act(obs [N, *obs], key, carry, mask) -> (actions [N, ...], carry), e.g. the mode of the
+    policy; mask: the valid actions [N, A] (None without an action mask);
     `carry` is a recurrent policy's state for the N environments (() for a feed-forward one;
     only first episodes count, so it never needs a reset). Steps every environment until
     each has finished its first episode (a while loop inside the program).
@@ -316,7 +360,7 @@ def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()
     def step(loop_state):
         obs, state, total, length, finished, key, carry = loop_state
         key, k_act, k_step = jax.random.split(key, 3)
-        action, carry = act(obs, k_act, carry)
+        action, carry = act(obs, k_act, carry, vec_env.action_mask(state))
         obs, state, info = vec_env.step(k_step, state, action)
         total = total + jnp.where(finished, 0.0, info.reward)
         length = length + jnp.where(finished, 0, 1)

@@ -129,7 +129,7 @@ def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.
         def step(carry, k):
             obs, state, policy_carry = carry
             k_act, k_step = jax.random.split(k)
-            action, policy_carry = act(obs, k_act, policy_carry)
+            action, policy_carry = act(obs, k_act, policy_carry, vec_env.action_mask(state))
             next_obs, next_state, info = vec_env.step(k_step, state, action)
             return (next_obs, next_state, policy_carry), (state.env_state, obs, info.reward, info.terminated | info.truncated)
 

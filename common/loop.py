@@ -57,15 +57,21 @@ class Algorithm(NamedTuple):
     steps_per_update: int  # env steps per seed in one update
     # A recurrent policy: init_carry(n) is its state for n environments, and
     # act(policy, obs, key, deterministic, carry) -> (actions, carry). None: act returns actions.
+    # Either act takes `mask=` (valid actions [N, A]) where the env has an action mask.
     init_carry: Callable[[int], Any] | None = None
 
 
 def acting(algo: Algorithm, policy: Any, deterministic: bool, num_envs: int) -> tuple[Any, Callable]:
-    """(carry, act(obs, key, carry) -> (actions, carry)) for `num_envs` environments, the same
-    for feed-forward (carry ()) and recurrent policies."""
-    if algo.init_carry is None:
-        return (), lambda obs, key, carry: (algo.act(policy, obs, key, deterministic), carry)
-    return algo.init_carry(num_envs), lambda obs, key, carry: algo.act(policy, obs, key, deterministic, carry)
+    """(carry, act(obs, key, carry, mask=None) -> (actions, carry)) for `num_envs` environments,
+    the same for feed-forward (carry ()) and recurrent policies. mask: the valid actions
+    [N, A] where the env has an action mask (passed on to the algorithm's `act` only then)."""
+    def act(obs, key, carry, mask=None):
+        masking = {} if mask is None else {"mask": mask}
+        if algo.init_carry is None:
+            return algo.act(policy, obs, key, deterministic, **masking), carry
+        return algo.act(policy, obs, key, deterministic, carry, **masking)
+
+    return (() if algo.init_carry is None else algo.init_carry(num_envs)), act
 
 
 class SeedState(NamedTuple):

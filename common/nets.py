@@ -132,3 +132,10 @@ def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.A
     r, z = jax.nn.sigmoid(x_r + h_r), jax.nn.sigmoid(x_z + h_z)
     n = jnp.tanh(x_n + r * h_n)
     return (1.0 - z) * n + z * h
+
+
+def mask_logits(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """Logits [..., A] with the invalid actions (mask [..., A] False) set to -1e9, so a
+    categorical policy never samples them and their probability, entropy term and gradient
+    are exactly 0 (a finite value: -inf would make 0 * log 0 a NaN). mask None: unchanged."""
+    return logits if mask is None else jnp.where(mask, logits, -1e9)

@@ -15,6 +15,8 @@ module has `NAMES` (a function listing the suite's environment names) and
 # suite -> (adapter module, the extra that installs the suite, the package it imports)
 SUITES = {
     "brax": ("scanrl.common.suites.brax", "brax", "brax"),
+    "craftax": ("scanrl.common.suites.craftax", "craftax", "craftax"),
+    "jumanji": ("scanrl.common.suites.jumanji", "jumanji", "jumanji"),
     "navix": ("scanrl.common.suites.navix", "navix", "navix"),
     "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
     "xminigrid": ("scanrl.common.suites.xminigrid", "xminigrid", "xminigrid"),

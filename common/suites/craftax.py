@@ -1,0 +1,88 @@
+"""Craftax (`--env craftax/NAME`, e.g. craftax/Craftax-Classic-Symbolic-v1), through Craftax's
+own API, as gymnax environments.
+
+Craftax's auto-reset variants build a new world on every step, whether an episode ended or
+not (about 40 times the cost of a step). The adapter takes the variant without auto-reset
+(`make_craftax_env_from_name(NAME, auto_reset=False)`) and sets `reset_ratio`, so that
+`VecEnv` resets optimistically: each step builds ceil(num_envs / 16) new worlds, and every
+environment whose episode ended starts in one of them (common/envs.py).
+
+Craftax reports one `done` for death, lava and its time limit (`max_timesteps`, 10,000 steps
+by default; 100,000 in full Craftax). The adapter rebuilds the distinction from the state:
+`state.timestep >= max_timesteps` is `truncated`, any other end `terminated` (an agent
+that dies on the very last step counts as truncated). `--env-params` sets Craftax's own
+EnvParams fields (e.g. max_timesteps).
+
+Observations are Craftax's own: the symbolic forms a flat vector (1,345 values in Classic),
+the pixel forms an [H, W, 3] image that reaches the conv torso. Actions: Discrete(17), or
+Discrete(43) in full Craftax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from gymnax.environments import environment, spaces
+
+# The forms `make_craftax_env_from_name` builds without auto-reset.
+_NAMES = ["Craftax-Classic-Pixels-v1", "Craftax-Classic-Symbolic-v1", "Craftax-Pixels-v1", "Craftax-Symbolic-v1"]
+
+
+def NAMES() -> list[str]:
+    return list(_NAMES)
+
+
+class CraftaxEnv(environment.Environment):
+    """One Craftax environment without auto-reset; `self.env` is Craftax's own object, and its
+    state and EnvParams are used as they are. `step` does not reset: `VecEnv` does."""
+
+    reset_ratio = 16  # Craftax's own optimistic-reset wrapper uses the same ratio
+
+    def __init__(self, name: str):
+        from craftax.craftax_env import make_craftax_env_from_name
+
+        super().__init__()
+        self.craftax_name, self.env = name, make_craftax_env_from_name(name, auto_reset=False)
+
+    @property
+    def default_params(self) -> Any:
+        return self.env.default_params
+
+    def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, Any]:
+        return self.env.reset_env(key, params)
+
+    def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
+        obs, state, reward, done, _ = self.env.step_env(key, state, action, params)
+        return obs, state, jnp.asarray(reward, jnp.float32), done & ~self.is_truncated(state, params), {}
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any = None):
+        """gymnax's six values without the reset: the observation returned is the one reached."""
+        params = self.default_params if params is None else params
+        obs, state, reward, terminated, info = self.step_env(key, state, action, params)
+        truncated = self.is_truncated(state, params)
+        return obs, state, reward, terminated, truncated, {**info, "final_observation": obs}
+
+    def is_truncated(self, state: Any, params: Any) -> jax.Array:
+        return state.timestep >= params.max_timesteps
+
+    def action_space(self, params: Any = None) -> spaces.Discrete:
+        return spaces.Discrete(int(self.env.num_actions))
+
+    def observation_space(self, params: Any = None) -> spaces.Box:
+        space = self.env.observation_space(self.default_params if params is None else params)
+        return spaces.Box(0.0, 1.0, tuple(space.shape), jnp.float32)
+
+    @property
+    def name(self) -> str:
+        return f"craftax/{self.craftax_name}"
+
+    @property
+    def num_actions(self) -> int:
+        return int(self.env.num_actions)
+
+
+def make(name: str) -> tuple[CraftaxEnv, Any]:
+    env = CraftaxEnv(name)
+    return env, env.default_params
