@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -231,8 +232,16 @@ def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: An
     max_steps = int(getattr(env_params, "max_steps_in_episode", 1000))
     states, obs, rewards = record_episode(algo, env_params, one, keys[i], not args.sample, max_steps)
     returns = np.cumsum(rewards)
-    frames = [render.frame(algo.env, env_params, s, o, f"{config.env}  seed {config.run.seed + i}  step {t + 1}  "
-                           f"return {r:.1f}") for t, (s, o, r) in enumerate(zip(states, obs, returns))]
+    try:  # a suite's own renderer may need what this machine lacks (MuJoCo: an EGL or X display)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # matplotlib's "non-interactive backend" (Jumanji)
+            frames = [render.frame(algo.env, env_params, s, o, f"{config.env}  seed {config.run.seed + i}  "
+                                   f"step {t + 1}  return {r:.1f}") for t, (s, o, r) in enumerate(zip(states, obs, returns))]
+    except Exception as error:  # noqa: BLE001 - any renderer failure is reported, the evaluation stands
+        first = (str(error).strip().splitlines() or [""])[0][:160]
+        print(f"  --gif: {config.env} cannot be drawn on this machine ({type(error).__name__}: {first}); "
+              f"no GIF written, the numbers above stand.")
+        return None
     render.write_gif(args.gif, frames, 50 if config.env in render.CLASSIC else 100)
     print(f"  wrote {args.gif}: {len(frames)} frames, one per step, return {returns[-1]:.1f} "
           f"({time.perf_counter() - start:.1f} s)")

@@ -6,9 +6,11 @@ it the GIF fails with a misleading IndexError) and builds a new env per frame (~
 ~100 s for a 500-step CartPole episode). Drawing the same pictures directly takes about a
 millisecond a frame. Pillow is already installed with matplotlib.
 
-`can_draw(env, obs_shape)` says whether an env can be drawn: the classic-control tasks by
-their state, and every env whose observation is an image or grid (`[H, W]` or `[H, W, C]`:
-Catch, the MinAtar games, Pong-misc, a user's pixel env) from its observation.
+`can_draw(env, obs_shape)` says whether an env can be drawn: an env with its own picture
+(`render_rgb(state, params) -> [H, W, 3]`: the suites' adapters, through each suite's own
+renderer), the classic-control tasks by their state, and every env whose observation is an
+image or grid (`[H, W]` or `[H, W, C]`: Catch, the MinAtar games, Pong-misc, a user's pixel
+env) from its observation.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ CLASSIC = ("CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "Mounta
 
 
 def can_draw(env: Any, obs_shape: Sequence[int]) -> bool:
-    return getattr(env, "name", None) in CLASSIC or len(obs_shape) in (2, 3)
+    return callable(getattr(env, "render_rgb", None)) or getattr(env, "name", None) in CLASSIC or len(obs_shape) in (2, 3)
 
 
 def frame(env: Any, env_params: Any, state: Any, obs: np.ndarray, title: str) -> Image.Image:
@@ -33,7 +35,9 @@ def frame(env: Any, env_params: Any, state: Any, obs: np.ndarray, title: str) ->
     name = getattr(env, "name", None)
     image = Image.new("RGB", (WIDTH, HEIGHT), "white")
     draw = ImageDraw.Draw(image)
-    if name == "CartPole-v1":
+    if callable(getattr(env, "render_rgb", None)):
+        _paste(image, draw, Image.fromarray(np.asarray(env.render_rgb(state, env_params), np.uint8)))
+    elif name == "CartPole-v1":
         _cartpole(draw, env_params, state)
     elif name == "Pendulum-v1":
         _pendulum(draw, state)
@@ -42,12 +46,21 @@ def frame(env: Any, env_params: Any, state: Any, obs: np.ndarray, title: str) ->
     elif name in ("MountainCar-v0", "MountainCarContinuous-v0"):
         _mountain_car(draw, env_params, state)
     else:
-        grid = _grid(np.asarray(obs))
-        x, y = (WIDTH - grid.width) // 2, 20 + (HEIGHT - 20 - grid.height) // 2
-        image.paste(grid, (x, y))
-        draw.rectangle([x - 1, y - 1, x + grid.width, y + grid.height], outline=(150, 150, 150))
+        _paste(image, draw, _grid(np.asarray(obs)))
     draw.text((6, 4), title, fill="black")
     return image
+
+
+def _paste(image: Image.Image, draw: ImageDraw.ImageDraw, picture: Image.Image) -> None:
+    """`picture` centred below the title line, shrunk to fit (or enlarged by whole pixels), framed."""
+    if picture.width > WIDTH or picture.height > HEIGHT - 20:
+        picture.thumbnail((WIDTH, HEIGHT - 20))
+    scale = min(WIDTH // picture.width, (HEIGHT - 20) // picture.height)
+    if scale > 1:
+        picture = picture.resize((picture.width * scale, picture.height * scale), Image.NEAREST)
+    x, y = (WIDTH - picture.width) // 2, 20 + (HEIGHT - 20 - picture.height) // 2
+    image.paste(picture, (x, y))
+    draw.rectangle([x - 1, y - 1, x + picture.width, y + picture.height], outline=(150, 150, 150))
 
 
 def write_gif(path: str | Path, frames: list[Image.Image], milliseconds: int = 50) -> None:

@@ -16,6 +16,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="scanrl-test-cache-"))
+# MuJoCo picks its OpenGL platform when first imported, and a test may import Brax (and so
+# MuJoCo) before any adapter does: choose EGL here, as the Brax and Playground adapters do
+# without a display, so that no test process ever tries GLFW headless (a hard abort).
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("MUJOCO_GL", "egl")
 
 from scanrl.common import devices  # noqa: E402  (after the cache dir is chosen)
 

@@ -2,6 +2,9 @@
 API, its time limits, auto-reset and errors, and a short learning run. A suite that is not
 installed is skipped with the reason; CI installs every suite's extra."""
 
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -433,3 +436,39 @@ def test_ppo_learns_craftax_classic_symbolic(tmp_path):
                         "--total-timesteps", "250000", "--eval-every", "0", "--log-every", "20",
                         "--out-dir", str(tmp_path)])
     assert summary["final_return_mean"] >= 3.2, summary
+
+
+# --- pictures for scanrl-eval --gif ------------------------------------------------------------
+PICTURED = {"brax": (BRAX_ID, "brax"), "craftax": (CRAFTAX_ID, "craftax"), "jumanji": (SNAKE_ID, "jumanji"),
+            "navix": (GRIDS["navix"], "navix"), "playground": (PLAYGROUND_ID, "mujoco_playground"),
+            "xminigrid": (GRIDS["xminigrid"], "xminigrid")}
+
+
+def mujoco_draws() -> bool:
+    """Whether MuJoCo's renderer gets an OpenGL context here, tried in a fresh process (a
+    failed context can abort the process that asks for it)."""
+    probe = ("import mujoco; m = mujoco.MjModel.from_xml_string(\"<mujoco><worldbody><geom size='.1'/>"
+             "</worldbody></mujoco>\"); mujoco.Renderer(m, 8, 8).render()")
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("name", sorted(PICTURED))
+def test_each_suite_draws_a_state_with_its_own_renderer(name):
+    """The picture scanrl-eval --gif writes comes from the suite's own renderer (MuJoCo's for
+    Brax and Playground; Craftax's pixel renderer; Jumanji's viewer; Navix's and XLand's RGB
+    grids): an RGB image that is not blank, fitted into the GIF's frame."""
+    from scanrl.common import render
+
+    env_id, module = PICTURED[name]
+    suite(module, name)
+    env, params = envs.make(env_id)  # the Brax and Playground adapters choose EGL before MuJoCo loads
+    if name in ("brax", "playground") and not mujoco_draws():
+        pytest.skip("MuJoCo's renderer has no OpenGL context on this machine (it needs EGL or a display)")
+    obs, state = env.reset(jax.random.key(0), params)
+    state, obs = jax.device_get((state, obs))  # as scanrl-eval passes them
+    picture = np.asarray(env.render_rgb(state, params))
+    assert picture.ndim == 3 and picture.shape[-1] == 3 and picture.min() < picture.max()
+    assert render.can_draw(env, obs.shape)
+    image = np.asarray(render.frame(env, params, state, obs, "step 1"))
+    drawn = (image[30:] < 250).any(axis=-1).sum()  # pixels below the title that are not the white page
+    assert image.shape == (render.HEIGHT, render.WIDTH, 3) and drawn > 1000, drawn

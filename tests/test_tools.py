@@ -166,3 +166,18 @@ def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
             main(args)
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_a_renderer_that_fails_here_is_one_sentence_and_the_evaluation_stands(run_dir, tmp_path, monkeypatch, capsys):
+    """A suite's renderer may need what a machine lacks (MuJoCo: an EGL or X display): the GIF
+    is declined in one sentence naming the reason; the evaluation is still written."""
+    def no_display(*args, **kwargs):
+        raise RuntimeError("Failed to initialize OpenGL\nsecond line")
+
+    monkeypatch.setattr(render, "frame", no_display)
+    gif, out = tmp_path / "episode.gif", tmp_path / "e.json"
+    result = evaluate.main([run_dir, "--gif", str(gif), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "--gif: CartPole-v1 cannot be drawn on this machine (RuntimeError: Failed to initialize OpenGL); " \
+           "no GIF written, the numbers above stand." in printed, printed
+    assert result["gif"] is None and not gif.exists() and json.loads(out.read_text())["per_seed"]

@@ -10,12 +10,20 @@ as `final_observation`, and the next episode starts from a fresh `reset` with it
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
+
+# Without a display, MuJoCo's renderer (`scanrl-eval --gif`) draws through EGL, as Brax's and
+# Playground's own notebooks do; MuJoCo reads this when first imported, and only a picture
+# needs it (where EGL is missing, that picture fails with one sentence).
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 @struct.dataclass
@@ -31,12 +39,27 @@ class EnvParams(environment.EnvParams):
 
 class RawStateEnv(environment.Environment):
     """Subclasses set `self.env` (the raw environment), `self.suite`, `self.raw_name` and
-    `self.episode_length`."""
+    `self.episode_length`, and give the MuJoCo model and a state's joint positions and
+    velocities (`mujoco_model`, `joints`) for pictures."""
 
     env: Any
     suite: str
     raw_name: str
     episode_length: int = 1000
+    _renderer: Any = None
+
+    def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
+        """A picture [240, 320, 3] of one state, by MuJoCo's renderer (its default camera)."""
+        import mujoco
+
+        model = self.mujoco_model()
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(model, height=240, width=320)
+        data = mujoco.MjData(model)
+        data.qpos, data.qvel = self.joints(state.raw)
+        mujoco.mj_forward(model, data)
+        self._renderer.update_scene(data)
+        return self._renderer.render()
 
     @property
     def default_params(self) -> EnvParams:

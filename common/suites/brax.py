@@ -46,6 +46,12 @@ class BraxEnv(RawStateEnv):
             warnings.simplefilter("ignore", UserWarning)
             self.env = brax_envs().get_environment(name, backend=backend)
 
+    def mujoco_model(self) -> Any:
+        return self.env.sys.mj_model
+
+    def joints(self, raw: Any) -> tuple[Any, Any]:
+        return raw.pipeline_state.q, raw.pipeline_state.qd
+
 
 def make(name: str, backend: str = DEFAULT_BACKEND) -> tuple[BraxEnv, Any]:
     env = BraxEnv(name, backend)

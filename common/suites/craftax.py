@@ -24,6 +24,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
 # The forms `make_craftax_env_from_name` builds without auto-reset.
@@ -39,6 +40,7 @@ class CraftaxEnv(environment.Environment):
     state and EnvParams are used as they are. `step` does not reset: `VecEnv` does."""
 
     reset_ratio = 16  # Craftax's own optimistic-reset wrapper uses the same ratio
+    _render: Any = None  # Craftax's pixel renderer, made at the first picture
 
     def __init__(self, name: str):
         from craftax.craftax_env import make_craftax_env_from_name
@@ -73,6 +75,18 @@ class CraftaxEnv(environment.Environment):
     def observation_space(self, params: Any = None) -> spaces.Box:
         space = self.env.observation_space(self.default_params if params is None else params)
         return spaces.Box(0.0, 1.0, tuple(space.shape), jnp.float32)
+
+    def render_rgb(self, state: Any, params: Any) -> np.ndarray:
+        """Craftax's own pixel renderer (16-pixel blocks): the agent's view and inventory."""
+        if self._render is None:
+            if "Classic" in self.craftax_name:
+                from craftax.craftax_classic.constants import BLOCK_PIXEL_SIZE_IMG
+                from craftax.craftax_classic.renderer import make_craftax_pixel_renderer
+            else:
+                from craftax.craftax.constants import BLOCK_PIXEL_SIZE_IMG
+                from craftax.craftax.renderer import make_craftax_pixel_renderer
+            self._render = jax.jit(make_craftax_pixel_renderer(BLOCK_PIXEL_SIZE_IMG))
+        return np.asarray(self._render(state)).astype(np.uint8)
 
     @property
     def name(self) -> str:

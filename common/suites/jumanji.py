@@ -147,6 +147,15 @@ class JumanjiEnv(environment.Environment):
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         return spaces.Box(-jnp.inf, jnp.inf, self.obs_shape, jnp.float32)
 
+    def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
+        """Jumanji's own picture (its matplotlib viewer), read back from the figure it draws."""
+        import matplotlib.pyplot as plt
+
+        self.env.render(state.inner)
+        figure = plt.gcf()
+        figure.canvas.draw()
+        return np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
+
     @property
     def name(self) -> str:
         return f"jumanji/{self.jumanji_name}"

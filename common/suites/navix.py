@@ -19,6 +19,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
@@ -75,6 +76,12 @@ class NavixEnv(environment.Environment):
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         space = self.env.observation_space
         return spaces.Box(0.0, float(space.maximum), tuple(space.shape), jnp.float32)
+
+    def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
+        """Navix's own picture of the whole grid (`navix.observations.rgb`)."""
+        import navix
+
+        return np.asarray(navix.observations.rgb(jax.tree.map(jnp.asarray, state.timestep.state)))  # it needs jax arrays
 
     @property
     def name(self) -> str:

@@ -53,6 +53,12 @@ class PlaygroundEnv(RawStateEnv):
                              f"which needs the network, while the DM Control Suite tasks (e.g. CartpoleBalance, "
                              f"CheetahRun) ship with it.") from None
 
+    def mujoco_model(self) -> Any:
+        return self.env.mj_model
+
+    def joints(self, raw: Any) -> tuple[Any, Any]:
+        return raw.data.qpos, raw.data.qvel
+
 
 def make(name: str) -> tuple[PlaygroundEnv, Any]:
     env = PlaygroundEnv(name)

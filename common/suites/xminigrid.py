@@ -19,6 +19,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
 
@@ -64,6 +65,10 @@ class XMiniGridEnv(environment.Environment):
 
     def observation_space(self, params: Any = None) -> spaces.Box:
         return spaces.Box(0.0, 255.0, tuple(self.env.observation_shape(params or self.params)), jnp.float32)
+
+    def render_rgb(self, state: Any, params: Any) -> np.ndarray:
+        """XLand-MiniGrid's own picture of the whole grid (its "rgb_array" render mode)."""
+        return np.asarray(self.env.render(params.replace(render_mode="rgb_array"), state))
 
     @property
     def name(self) -> str:
