@@ -55,6 +55,8 @@ import jax
 from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache
 
+from scanrl.common.checkpoint import tree_text
+
 FORMAT = 2  # 2: trees stored apart from the executables, so they can be swapped
 # Packages whose code is traced into a program (their version stands for their source).
 PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
@@ -183,7 +185,7 @@ def _load(content: Any, devices: list, lowered: tuple[Any, Any] | None) -> Entry
             trees = pickle.loads(content["trees"])  # may import the module that defined the classes
         else:
             trees = [t for low in lowered for t in (low.in_tree, low.out_tree)]
-            if content["tree_text"] != [str(t) for t in trees]:  # the text names classes without their module
+            if content["tree_text"] != [tree_text(t) for t in trees]:  # the text names classes without their module
                 return None
             trees.append(None)  # the state's structure: the caller traced its own
         load = partial(serialize_executable.deserialize_and_load, execution_devices=devices)
@@ -242,6 +244,6 @@ def compile_and_keep(key: str, lowered_start: Any, lowered_advance: Any, state: 
     trees = [*start_trees, *advance_trees]
     _write(folder() / f"{key}.programs", {
         "start": start_bytes, "advance": advance_bytes, "trees": pickle.dumps([*trees, state]),
-        "tree_text": [str(t) for t in trees], "metric_names": names, "largest_array_bytes": largest_array_bytes,
+        "tree_text": [tree_text(t) for t in trees], "metric_names": names, "largest_array_bytes": largest_array_bytes,
     })
     return entry

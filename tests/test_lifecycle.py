@@ -376,3 +376,24 @@ def test_a_second_signal_exits_at_once(monkeypatch):
     with pytest.raises(run.Interrupted) as raised:
         signals._handle(signal.SIGTERM, None)
     assert raised.value.sig == signal.SIGTERM and isinstance(raised.value, KeyboardInterrupt)
+
+
+def test_a_checkpoint_fingerprint_leaves_out_object_addresses(tmp_path):
+    """Some environments' states (MuJoCo MJX's, in Playground) carry static data that prints
+    as `<... object at 0x...>`, an address that differs in every process: the fingerprint a
+    resume checks must not include it, or no such run could ever resume."""
+    import dataclasses
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Node:
+        x: jax.Array
+        static: object = dataclasses.field(metadata=dict(static=True))
+
+    saved, now = Node(jnp.zeros(2), object()), Node(jnp.ones(2), object())  # two processes' objects
+    assert " at 0x" in str(jax.tree.structure(saved))
+    assert checkpoint.describe(saved) == checkpoint.describe(now)
+    path = checkpoint.save(tmp_path, 1, saved)
+    checkpoint.verify(path, now)  # no ValueError
+    with pytest.raises(ValueError, match="does not match"):
+        checkpoint.verify(path, Node(jnp.ones(3), object()))
