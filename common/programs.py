@@ -35,6 +35,7 @@ Delete the folder to empty it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -52,6 +53,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache
 
@@ -177,6 +179,16 @@ def _write(path: Path, content: Any) -> None:
                   f"the next start compiles again.", file=sys.stderr)
 
 
+@functools.cache
+def lapack_ready() -> None:
+    """Set up jaxlib's LAPACK kernels in this process. A kept program may call them (MuJoCo
+    MJX's physics, in Playground, solves with Cholesky factors), and jaxlib sets them up only
+    when a program that uses them is lowered: a process that loads such a program without
+    lowering one crashes (SIGSEGV) at its first call, as jax.export's loader avoids by the
+    same step. Lowering a 1x1 Cholesky factorisation (no compile) does it."""
+    jax.jit(jnp.linalg.cholesky).lower(jnp.eye(1, dtype=jnp.float32))
+
+
 def _load(content: Any, devices: list, lowered: tuple[Any, Any] | None) -> Entry | None:
     """An Entry from a stored file's content. `lowered`: the caller's (start, advance) lowered
     programs, whose trees replace the stored ones; None: the stored trees are used."""
@@ -188,6 +200,7 @@ def _load(content: Any, devices: list, lowered: tuple[Any, Any] | None) -> Entry
             if content["tree_text"] != [tree_text(t) for t in trees]:  # the text names classes without their module
                 return None
             trees.append(None)  # the state's structure: the caller traced its own
+        lapack_ready()
         load = partial(serialize_executable.deserialize_and_load, execution_devices=devices)
         return Entry(start=load(content["start"], *trees[0:2]), advance=load(content["advance"], *trees[2:4]),
                      state=trees[4], metric_names=content["metric_names"],

@@ -15,7 +15,7 @@ import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common import devices, loop
-from conftest import REPO
+from conftest import REPO, run_python
 
 # Small configs that still exercise what matters: evaluation inside the chunks, padding
 # (3 seeds on 2 devices), IMPALA's lagged parameters, SAC's buffer and learning start.
@@ -232,3 +232,31 @@ def test_a_folder_that_cannot_keep_programs_is_one_warning_not_a_failure(tmp_pat
     err = capsys.readouterr().err
     assert err.count("warning: the compiled programs were not kept in") == 1, err
     assert list(tmp_path.iterdir()) == [blocker]  # no temporary file left behind
+
+
+KEEP_LAPACK = """
+import sys, jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+from scanrl.common import programs
+x = jnp.eye(3, dtype=jnp.float32) * 4.0
+step = jax.jit(lambda a: (jnp.linalg.cholesky(a), {"trace": jnp.trace(a)}))  # LAPACK's potrf on the CPU
+if sys.argv[2] == "keep":
+    low = step.lower(x)
+    key = programs.program_key(low, low, jax.devices()[:1], {})
+    programs.compile_and_keep(key, low, low, None, 0)
+    programs.link("source", key)
+else:  # a fresh process that lowers nothing: served by the source key alone
+    entry = programs.load("source", jax.devices()[:1])
+    print(float(entry.advance(x)[0][2, 2]))
+"""
+
+
+def test_a_kept_program_that_calls_lapack_runs_in_a_process_that_lowered_nothing(tmp_path):
+    """MuJoCo MJX's physics (Playground) factorises with LAPACK. jaxlib sets up its LAPACK
+    kernels only when a program using them is lowered, so a process served a kept program by
+    its source key alone crashed (SIGSEGV) at the first call: every repeat of a Playground
+    run did. Loading sets them up first."""
+    cache = str(tmp_path / "cache")
+    assert run_python(["-c", KEEP_LAPACK, cache, "keep"]).returncode == 0
+    loaded = run_python(["-c", KEEP_LAPACK, cache, "load"])
+    assert loaded.returncode == 0 and loaded.stdout.strip() == "2.0", (loaded.returncode, loaded.stderr[-800:])
