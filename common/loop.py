@@ -233,7 +233,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         metrics = {k: m[:num_seeds] for k, m in metrics.items() if not k.startswith("_")}
         return {"state": jax.tree.map(lambda x: x[:num_seeds], states), "policy": policy_of(states), "metrics": metrics}
 
-    @partial(jit, in_shardings=(replicated,))
+    # out_shardings: an empty leaf (MJX's state has [seeds, envs, 0] ones) would otherwise come
+    # out replicated, which `advance`, lowered for the seed-sharded state, refuses.
+    @partial(jit, in_shardings=(replicated,), out_shardings=NamedSharding(layout.mesh, state_spec))
     def start(keys):
         return init_all(*padded(keys))
 

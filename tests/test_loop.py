@@ -118,6 +118,45 @@ def test_a_users_own_env_object_trains():
     assert not np.array_equal(custom["metrics"]["episode_return"], by_id["metrics"]["episode_return"])
 
 
+
+def test_a_state_with_empty_leaves_starts_and_advances_on_every_device():
+    """MuJoCo MJX's state (Playground) holds empty arrays (e.g. [seeds, envs, 0] for a model
+    without mocap bodies). `start` must hand them to `advance` sharded over seeds like every
+    other leaf; they came out replicated, and every Playground run of more seeds than one
+    device holds was refused before its first update."""
+    from flax import struct
+    from gymnax.environments.classic_control import CartPole
+
+    @struct.dataclass
+    class State:
+        inner: object
+        empty: jax.Array  # [0, 3]
+        time: int = 0
+
+    class WithEmpty(CartPole):
+        def reset_env(self, key, params):
+            obs, inner = super().reset_env(key, params)
+            return obs, State(inner, jax.numpy.zeros((0, 3)), inner.time)
+
+        def step_env(self, key, state, action, params):
+            obs, inner, reward, done, info = super().step_env(key, state.inner, action, params)
+            return obs, State(inner, state.empty, inner.time), reward, done, info
+
+        def is_truncated(self, state, params):
+            return super().is_truncated(state.inner, params)
+
+    env = WithEmpty()
+    config = ppo.default_config(num_envs=4, num_steps=8, num_minibatches=2, total_timesteps=64, num_seeds=4,
+                                eval_every=0)
+    program = loop.build(ppo.make_algorithm, config, env, env.default_params)
+    assert len(program.layout.mesh.devices.flat) == jax.device_count() >= 2
+    state = program.start(devices.seed_keys(0, 4))
+    empty = state.train.env_state.env_state.empty
+    assert empty.shape == (4, 4, 0, 3) and empty.sharding == program.state_sharding
+    state, metrics = program.advance(state, 0, 2)
+    assert np.isfinite(np.asarray(metrics["policy_loss"])).all()
+
+
 # --- the install --------------------------------------------------------------------------------
 def test_install_exposes_scanrl_and_no_top_level_algos_or_common(tmp_path):
     """Outside the repo (so its folders are not on sys.path): scanrl.algos.ppo and
