@@ -349,22 +349,6 @@ def test_action_masks_reach_every_categorical_policy():
         assert float(unmasked[:, 0].min()) > 0.99  # without the mask action 0 is almost sure
 
 
-@pytest.mark.slow
-def test_ppo_learns_jumanji_snake(tmp_path):
-    """PPO with 64 environments, a 128x128 ReLU MLP and learning rate 1e-3, 5e5 steps, one
-    seed, no evaluation (a deterministic Snake policy can circle until the time limit).
-    Reward 1 per fruit; a uniform policy over the valid actions eats 6.1 fruit per episode
-    (64 episodes, std 1.9; benchmarks/RESULTS.md). Threshold: the last 10% of updates'
-    training episodes (about a hundred) average at least 10 fruit, far above chance (the run
-    reached 13.1 when this test was written; 18.3 with 1e6 steps)."""
-    suite("jumanji", "jumanji")
-    summary = ppo.main(["--env", SNAKE_ID, "--num-envs", "64", "--num-steps", "64", "--learning-rate", "1e-3",
-                        "--activation", "relu", "--actor-hidden", "128", "128", "--critic-hidden", "128", "128",
-                        "--total-timesteps", "500000", "--eval-every", "0", "--log-every", "20",
-                        "--out-dir", str(tmp_path)])
-    assert summary["final_return_mean"] >= 10, summary
-
-
 # --- Craftax -----------------------------------------------------------------------------------
 CRAFTAX_ID = "craftax/Craftax-Classic-Symbolic-v1"
 
@@ -423,19 +407,35 @@ def test_craftax_time_limit_is_truncated_and_vecenv_resets_optimistically(crafta
     np.testing.assert_array_equal(obs[0], env.reset(jax.random.split(k_starts, 1)[0], params)[0])
 
 
+# (suite, env, hidden width, env steps, threshold on the last 10% of updates' training return)
+SHORT_RUNS = {
+    "jumanji": (SNAKE_ID, "128", "500000", 10.0),
+    "craftax": (CRAFTAX_ID, "256", "250000", 3.2),
+}
+
+
 @pytest.mark.slow
-def test_ppo_learns_craftax_classic_symbolic(tmp_path):
-    """PPO with 64 environments, a 256x256 ReLU MLP and learning rate 1e-3, 2.5e5 steps, one
-    seed, no evaluation. Reward: +1 per achievement unlocked (22 in Classic), +-0.1 per
-    health point; a uniform random policy scores 1.6 per episode (64 episodes, std 1.3;
-    benchmarks/RESULTS.md). Threshold: the last 10% of updates' training episodes average
-    at least 3.2, twice chance (the run reached 3.9 when this test was written)."""
-    suite("craftax", "craftax")
-    summary = ppo.main(["--env", CRAFTAX_ID, "--num-envs", "64", "--num-steps", "64", "--learning-rate", "1e-3",
-                        "--activation", "relu", "--actor-hidden", "256", "256", "--critic-hidden", "256", "256",
-                        "--total-timesteps", "250000", "--eval-every", "0", "--log-every", "20",
+@pytest.mark.parametrize("name", sorted(SHORT_RUNS))
+def test_ppo_learns_snake_and_craftax(tmp_path, name):
+    """PPO with 64 environments x 64 steps, a ReLU MLP and learning rate 1e-3, one seed, no
+    evaluation (a deterministic Snake policy can circle until the time limit).
+
+    Snake: 128x128, 5e5 steps. Reward 1 per fruit; a uniform policy over the valid actions
+    eats 6.1 fruit per episode (64 episodes, std 1.9; benchmarks/RESULTS.md). Threshold:
+    the last 10% of updates' training episodes (about a hundred) average at least 10 fruit,
+    far above chance (the run reached 13.1 when this test was written; 18.3 with 1e6 steps).
+
+    Craftax-Classic: 256x256, 2.5e5 steps. Reward: +1 per achievement unlocked (22 in
+    Classic), +-0.1 per health point; a uniform random policy scores 1.6 per episode (64
+    episodes, std 1.3; benchmarks/RESULTS.md). Threshold: at least 3.2, twice chance (the
+    run reached 3.9 when this test was written)."""
+    env_id, width, steps, threshold = SHORT_RUNS[name]
+    suite(name, name)
+    summary = ppo.main(["--env", env_id, "--num-envs", "64", "--num-steps", "64", "--learning-rate", "1e-3",
+                        "--activation", "relu", "--actor-hidden", width, width, "--critic-hidden", width, width,
+                        "--total-timesteps", steps, "--eval-every", "0", "--log-every", "20",
                         "--out-dir", str(tmp_path)])
-    assert summary["final_return_mean"] >= 3.2, summary
+    assert summary["final_return_mean"] >= threshold, summary
 
 
 # --- pictures for scanrl-eval --gif ------------------------------------------------------------
