@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
+from scanrl.algos.ppo import learn, make_optimizer
 from scanrl.common import envs, loop, run
 from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
@@ -57,6 +57,8 @@ class Config:
     """discount of the returns-to-go inside the window."""
     clip_eps: float = 0.2
     """ratio clip range of the surrogate objective."""
+    target_kl: float | None = None
+    """stop the rest of an update's epochs once a minibatch's approx KL exceeds this (None: off)."""
     ent_coef: float = 0.01
     """entropy bonus weight."""
     kl_coef: float = 0.0
@@ -89,13 +91,11 @@ class Config:
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
     num_updates = property(lambda self: run.updates_for(self, self.batch_size))
 
-    def data_parallel_sizes(self) -> dict[str, int]:
-        """Per-seed sizes that --data-parallel must divide."""
-        return {"--num-envs": self.num_envs, "the minibatch size (num_envs * num_steps / num_minibatches)": self.minibatch_size}
 
     def __post_init__(self):
         run.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps"),
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps",
+                            "target_kl"),
             nonnegative=("kl_coef", "ent_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.group_size < 2:
@@ -218,12 +218,12 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     """Masked clipped surrogate + kl_coef * KL to the reference - ent_coef * entropy.
 
     Each term is sum(mask * term) * weight; the caller sets weight = 1 / (valid steps in the
-    whole minibatch) (times the number of data shards, whose gradients are averaged), so
-    masked steps contribute nothing and the denominator counts valid steps only.
+    whole minibatch), so masked steps contribute nothing and the denominator counts valid steps only.
     """
     dist = policy(params, batch.obs, config.activation, batch.action_mask)
     log_prob = dist.log_prob(batch.action)
-    ratio = jnp.exp(log_prob - batch.log_prob)
+    log_ratio = log_prob - batch.log_prob
+    ratio = jnp.exp(log_ratio)
     clipped = jnp.clip(ratio, 1.0 - config.clip_eps, 1.0 + config.clip_eps)
     surrogate = jnp.minimum(ratio * batch.advantage, clipped * batch.advantage)
     masked_mean = lambda x: (batch.mask * x).sum() * weight
@@ -231,7 +231,8 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     entropy = masked_mean(dist.entropy())
     total = policy_loss - config.ent_coef * entropy
     stats = {"policy_loss": policy_loss, "entropy": entropy,
-             "clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32))}
+             "clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
+             "approx_kl": masked_mean(jnp.exp(log_ratio) - 1.0 - log_ratio)}  # ppo.approx_kl over valid steps
     if config.kl_coef > 0:
         kl = masked_mean(reference_kl(log_prob, batch.ref_log_prob))
         total = total + config.kl_coef * kl
@@ -242,41 +243,11 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
-def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (if max_grad_norm > 0), Adam; the step size is a hyperparameter in
-    the optimizer state, set to the learning-rate schedule's value at the start of every update."""
-    def chain(learning_rate):
-        clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
-        return optax.chain(*clip, optax.scale_by_adam(eps=1e-5),
-                           optax.scale_by_learning_rate(learning_rate))
-    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
-
-
-def minibatch_gradient(params: dict, minibatch: Batch, config: Config, data=devices.NO_DATA) -> tuple[dict, dict]:
-    """Gradient of grpo_loss over one whole minibatch (leaves [B, ...]); with data parallelism
-    each device differentiates its slice and the mean over devices is the whole one's."""
-    weight = data.size / jnp.maximum(minibatch.mask.sum(), 1.0)  # valid steps of the whole minibatch
-    local = jax.tree.map(data.local, minibatch)
-    (_, stats), grads = jax.value_and_grad(grpo_loss, has_aux=True)(data.varying(params), local, config, weight)
-    return data.mean((grads, stats))
-
-
-def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, data=devices.NO_DATA):
-    """num_epochs epochs of num_minibatches Adam steps over the flattened rollout [B, ...]."""
-
-    def update_minibatch(carry, minibatch):
-        params, opt_state = carry
-        grads, stats = minibatch_gradient(params, minibatch, config, data)
-        updates, opt_state = optimizer.update(grads, opt_state)
-        return (optax.apply_updates(params, updates), opt_state), stats
-
-    def update_epoch(carry, epoch_key):
-        order = jax.random.permutation(epoch_key, config.batch_size)
-        shape = (config.num_minibatches, config.minibatch_size)
-        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), batch))
-
-    (params, opt_state), stats = jax.lax.scan(update_epoch, (params, opt_state), jax.random.split(key, config.num_epochs))
-    return params, opt_state, stats
+def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
+    """Gradient of grpo_loss over one minibatch (leaves [B, ...]) and the loss stats."""
+    weight = 1.0 / jnp.maximum(minibatch.mask.sum(), 1.0)  # valid steps of the minibatch
+    (_, stats), grads = jax.value_and_grad(grpo_loss, has_aux=True)(params, minibatch, config, weight)
+    return grads, stats
 
 
 def reset_groups(vec_env: envs.VecEnv, key: jax.Array, config: Config):
@@ -309,14 +280,11 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     """GRPO's pieces for one seed (common/loop.py turns them into programs). `env`: a
-    gymnax-style env object to train on instead of config.env. With data parallelism each
-    device steps num_envs / D environments; the rollout is gathered before the group
-    advantages (groups may span devices), each device takes 1/D of every minibatch, and
-    gradients are averaged."""
+    gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn = config.activation
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
@@ -338,8 +306,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
-        # (the fifth key was evaluation's before it moved to common/loop.py; kept so results stay the same)
-        key, k_reset, k_rollout, k_epochs, _ = jax.random.split(state.key, 5)
+        key, k_reset, k_rollout, k_epochs = jax.random.split(state.key, 4)
         obs, env_state = state.obs, state.env_state
         if config.reset_every_rollout:
             obs, env_state = reset_groups(vec_env, k_reset, config)
@@ -350,7 +317,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
             k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
             action, log_prob = jax.vmap(lambda k, o, m: policy(params, o, act_fn, m).sample_and_log_prob(seed=k))(
-                data.split_keys(k_action, config.num_envs), policy_obs, action_mask
+                jax.random.split(k_action, config.num_envs), policy_obs, action_mask
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             return (env_state, next_obs), Transition(obs=policy_obs, action=action, log_prob=log_prob,
@@ -360,29 +327,27 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         info = traj.info
         obs_stats = state.obs_stats
         if config.normalize_obs:  # new statistics take effect from the next rollout
-            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs), data.stats_axis)
+            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
 
-        # 2. Group advantages over the whole batch (groups may span data devices).
+        # 2. Group advantages over the whole batch.
         done = info.terminated | info.truncated
         ref_log_prob = jnp.zeros_like(traj.log_prob)
         if config.kl_coef > 0:
             ref_log_prob = policy(state.ref_params, traj.obs, act_fn, traj.action_mask).log_prob(traj.action)
-        obs_all, action, log_prob, ref_log_prob, rewards, done, action_mask = data.gather(
-            (traj.obs, traj.action, traj.log_prob, ref_log_prob, info.reward, done, traj.action_mask))
-        returns = step_returns(rewards, done, config.gamma)
+        returns = step_returns(info.reward, done, config.gamma)
         mask = first_episode_mask(done) if config.truncate_at_first_done else jnp.ones_like(returns)
         advantages = group_advantages(returns, mask, config.group_size, config.eps)
-        batch = Batch(obs=obs_all, action=action, log_prob=log_prob, ref_log_prob=ref_log_prob,
-                      advantage=advantages, mask=mask, action_mask=action_mask)
+        batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, ref_log_prob=ref_log_prob,
+                      advantage=advantages, mask=mask, action_mask=traj.action_mask)
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer, data)
+        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer, minibatch_gradient)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info, data), valid_fraction=mask.mean(), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(info), valid_fraction=mask.mean(), learning_rate=learning_rate)
         return TrainState(params=params, ref_params=state.ref_params, opt_state=opt_state, env_state=env_state,
                           obs=next_obs, obs_stats=obs_stats, key=key), metrics
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
 from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
@@ -92,11 +91,6 @@ class Config:
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_envs = property(lambda self: self.num_envs // self.num_minibatches)
     num_updates = property(lambda self: run.updates_for(self, self.batch_size))
-
-    def data_parallel_sizes(self) -> dict[str, int]:
-        """Per-seed sizes that --data-parallel must divide."""
-        return {"--num-envs": self.num_envs,
-                "the trajectories per minibatch (num_envs / num_minibatches)": self.minibatch_envs}
 
     def __post_init__(self):
         run.check_values(
@@ -231,12 +225,12 @@ class Batch(NamedTuple):
     action_mask: jax.Array | None = None  # valid actions [T, B, A] where the env has an action mask
 
 
-def impala_loss(params: dict, batch: Batch, config: Config, data=devices.NO_DATA) -> tuple[jax.Array, dict]:
+def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
     """Policy gradient with the clipped-rho V-trace advantage + vf_coef * value loss - ent_coef * entropy.
 
     V-trace targets are recomputed from the current value network and held fixed (no
     gradient flows through targets or importance weights). With normalize_advantages the
-    advantage statistics cover the whole minibatch, i.e. every data device's slice.
+    advantage statistics cover the whole minibatch.
     """
     act = config.activation
     dist = policy(params, batch.obs, act, batch.action_mask)
@@ -256,7 +250,7 @@ def impala_loss(params: dict, batch: Batch, config: Config, data=devices.NO_DATA
     )
     advantage = jnp.minimum(config.clip_pg_rho_threshold, rhos) * advantage
     if config.normalize_advantages:
-        mean, mean_sq = data.mean((advantage.mean(), (advantage**2).mean()))
+        mean, mean_sq = advantage.mean(), (advantage**2).mean()
         advantage = (advantage - mean) / (jnp.sqrt(jnp.maximum(mean_sq - mean**2, 0.0)) + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
     value_loss = 0.5 * ((values - vs) ** 2).mean()
@@ -278,31 +272,30 @@ def impala_loss(params: dict, batch: Batch, config: Config, data=devices.NO_DATA
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (if max_grad_norm > 0), Adam; the step size is a hyperparameter in
+    """Global-norm clipping (max_grad_norm; 0: none), Adam; the step size is a hyperparameter in
     the optimizer state, set to the learning-rate schedule's value at the start of every update."""
     def chain(learning_rate):
-        clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
-        return optax.chain(*clip, optax.scale_by_adam(eps=1e-5), optax.scale_by_learning_rate(learning_rate))
+        # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
+        max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=1e-5),
+                           optax.scale_by_learning_rate(learning_rate))
     return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
 
 
-def minibatch_gradient(params: dict, minibatch: Batch, config: Config, data=devices.NO_DATA) -> tuple[dict, dict]:
-    """Gradient of impala_loss over one minibatch of trajectories (leaves [T, b, ...]); with
-    data parallelism each device differentiates its share of the trajectories and the mean
-    over devices is the whole minibatch's gradient."""
-    local = jax.tree.map(lambda x: data.local(x, axis=1), minibatch)
-    (_, stats), grads = jax.value_and_grad(impala_loss, has_aux=True)(data.varying(params), local, config, data)
-    return data.mean((grads, stats))
+def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
+    """Gradient of impala_loss over one minibatch of trajectories (leaves [T, b, ...]) and the loss stats."""
+    (_, stats), grads = jax.value_and_grad(impala_loss, has_aux=True)(params, minibatch, config)
+    return grads, stats
 
 
-def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, data=devices.NO_DATA):
+def learn(params, opt_state, batch: Batch, key, config: Config, optimizer):
     """num_epochs epochs over the rollout [T, num_envs, ...]; each epoch shuffles the
     environments and takes num_minibatches Adam steps on [T, num_envs / num_minibatches]
     trajectory blocks (time order kept, as V-trace needs it). Stats [epochs, minibatches]."""
 
     def update_minibatch(carry, minibatch):
         params, opt_state = carry
-        grads, stats = minibatch_gradient(params, minibatch, config, data)
+        grads, stats = minibatch_gradient(params, minibatch, config)
         updates, opt_state = optimizer.update(grads, opt_state)
         return (optax.apply_updates(params, updates), opt_state), stats
 
@@ -342,13 +335,11 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     """IMPALA's pieces for one seed (common/loop.py turns them into programs). `env`: a
-    gymnax-style env object to train on instead of config.env. With data parallelism each
-    device steps num_envs / D environments; rollouts are gathered and each device takes 1/D
-    of every minibatch's trajectories, gradients averaged."""
+    gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn = config.activation
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
@@ -375,8 +366,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         # The behaviour policy: the parameters of actor_lag updates ago (clamped at the start).
         behaviour = jax.tree.map(lambda x: x[0], state.lagged_params) if config.actor_lag else state.params
-        # (the fourth key was evaluation's before it moved to common/loop.py; kept so results stay the same)
-        key, k_rollout, k_epochs, _ = jax.random.split(state.key, 4)
+        key, k_rollout, k_epochs = jax.random.split(state.key, 3)
 
         # 1. Rollout: num_steps steps of num_envs envs with the behaviour policy.
         def env_step(carry, step_key):
@@ -384,7 +374,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
             k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
             action = jax.vmap(lambda k, o, m: policy(behaviour, o, act_fn, m).sample(seed=k))(
-                data.split_keys(k_action, config.num_envs), policy_obs, action_mask
+                jax.random.split(k_action, config.num_envs), policy_obs, action_mask
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
@@ -401,29 +391,28 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         # lag, one epoch and one minibatch the importance ratios are then exactly 1
         behaviour_log_prob = policy(behaviour, traj.obs, act_fn, traj.action_mask).log_prob(traj.action)
 
-        # 2. Normalisers (statistics cover every data device), then the batch on every device.
+        # 2. Normalisers, then the batch.
         rewards, return_stats, obs_stats = info.reward, state.return_stats, state.obs_stats
         if config.normalize_reward:
-            return_stats = envs.update_stats(return_stats, traj.discounted_return, data.stats_axis)
+            return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)
         if config.normalize_obs:  # new statistics take effect from the next rollout
-            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs), data.stats_axis)
+            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
         batch = Batch(obs=traj.obs, next_obs=traj.next_obs, action=traj.action, log_prob=behaviour_log_prob,
                       reward=rewards, terminated=info.terminated, done=info.terminated | info.truncated,
                       action_mask=traj.action_mask)
-        batch = data.gather(batch)  # [T, num_envs, ...] on every data device
 
         # 3. num_epochs epochs of num_minibatches Adam steps; V-trace inside every loss.
         learning_rate = schedule(update_index)
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(state.params, opt_state, batch, k_epochs, config, optimizer, data)
+        params, opt_state, loss_stats = learn(state.params, opt_state, batch, k_epochs, config, optimizer)
         lagged = state.lagged_params
         if config.actor_lag:  # drop the oldest, append the parameters this rollout's update started from
             lagged = jax.tree.map(lambda old, p: jnp.concatenate([old[1:], p[None]]), lagged, state.params)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics["max_abs_log_rho"] = loss_stats["max_abs_log_rho"].max()
-        metrics.update(envs.episode_metrics(info, data), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
         return TrainState(params=params, lagged_params=lagged, opt_state=opt_state, env_state=env_state, obs=next_obs,
                           obs_stats=obs_stats, return_stats=return_stats, discounted_return=discounted_return,
                           key=key), metrics

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
 from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
@@ -88,10 +87,6 @@ class Config:
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
     num_updates = property(lambda self: run.updates_for(self, self.batch_size))
-
-    def data_parallel_sizes(self) -> dict[str, int]:
-        """Per-seed sizes that --data-parallel must divide."""
-        return {"--num-envs": self.num_envs, "the minibatch size (num_envs * num_steps / num_minibatches)": self.minibatch_size}
 
     def __post_init__(self):
         run.check_values(
@@ -245,38 +240,40 @@ def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dic
     return policy_loss + config.vf_coef * v_loss - config.ent_coef * entropy, stats
 
 
-def minibatch_gradient(params: dict, minibatch: Batch, config: Config, data=devices.NO_DATA) -> tuple[dict, dict]:
-    """Gradient of ppo_loss over one whole minibatch (leaves [B, ...]) and the loss stats.
-    Advantages are normalised over the whole minibatch; with data parallelism each device
-    differentiates its slice and the mean over devices is the whole minibatch's gradient."""
+def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
+    """Gradient of ppo_loss over one minibatch (leaves [B, ...]) and the loss stats;
+    advantages are normalised over the minibatch."""
     if config.normalize_advantages:
         minibatch = minibatch._replace(advantage=normalize_advantages(minibatch.advantage))
-    local = jax.tree.map(data.local, minibatch)
-    (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(data.varying(params), local, config)
-    return data.mean((grads, stats))
+    (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(params, minibatch, config)
+    return grads, stats
 
 
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (if max_grad_norm > 0), Adam; the step size is a hyperparameter in
+    """Global-norm clipping (max_grad_norm; 0: none), Adam; the step size is a hyperparameter in
     the optimizer state, set to the learning-rate schedule's value at the start of every update."""
     def chain(learning_rate):
-        clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
-        return optax.chain(*clip, optax.scale_by_adam(eps=1e-5),
+        # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
+        max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=1e-5),
                            optax.scale_by_learning_rate(learning_rate))
     return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
 
 
-def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, data=devices.NO_DATA):
-    """num_epochs epochs of num_minibatches Adam steps over one rollout.
-    batch: leaves [batch_size, ...] (on every data device). Returns params, optimizer state
-    and loss stats [num_epochs, num_minibatches]."""
+def learn(params, opt_state, samples, key, config: Config, optimizer, gradient=minibatch_gradient):
+    """num_epochs epochs of num_minibatches Adam steps over one rollout's samples, leaves
+    [S, ...]: transitions (Batch) here, whole sequences in ppo_rnn.py, each file passing its
+    own `gradient(params, minibatch, config) -> (grads, stats)`. With config.target_kl the
+    update stops at the first minibatch whose approx KL exceeds it. Returns params,
+    optimizer state and loss stats [num_epochs, num_minibatches]."""
+    num_samples = jax.tree.leaves(samples)[0].shape[0]
 
     def update_minibatch(carry, minibatch):
         params, opt_state, stopped = carry
-        grads, stats = minibatch_gradient(params, minibatch, config, data)
+        grads, stats = gradient(params, minibatch, config)
         updates, new_opt_state = optimizer.update(grads, opt_state)
         new_params = optax.apply_updates(params, updates)
         if config.target_kl is not None:  # KL measured before this step: once too large, stop the update
@@ -287,9 +284,9 @@ def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, data=
         return (new_params, new_opt_state, stopped), stats
 
     def update_epoch(carry, epoch_key):
-        order = jax.random.permutation(epoch_key, config.batch_size)
-        shape = (config.num_minibatches, config.minibatch_size)
-        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), batch))
+        order = jax.random.permutation(epoch_key, num_samples)
+        shape = (config.num_minibatches, num_samples // config.num_minibatches)
+        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), samples))
 
     epoch_keys = jax.random.split(key, config.num_epochs)
     (params, opt_state, _), stats = jax.lax.scan(update_epoch, (params, opt_state, jnp.array(False)), epoch_keys)
@@ -318,13 +315,11 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     """PPO's pieces for one seed (common/loop.py turns them into programs). `env`: a
-    gymnax-style env object to train on instead of config.env. With data parallelism each
-    device steps num_envs / D environments; rollouts are gathered, each device takes 1/D of
-    every minibatch and gradients are averaged: the update equals a single device's."""
+    gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn = config.activation
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
@@ -347,8 +342,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
-        # (the fourth key was evaluation's before it moved to common/loop.py; kept so results stay the same)
-        key, k_rollout, k_epochs, _ = jax.random.split(state.key, 4)
+        key, k_rollout, k_epochs = jax.random.split(state.key, 3)
 
         # 1. Rollout: num_steps steps of num_envs envs with the current policy.
         def env_step(carry, step_key):
@@ -356,7 +350,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
             k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
             action, log_prob = jax.vmap(lambda k, o, m: policy(params, o, act_fn, m).sample_and_log_prob(seed=k))(
-                data.split_keys(k_action, config.num_envs), policy_obs, action_mask
+                jax.random.split(k_action, config.num_envs), policy_obs, action_mask
             )
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             discounted_return = discounted_return * config.gamma + info.reward
@@ -374,25 +368,24 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         old_values = value(params, traj.obs, act_fn)
         next_values = value(params, observe(state.obs_stats, info.final_obs), act_fn)
         rewards, return_stats, obs_stats = info.reward, state.return_stats, state.obs_stats
-        if config.normalize_reward:  # statistics cover every data device's environments
-            return_stats = envs.update_stats(return_stats, traj.discounted_return, data.stats_axis)
+        if config.normalize_reward:
+            return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)
         advantages, targets = gae(rewards, old_values, next_values, info.terminated,
                                   info.terminated | info.truncated, config.gamma, config.gae_lambda)
         if config.normalize_obs:  # new statistics take effect from the next rollout
-            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs), data.stats_axis)
+            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
         batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
                       advantage=advantages, target=targets, action_mask=traj.action_mask)
-        batch = data.gather(batch)  # [T, num_envs, ...] on every data device
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer, data)
+        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info, data), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, obs_stats=obs_stats,
                           return_stats=return_stats, discounted_return=discounted_return, key=key), metrics
 

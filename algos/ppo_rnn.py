@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
+from scanrl.algos.ppo import approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages, value_loss
 from scanrl.common import envs, loop, run
 from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mask_logits, mlp_apply, mlp_init, use_cnn
 from scanrl.common.run import RunConfig
@@ -67,8 +67,12 @@ class Config:
     """GAE lambda (0: one-step TD, 1: Monte-Carlo)."""
     clip_eps: float = 0.2
     """PPO ratio clip range: ratios outside [1 - eps, 1 + eps] get no gradient."""
+    dual_clip_param: float | None = None
+    """dual clip c > 1: for negative advantages the objective is bounded below by c * A (None: off)."""
     clip_value_loss: bool = True
     """PPO2 value clipping: the new value may move at most clip_eps from the rollout's value."""
+    target_kl: float | None = None
+    """stop the rest of an update's epochs once a minibatch's approx KL exceeds this (None: off)."""
     normalize_advantages: bool = True
     """normalise advantages to zero mean, unit std within each minibatch."""
     ent_coef: float = 0.01
@@ -98,15 +102,11 @@ class Config:
     num_sequences = property(lambda self: self.batch_size // self.sequence_length)
     num_updates = property(lambda self: run.updates_for(self, self.batch_size))
 
-    def data_parallel_sizes(self) -> dict[str, int]:
-        """Per-seed sizes that --data-parallel must divide."""
-        return {"--num-envs": self.num_envs,
-                "the sequences per minibatch (num_envs * num_steps / seq_len / num_minibatches)":
-                    self.num_sequences // self.num_minibatches}
 
     def __post_init__(self):
         run.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size"),
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",
+                            "target_kl"),
             nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm"),
             within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
@@ -116,6 +116,8 @@ class Config:
             raise ValueError(f"the rollout holds {self.num_sequences} sequences (num_envs * num_steps / seq_len), not "
                              f"divisible by --num-minibatches {self.num_minibatches}.")
         run.check_budget(self, self.batch_size, "rollout")
+        if self.dual_clip_param is not None and self.dual_clip_param <= 1:
+            raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
 
 
 # Defaults: tuned on CartPole with its velocities hidden (--hide-obs 1 3) by learning-rate sweeps
@@ -192,45 +194,9 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
 
 
 # ---------------------------------------------------------------------------------------------
-# The math: pure functions (PPO's, as in ppo.py), tested in tests/test_ppo_rnn.py
+# The math: PPO's (gae, clipped_surrogate_loss, value_loss, approx_kl, learn) comes from ppo.py;
+# here the sequences and their replay, tested in tests/test_ppo_rnn.py
 # ---------------------------------------------------------------------------------------------
-def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> tuple[jax.Array, jax.Array]:
-    """Generalised advantage estimation over a time-major rollout, inputs [T, N]:
-        delta_t = r_t + gamma * (1 - terminated_t) * V(s'_t) - V(s_t)
-        A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},  A_T = 0
-    next_values V(s'_t): the value of the observation step t reached (the final one where an
-    episode ended), from the GRU state after step t. Returns (advantages, targets A + V)."""
-    terminated, done = terminated.astype(rewards.dtype), done.astype(rewards.dtype)
-    deltas = rewards + gamma * (1.0 - terminated) * next_values - values
-
-    def backward(next_advantage, step):
-        delta, d = step
-        advantage = delta + gamma * gae_lambda * (1.0 - d) * next_advantage
-        return advantage, advantage
-
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, done), reverse=True)
-    return advantages, advantages + values
-
-
-def clipped_surrogate_loss(ratio, advantages, clip_eps) -> jax.Array:
-    """-mean(min(r A, clip(r, 1-eps, 1+eps) A)). Inputs [B]."""
-    return -jnp.minimum(ratio * advantages, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages).mean()
-
-
-def value_loss(values, old_values, targets, clip_eps=None) -> jax.Array:
-    """0.5 * mean((V - G)^2); with clip_eps, PPO2's pessimistic max with the clipped value. Inputs [B]."""
-    loss = (values - targets) ** 2
-    if clip_eps is not None:
-        clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
-        loss = jnp.maximum(loss, (clipped - targets) ** 2)
-    return 0.5 * loss.mean()
-
-
-def approx_kl(log_ratio: jax.Array) -> jax.Array:
-    """KL(old || new) estimate mean((r - 1) - log r): unbiased, >= 0."""
-    return (jnp.exp(log_ratio) - 1.0 - log_ratio).mean()
-
-
 class Sequences(NamedTuple):
     """Training sequences, leaves [S, L, ...] (S sequences of L steps); burn-in steps [S, B, ...]."""
 
@@ -271,7 +237,7 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     log_ratio = dist.log_prob(seqs.action) - seqs.log_prob
     ratio = jnp.exp(log_ratio).reshape(-1)
     advantage = seqs.advantage.reshape(-1)
-    policy_loss = clipped_surrogate_loss(ratio, advantage, config.clip_eps)
+    policy_loss = clipped_surrogate_loss(ratio, advantage, config.clip_eps, config.dual_clip_param)
     v_clip = config.clip_eps if config.clip_value_loss else None
     values = value(params, states, config.activation).reshape(-1)
     v_loss = value_loss(values, seqs.value.reshape(-1), seqs.target.reshape(-1), v_clip)
@@ -279,55 +245,22 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
              "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean(),
              # 0 at an update's first minibatch: the replay reproduces the rollout's log-probabilities
-             # (with data parallelism: the mean over devices of each device's maximum)
              "max_abs_log_ratio": jnp.abs(log_ratio).max()}
     return policy_loss + config.vf_coef * v_loss - config.ent_coef * entropy, stats
 
 
-def minibatch_gradient(params: dict, minibatch: Sequences, config: Config, data=devices.NO_DATA) -> tuple[dict, dict]:
+def minibatch_gradient(params: dict, minibatch: Sequences, config: Config) -> tuple[dict, dict]:
     """Gradient of ppo_loss over one minibatch of sequences (leaves [S, ...]) and the loss stats.
-    Advantages are normalised over the whole minibatch; with data parallelism each device
-    replays its share of the sequences and the gradients are averaged."""
+    Advantages are normalised over the minibatch."""
     if config.normalize_advantages:
-        adv = minibatch.advantage
-        minibatch = minibatch._replace(advantage=(adv - adv.mean()) / (adv.std() + 1e-8))
-    local = jax.tree.map(data.local, minibatch)
-    (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(data.varying(params), local, config)
-    return data.mean((grads, stats))
+        minibatch = minibatch._replace(advantage=normalize_advantages(minibatch.advantage))
+    (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(params, minibatch, config)
+    return grads, stats
 
 
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
-def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (if max_grad_norm > 0), Adam; the step size is a hyperparameter in
-    the optimizer state, set to the learning-rate schedule's value at the start of every update."""
-    def chain(learning_rate):
-        clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
-        return optax.chain(*clip, optax.scale_by_adam(eps=1e-5), optax.scale_by_learning_rate(learning_rate))
-    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
-
-
-def learn(params, opt_state, seqs: Sequences, key, config: Config, optimizer, data=devices.NO_DATA):
-    """num_epochs epochs of num_minibatches Adam steps; each epoch shuffles whole sequences.
-    seqs: leaves [num_sequences, ...]. Returns params, optimizer state and loss stats
-    [num_epochs, num_minibatches]."""
-
-    def update_minibatch(carry, minibatch):
-        params, opt_state = carry
-        grads, stats = minibatch_gradient(params, minibatch, config, data)
-        updates, opt_state = optimizer.update(grads, opt_state)
-        return (optax.apply_updates(params, updates), opt_state), stats
-
-    def update_epoch(carry, epoch_key):
-        order = jax.random.permutation(epoch_key, config.num_sequences)
-        shape = (config.num_minibatches, config.num_sequences // config.num_minibatches)
-        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), seqs))
-
-    (params, opt_state), stats = jax.lax.scan(update_epoch, (params, opt_state), jax.random.split(key, config.num_epochs))
-    return params, opt_state, stats
-
-
 def to_sequences(traj: "Transition", values, advantages, targets, config: Config) -> Sequences:
     """Cut a rollout (leaves [T, N, ...]) into N * T / L sequences of L steps (env-major),
     each with the GRU state stored at its first step and its B burn-in steps before it."""
@@ -386,13 +319,11 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     """Recurrent PPO's pieces for one seed (common/loop.py turns them into programs). `env`:
-    a gymnax-style env object to train on instead of config.env. With data parallelism each
-    device steps num_envs / D environments; rollouts are gathered, each device replays 1/D
-    of every minibatch's sequences and gradients are averaged."""
+    a gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn = config.activation
     # what the network reads: flat vectors, or images for the conv torso (ValueError for cnn without images)
@@ -421,7 +352,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
             action_mask = vec_env.action_mask(env_state)
             dist = policy(params, new_hidden, act_fn, action_mask)
             action = jax.vmap(lambda k, h, m: policy(params, h, act_fn, m).sample(seed=k))(
-                data.split_keys(k_action, config.num_envs), new_hidden, action_mask)
+                jax.random.split(k_action, config.num_envs), new_hidden, action_mask)
             log_prob = dist.log_prob(action)  # as the replay computes it, so that the ratio is exactly 1
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
             transition = Transition(hidden=hidden, state=new_hidden, obs=observe(obs), start=start,
@@ -435,17 +366,16 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
 
         # 2. Advantages (bootstrapping with the pre-reset state), then sequences.
         old_values, advantages, targets = rollout_advantages(params, traj, observe(info.final_obs), config)
-        # Sequences with the states stored at their first steps, [T, num_envs, ...] on every data device.
-        traj, old_values, advantages, targets = data.gather((traj, old_values, advantages, targets))
+        # Sequences with the states stored at their first steps.
         seqs = to_sequences(traj, old_values, advantages, targets, config)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(params, opt_state, seqs, k_epochs, config, optimizer, data)
+        params, opt_state, loss_stats = learn(params, opt_state, seqs, k_epochs, config, optimizer, minibatch_gradient)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info, data), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, start=next_start,
                           hidden=hidden, key=key), metrics
 

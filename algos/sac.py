@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import devices  # first: gives JAX one CPU device per core before anything computes
 from scanrl.common import envs, loop, run
 from scanrl.common.nets import mlp_apply, mlp_init
 from scanrl.common.run import RunConfig
@@ -93,9 +92,6 @@ class Config:
         """Rows of the circular buffer; a row holds one step of every environment."""
         return max(1, min(self.buffer_size, self.num_updates * self.steps_per_iteration) // self.num_envs)
 
-    def data_parallel_sizes(self) -> dict[str, int]:
-        """Per-seed sizes that --data-parallel must divide."""
-        return {"--num-envs": self.num_envs, "--batch-size": self.batch_size}
 
     def __post_init__(self):
         run.check_values(
@@ -301,25 +297,21 @@ class Learner(NamedTuple):
 
 
 def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Config, optimizer: optax.GradientTransformation,
-               target_entropy: float, data=devices.NO_DATA) -> tuple[Learner, dict]:
+               target_entropy: float) -> tuple[Learner, dict]:
     """One gradient step: the critics, then the actor (against the updated critics), then
     the temperature, then the Polyak-averaged target critics.
 
-    batch: leaves [B, ...] with observations as the networks see them. With data parallelism
-    (D devices) batch is this device's 1/D of the whole batch; the
-    noise of the whole batch is drawn and sliced and the gradients are averaged, so the
-    result equals one device's step on the whole batch (tests/test_sac.py).
+    batch: leaves [B, ...] with observations as the networks see them.
     Returns the new learner and the step's stats (scalars).
     """
     params, target_critic, (actor_opt, critic_opt, alpha_opt) = learner
     k_next, k_actor = jax.random.split(key)
     act, alpha = config.activation, jnp.exp(params["log_alpha"])
 
-    def noise(k):  # this shard's rows of the whole batch's standard-normal noise [B, A]
-        return data.local(jax.random.normal(k, (batch.action.shape[0] * data.size, batch.action.shape[1])))
+    def noise(k):  # standard-normal noise [B, A] for the reparameterised samples
+        return jax.random.normal(k, batch.action.shape)
 
     def apply(grads, params, opt_state):
-        grads = data.mean(grads)  # the whole batch's gradient on every device
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state
 
@@ -345,7 +337,7 @@ def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Con
     stats = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q_mean, "alpha": alpha, "entropy": -log_prob.mean()}
     new_params = {"actor": actor, "critic": critic, "log_alpha": log_alpha}
     new_learner = Learner(new_params, polyak(critic, target_critic, config.tau), (actor_opt, critic_opt, alpha_opt))
-    return new_learner, data.mean(stats)
+    return new_learner, stats
 
 
 class TrainState(NamedTuple):
@@ -357,23 +349,20 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DATA) -> loop.Algorithm:
+def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     """SAC's pieces for one seed (common/loop.py turns them into programs); an update is one
     iteration of num_steps env steps (metrics averaged over it; losses NaN before
-    learning_starts). `env`: a gymnax-style env object to train on instead of config.env.
-    With data parallelism each device steps num_envs / D environments into its own buffer
-    and samples batch_size / D transitions from it; gradients are averaged over devices."""
+    learning_starts). `env`: a gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
     if envs.is_discrete(env, env_params):
         raise ValueError(f"SAC needs continuous (Box) actions and --env {config.env} has discrete ones; "
                          "use algos/ppo.py, algos/impala.py or algos/grpo.py for it.")
-    vec_env = envs.VecEnv(env, env_params, config.num_envs, data)
+    vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim, action_dim = vec_env.obs_dim, vec_env.action_dim
     # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled
     action_scale = (vec_env.action_high - vec_env.action_low).reshape(-1) / 2.0
     action_offset = (vec_env.action_high + vec_env.action_low).reshape(-1) / 2.0
     target_entropy = -float(action_dim) if config.target_entropy is None else config.target_entropy
-    local_batch = config.batch_size // data.size
     optimizer = make_optimizer(config)
 
     def to_env(unit_action):  # [N, A] in [-1, 1] -> [N, *action_shape] in the env's bounds
@@ -405,9 +394,9 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         def learn(learner, buffer, obs_stats, key):  # stats averaged over the gradient steps
             def update_minibatch(learner, step_key):
                 k_sample, k_update = jax.random.split(step_key)
-                batch = buffer_sample(buffer, data.fold_in(k_sample), local_batch)  # each device: its own buffer
+                batch = buffer_sample(buffer, k_sample, config.batch_size)
                 batch = batch._replace(obs=observe(obs_stats, batch.obs), next_obs=observe(obs_stats, batch.next_obs))
-                return sac_update(learner, batch, k_update, config, optimizer, target_entropy, data)
+                return sac_update(learner, batch, k_update, config, optimizer, target_entropy)
 
             learner, stats = jax.lax.scan(update_minibatch, learner, jax.random.split(key, config.updates_per_step))
             return learner, jax.tree.map(jnp.mean, stats)
@@ -421,15 +410,15 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
             key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
             random = jax.random.uniform(k_random, (config.num_envs, action_dim), minval=-1.0, maxval=1.0)
             mean, log_std = actor_outputs(state.learner.params["actor"], observe(state.obs_stats, state.obs), config)
-            policy_action, _ = jax.vmap(sample_action)(data.split_keys(k_policy, config.num_envs), mean, log_std)
-            action = jnp.where(step_index * config.num_envs < config.learning_starts, data.local(random), policy_action)
+            policy_action, _ = jax.vmap(sample_action)(jax.random.split(k_policy, config.num_envs), mean, log_std)
+            action = jnp.where(step_index * config.num_envs < config.learning_starts, random, policy_action)
 
             next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
             step = transitions_from_step(state.obs, action, info)
             buffer = buffer_add(state.buffer, step)
             obs_stats = state.obs_stats
             if config.normalize_obs:
-                obs_stats = envs.update_stats(obs_stats, step.next_obs, data.stats_axis)
+                obs_stats = envs.update_stats(obs_stats, step.next_obs)
             learner, stats = jax.lax.cond(
                 learning(step_index), lambda: learn(state.learner, buffer, obs_stats, k_learn),
                 lambda: (state.learner, no_stats),
@@ -443,7 +432,7 @@ def make_algorithm(config: Config, env=None, env_params=None, data=devices.NO_DA
         state = state._replace(key=jax.random.split(state.key)[0])
         metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
         metrics["gradient_steps"] = learning(step_indices).sum() * config.updates_per_step
-        metrics.update(envs.episode_metrics(info, data))
+        metrics.update(envs.episode_metrics(info))
         return state, metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:

@@ -1,17 +1,18 @@
 """Seeds across devices: one compiled program trains every seed on every device.
 
-Importing this module (every algorithm file does, before gymnax) gives JAX one CPU
-device per core: on a CPU-only machine that is the fast path, because XLA runs one
-device's program on one core. It must happen before JAX computes anything, which is
-why it is done at import time and why gymnax (whose import computes) is imported
-lazily in `common.envs`. Set `XLA_FLAGS=--xla_force_host_platform_device_count=N`
-or `JAX_NUM_CPU_DEVICES=N` yourself to choose another count; `--num-devices N`
-restricts a run to the first N devices.
+`use_cpu_cores()` gives JAX one CPU device per core: on a CPU-only machine that is the
+fast path, because XLA runs one device's program on one core. It must run before JAX
+computes anything. The command line and `loop.build` (hence every `make_train`) call it;
+a library user who computes with JAX first calls it at the top of the script, and gets a
+warning when JAX has already started with fewer devices. Importing scanrl changes no JAX
+setting. Set `XLA_FLAGS=--xla_force_host_platform_device_count=N` or
+`JAX_NUM_CPU_DEVICES=N` yourself to choose another count; `--num-devices N` restricts a
+run to the first N devices.
 
 `plan_layout` picks a mesh with axes ("seed", "data"): seeds are vmapped within a device
 and sharded over the "seed" axis; the "data" axis splits each seed's environments
-(data parallelism, `--data-parallel`), and `DataAxis` is how an algorithm sees it.
-common/loop.py builds the programs on this mesh. The mesh may span several processes
+(data parallelism, `--data-parallel`), left to XLA's partitioner (common/envs.py's
+`shard_envs`). common/loop.py builds the programs on this mesh. The mesh may span several processes
 (`initialize_distributed`).
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,15 +44,25 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _give_jax_one_cpu_device_per_core() -> None:
+def use_cpu_cores(warn: bool = True) -> None:
+    """Give JAX one CPU device per core (the CPU fast path), unless the count was chosen with
+    XLA_FLAGS or JAX_NUM_CPU_DEVICES. Call it before JAX computes anything; if JAX has
+    already started on the CPU with fewer devices than cores, nothing changes and (with
+    `warn`) a warning says so."""
+    from jax._src import distributed
+
     user_chose = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "") or (
         "JAX_NUM_CPU_DEVICES" in os.environ
     )
-    if not user_chose and not _backend_initialised():
+    if user_chose or distributed.global_state.client is not None:  # multi-process: initialize_distributed chose
+        return
+    if not _backend_initialised():
         jax.config.update("jax_num_cpu_devices", cpu_count())
-
-
-_give_jax_one_cpu_device_per_core()
+    elif warn and jax.default_backend() == "cpu" and jax.local_device_count() < cpu_count():
+        warnings.warn(
+            f"JAX had already started with {jax.local_device_count()} CPU device(s) for {cpu_count()} cores, "
+            "so runs use fewer cores; call scanrl.common.devices.use_cpu_cores() before computing anything "
+            "with JAX.", stacklevel=2)
 
 
 def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> str | None:
@@ -250,64 +262,6 @@ def plan_layout(
 # XLA's CPU backend spends most of a train program's compile time in LLVM passes that
 # buy nothing measurable for these small, loop-heavy programs (benchmarks/RESULTS.md).
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
-
-
-@dataclass(frozen=True)
-class DataAxis:
-    """The "data" mesh axis as one seed's code sees it: `size` devices share the seed's
-    environments (data parallelism). Every method is the identity for size 1, so the
-    algorithm's math reads the same with or without data parallelism.
-
-    Item i of a batch of `total` gets the same key whatever `size` is (`split_keys`), so a
-    data-parallel run draws the same randomness as a single device.
-    """
-
-    size: int = 1
-    name: str = "data"
-
-    @property
-    def stats_axis(self) -> str | None:
-        """The axis running statistics average over (None without data parallelism)."""
-        return self.name if self.size > 1 else None
-
-    def index(self) -> jax.Array | int:
-        """This device's position on the axis (0 .. size - 1)."""
-        return jax.lax.axis_index(self.name) if self.size > 1 else 0
-
-    def local(self, x: jax.Array, axis: int = 0) -> jax.Array:
-        """This device's equal slice of `x` along `axis`."""
-        if self.size == 1:
-            return x
-        n = x.shape[axis] // self.size
-        return jax.lax.dynamic_slice_in_dim(x, self.index() * n, n, axis)
-
-    def split_keys(self, key: jax.Array, total: int) -> jax.Array:
-        """This device's slice of `jax.random.split(key, total)`: [total / size] keys."""
-        return self.local(jax.random.split(key, total))
-
-    def fold_in(self, key: jax.Array) -> jax.Array:
-        """A key of this device's own (the same key without data parallelism)."""
-        return jax.random.fold_in(key, self.index()) if self.size > 1 else key
-
-    def mean(self, tree):
-        return jax.lax.pmean(tree, self.name) if self.size > 1 else tree
-
-    def sum(self, tree):
-        return jax.lax.psum(tree, self.name) if self.size > 1 else tree
-
-    def gather(self, tree, axis: int = 1):
-        """Concatenate the devices' environments along `axis`, in global environment order."""
-        if self.size == 1:
-            return tree
-        return jax.tree.map(lambda x: jax.lax.all_gather(x, self.name, axis=axis, tiled=True), tree)
-
-    def varying(self, params):
-        """Mark replicated parameters as varying before a gradient, so that `mean` of the
-        gradients is right whatever check_vma is (jax-notes.md, trap 2)."""
-        return jax.lax.pcast(params, self.name, to="varying") if self.size > 1 else params
-
-
-NO_DATA = DataAxis()
 
 
 def fetch(tree):

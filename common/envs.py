@@ -10,57 +10,49 @@
 - `RunningStats` / `update_stats` / `normalize`: running mean and variance for
   observation normalisation and for reward scaling by the std of the discounted return.
 
-gymnax is imported inside the functions (`gymnax()`): its import runs JAX computations, and
-JAX's device count must be set before the first one (see common/devices.py).
+gymnax is imported when first needed (`gymnax()`): its import runs JAX computations, which
+would fix JAX's device count before `devices.use_cpu_cores()` could set it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import importlib
 import importlib.util
 import math
-import sys
 import types
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
-from scanrl.common.devices import NO_DATA, DataAxis
-
-
-class _Deferred(types.ModuleType):
-    """Stands in for a module until one of its attributes is used, then imports it."""
-
-    def __getattr__(self, attr: str) -> Any:
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
-        return getattr(importlib.import_module(self.__name__), attr)
+DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/devices.py)
 
 
-@contextlib.contextmanager
-def _deferred(*names: str):
-    stubs = {name: _Deferred(name) for name in names if name not in sys.modules}
-    sys.modules.update(stubs)
-    try:
-        yield
-    finally:
-        for name, stub in stubs.items():
-            if sys.modules.get(name) is stub:
-                del sys.modules[name]
+def shard_envs(tree: Any, axis: int = 0) -> Any:
+    """Place `axis` (the environments) of every leaf on the mesh's "data" devices.
+
+    Data parallelism is this one constraint: XLA's partitioner splits the environments'
+    work over the devices and inserts the reductions (gradient means, statistics) that the
+    math needs. The identity outside a mesh with a "data" axis of more than one device.
+    """
+    mesh = jax.sharding.get_abstract_mesh()
+    if DATA_AXIS not in mesh.axis_names or mesh.shape[DATA_AXIS] == 1:
+        return tree
+
+    def constrain(x):
+        if getattr(x, "ndim", 0) <= axis:
+            return x
+        return jax.lax.with_sharding_constraint(x, P(*(None,) * axis, DATA_AXIS))
+
+    return jax.tree.map(constrain, tree)
 
 
 def gymnax() -> types.ModuleType:
-    """The gymnax module. Its import pulls in seaborn and matplotlib.pyplot for rendering
-    (1.1 of its 1.5 s here); they are imported when gymnax first draws something, so every
-    run starts a second sooner. Afterwards `import seaborn` gives the real module."""
-    if "gymnax" not in sys.modules:
-        with _deferred("seaborn", "matplotlib.pyplot"):
-            import gymnax  # noqa: F401
-    return sys.modules["gymnax"]
+    """The gymnax module, imported on first use."""
+    return importlib.import_module("gymnax")
 
 
 def registered_envs() -> list[str]:
@@ -230,9 +222,9 @@ class StepInfo(NamedTuple):
 class VecEnv:
     """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly.
 
-    With data parallelism (`data.size` D > 1, inside common/loop.py's programs) each
-    device of the "data" axis steps its own `num_envs / D` of them (`self.num_envs` is
-    that local count); environment i gets the same random key whatever D is.
+    With data parallelism (inside common/loop.py's programs, on a mesh whose "data" axis
+    has D devices) the environment axis of everything VecEnv returns is split over the D
+    devices (`shard_envs`); the values are the same whatever D is.
 
     Two optional attributes of the env change the stepping (common/suites/ sets them):
     - `action_mask(state, params) -> [A] bool`: the valid actions (`self.masked`), given to
@@ -245,12 +237,9 @@ class VecEnv:
       since a vmapped choice evaluates both branches.
     """
 
-    def __init__(self, env: Any, env_params: Any, num_envs: int, data: DataAxis = NO_DATA):
-        if num_envs % data.size:
-            raise ValueError(f"{num_envs} environments cannot be split over {data.size} devices evenly.")
-        self.env, self.env_params, self.data = env, env_params, data
-        self.total_envs = num_envs
-        self.num_envs = num_envs // data.size
+    def __init__(self, env: Any, env_params: Any, num_envs: int):
+        self.env, self.env_params = env, env_params
+        self.num_envs = num_envs
         self.discrete = is_discrete(env, env_params)
         self.masked = callable(getattr(env, "action_mask", None))
         self.reset_ratio = getattr(env, "reset_ratio", None)
@@ -266,15 +255,15 @@ class VecEnv:
             self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
 
     def reset(self, key: jax.Array, env_keys: jax.Array | None = None) -> tuple[jax.Array, VecEnvState]:
-        """Returns obs [N, *obs] and the state (N: this device's environments).
+        """Returns obs [N, *obs] and the state.
 
-        env_keys: optional reset keys for all environments [total_envs] (e.g. repeated so
-        that several environments start from the same state); default split from `key`.
+        env_keys: optional reset keys [N] (e.g. repeated so that several environments start
+        from the same state); default split from `key`.
         """
-        keys = self.data.split_keys(key, self.total_envs) if env_keys is None else self.data.local(env_keys)
+        keys = shard_envs(jax.random.split(key, self.num_envs) if env_keys is None else env_keys)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
         zeros = jnp.zeros(self.num_envs)
-        return obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))
+        return shard_envs((obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))))
 
     def action_mask(self, state: VecEnvState) -> jax.Array | None:
         """The valid actions [N, A] bool in each environment's current state; None when the
@@ -299,7 +288,7 @@ class VecEnv:
         """
         if self.reset_ratio is not None:
             key, k_reset = jax.random.split(key)
-        keys = self.data.split_keys(key, self.total_envs)
+        keys = shard_envs(jax.random.split(key, self.num_envs))
         obs, env_state, reward, terminated, truncated, info = jax.vmap(
             self.env.step, in_axes=(0, 0, 0, None)
         )(keys, state.env_state, self.clip_action(action), self.env_params)
@@ -320,19 +309,18 @@ class VecEnv:
         new_state = VecEnvState(
             env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length)
         )
-        return obs, new_state, step_info
-
+        return shard_envs((obs, new_state, step_info))
 
     def optimistic_reset(self, key: jax.Array, done: jax.Array, obs: jax.Array, env_state: Any):
         """obs and env states [N, ...] with each `done` environment restarted from one of
-        K = ceil(total_envs / reset_ratio) fresh starts (the same K on every data device)."""
+        K = ceil(num_envs / reset_ratio) fresh starts."""
         k_starts, k_pick = jax.random.split(key)
-        starts = -(-self.total_envs // self.reset_ratio)
+        starts = -(-self.num_envs // self.reset_ratio)
         # lax.map, not vmap: a vmapped reset turns the world generator's branches into selects
         # that compute every branch (Craftax: about 50 ms for one batched reset against 0.8 ms)
         new_obs, new_state = jax.lax.map(lambda k: self.env.reset(k, self.env_params),
                                          jax.random.split(k_starts, starts))
-        pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(self.data.split_keys(k_pick, self.total_envs))
+        pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(jax.random.split(k_pick, self.num_envs))
 
         def restart(new, old):
             chosen = new[pick]
@@ -342,7 +330,7 @@ class VecEnv:
 
 
 def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:
-    """Return [N] and length [N] of the first episode of each of this device's N environments.
+    """Return [N] and length [N] of the first episode of each of vec_env's N environments.
 
     act(obs [N, *obs], key, carry, mask) -> (actions [N, ...], carry), e.g. the mode of the
     policy; mask: the valid actions [N, A] (None without an action mask);
@@ -373,19 +361,18 @@ def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()
 
 
 def evaluate(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> jax.Array:
-    """Mean return of one episode in each of vec_env's environments (all data shards);
-    `act` and `carry` as in run_episodes."""
-    return vec_env.data.mean(run_episodes(vec_env, act, key, carry)[0].mean())
+    """Mean return of one episode in each of vec_env's environments; `act` and `carry` as
+    in run_episodes."""
+    return run_episodes(vec_env, act, key, carry)[0].mean()
 
 
-def episode_metrics(info: StepInfo, data: DataAxis = NO_DATA) -> dict[str, jax.Array]:
+def episode_metrics(info: StepInfo) -> dict[str, jax.Array]:
     """Mean return and length of the episodes that ended within `info` (leaves [T, N]).
 
     NaN when none ended, so a rollout shorter than an episode never reports a fake 0.
-    With data parallelism the episodes of all data shards are counted together.
     """
     done = info.terminated | info.truncated
-    count, total_return, total_length = data.sum((done.sum(), info.episode_return.sum(), info.episode_length.sum()))
+    count, total_return, total_length = done.sum(), info.episode_return.sum(), info.episode_length.sum()
     safe = jnp.maximum(count, 1)
     nan = jnp.float32(jnp.nan)
     return {
@@ -407,20 +394,13 @@ def init_stats(shape: tuple[int, ...] = ()) -> RunningStats:
     return RunningStats(jnp.zeros(shape), jnp.ones(shape), jnp.float32(1e-4))
 
 
-def update_stats(stats: RunningStats, batch: jax.Array, axis_name: str | None = None) -> RunningStats:
-    """Merge a batch `[..., *shape]` into the stats (Chan et al.'s parallel update).
-
-    With `axis_name`, the batch moments are averaged over that mapped axis first, so
-    equal-sized shards of one batch (data parallelism) update the stats identically.
-    """
+def update_stats(stats: RunningStats, batch: jax.Array) -> RunningStats:
+    """Merge a batch `[..., *shape]` into the stats (Chan et al.'s parallel update)."""
     shape = stats.mean.shape
     flat = batch.reshape((-1,) + shape)
     batch_mean = flat.mean(0)
     batch_sq = (flat**2).mean(0)
     batch_count = jnp.float32(flat.shape[0])
-    if axis_name is not None:
-        batch_mean, batch_sq = jax.lax.pmean((batch_mean, batch_sq), axis_name)
-        batch_count = jax.lax.psum(batch_count, axis_name)
     batch_var = jnp.maximum(batch_sq - batch_mean**2, 0.0)
     total = stats.count + batch_count
     delta = batch_mean - stats.mean

@@ -86,8 +86,6 @@ def load_policy(run_dir: str | Path, algo: loop.Algorithm, num_seeds: int, updat
     def seeds_only(a: np.ndarray, t) -> jax.Array:
         is_key = jnp.issubdtype(t.dtype, jax.dtypes.prng_key)
         a = a[:num_seeds]  # drop the padding seeds
-        if a.ndim - is_key == len(t.shape) + 2:  # a data-parallel run keeps [seeds, data shards, ...]
-            a = a[:, 0]
         return jax.random.wrap_key_data(a) if is_key else jnp.asarray(a)
 
     train = treedef.unflatten([seeds_only(a, t) for a, t in zip(raw, leaves)]).train

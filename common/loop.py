@@ -1,6 +1,6 @@
 """From an algorithm's pieces to compiled programs: the whole run, and the same run in chunks.
 
-An algorithm file's `make_algorithm(config, env, env_params, data)` returns an `Algorithm`:
+An algorithm file's `make_algorithm(config, env, env_params)` returns an `Algorithm`:
 `init(key) -> state`, `update(state, update_index) -> (state, metrics)`, `act(policy,
 obs, key, deterministic) -> action`, `policy_params(state) -> policy`, and its env and
 sizes. `build(make_algorithm, config)` places the seeds on the device mesh
@@ -14,9 +14,11 @@ sizes. `build(make_algorithm, config)` places the seeds on the device mesh
   back give bit for bit the whole run's result. Its metrics also hold `_policy_finite`
   (1 where every policy parameter is finite after the update) for the driver's watch.
 
-Seeds are vmapped within a device and sharded over the mesh's "seed" axis; with data
-parallelism a seed's state carries an extra axis of its `data` devices' shards
-(`[seeds, data, ...]`: parameters repeat, each device's environments differ).
+Seeds are vmapped within a device and sharded over the mesh's "seed" axis by `shard_map`,
+which is manual over "seed" only. The "data" axis (data parallelism: one seed's environments
+over several devices) is left to XLA's partitioner: the env interface places the environment
+axis on it (`envs.shard_envs`), and the partitioner splits that work and inserts the
+reductions. The algorithm's code is the same single-device code either way.
 
 Evaluation lives here, the same for every algorithm: every `eval_every` updates and after
 the last, `eval_episodes` episodes of `act(..., deterministic=True)` on the evaluation
@@ -134,22 +136,23 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
 
     With a `sweep` (common/sweeps.py) the rows of the seed axis are (config, seed) pairs,
     config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row."""
+    devices.use_cpu_cores(warn=False)  # where JAX has not started yet (a library user's make_train)
     run = config.run
     num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
-    layout = devices.plan_layout(num_seeds, config.data_parallel_sizes(), run.data_parallel, run.num_devices)
-    data = devices.DataAxis(layout.data_parallel)
+    layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
     env, base_params = environment(config, env, env_params)
     train_params = envs.override_params(base_params, run.env_params, "--env-params")
-    algo = make_algorithm(config, env, train_params, data=data)
+    algo = make_algorithm(config, env, train_params)
     num_updates = algo.num_updates
     # A sweep's values enter as arrays: the pieces are built inside the program from a Config
     # whose swept fields hold this row's values (tracers), so one compile serves every config.
     hparams = {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()} if sweep else {}
-    pieces = (lambda hp: make_algorithm(sweeps.with_values(config, hp), env, train_params, data=data)) if sweep \
+    pieces = (lambda hp: make_algorithm(sweeps.with_values(config, hp), env, train_params)) if sweep \
         else (lambda hp: algo)
     chunk = min(chunk or num_updates, num_updates)
     eval_params = evaluation_params(run, base_params)
-    eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data.size) * data.size, data)
+    data = layout.data_parallel  # evaluation episodes: a multiple of the data devices, so each gets a share
+    eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data) * data)
 
     def evaluate(algo, train_state, key):
         carry, act = acting(algo, algo.policy_params(train_state), True, eval_env.num_envs)
@@ -180,16 +183,14 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         init_block = lambda keys, hp: add(init_one(keys[0], drop(hp)))
         update_block = lambda states, u: add(update_one(drop(states), u))
 
-    # With data parallelism each device keeps its own shard of the seed's state.
-    split = data.size > 1
-    to_block = (lambda t: jax.tree.map(lambda x: x[:, 0], t)) if split else (lambda t: t)
-    from_block = (lambda t: jax.tree.map(lambda x: x[:, None], t)) if split else (lambda t: t)
-    state_spec = P("seed", "data") if split else P("seed")
+    state_spec = P("seed")
+    # Manual over "seed" alone: "data" stays XLA's to partition. check_vma=False: with it on, a
+    # parameter built from a constant (e.g. a zero log-std) would count as replicated and its
+    # gradient be summed over seeds (jax-notes.md, trap 1).
+    seed_map = partial(jax.shard_map, mesh=layout.mesh, axis_names={"seed"}, check_vma=False)
 
     def updates(length):
         def block(states, first, n):
-            states = to_block(states)
-
             def body(states, j):
                 # Updates past `n` (only in a run's last, shorter chunk) are computed and thrown
                 # away: a select, where lax.cond would need the update traced a second time
@@ -200,18 +201,11 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
                 return states, jax.tree.map(lambda m: jnp.where(keep, m, jnp.nan), metrics)
 
             states, metrics = jax.lax.scan(body, states, jnp.arange(length))
-            return from_block(states), jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)
+            return states, jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)
 
-        # check_vma=False: with it on, a parameter built from a constant (e.g. a zero log-std)
-        # would count as replicated and its gradient be summed over devices (jax-notes.md, trap 1).
-        return jax.shard_map(
-            block, mesh=layout.mesh, in_specs=(state_spec, P(), P()), out_specs=(state_spec, P("seed")), check_vma=False
-        )
+        return seed_map(block, in_specs=(state_spec, P(), P()), out_specs=(state_spec, P("seed")))
 
-    init_all = jax.shard_map(
-        lambda keys, hp: from_block(init_block(keys, hp)), mesh=layout.mesh, in_specs=(P("seed"), P("seed")),
-        out_specs=state_spec, check_vma=False,
-    )
+    init_all = seed_map(init_block, in_specs=(P("seed"), P("seed")), out_specs=state_spec)
 
     def padded(keys):  # rows that do not fill the mesh evenly are padded with row 0, then dropped
         if keys.shape[0] != num_seeds:
@@ -221,8 +215,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         return pad(keys), {k: pad(jnp.asarray(v)) for k, v in hparams.items()}
 
     def policy_of(states):
-        first_shard = jax.tree.map(lambda x: x[:num_seeds, 0] if split else x[:num_seeds], states)
-        return jax.vmap(algo.policy_params)(first_shard.train)
+        return jax.vmap(algo.policy_params)(jax.tree.map(lambda x: x[:num_seeds], states.train))
 
     jit = partial(jax.jit, compiler_options=devices.COMPILER_OPTIONS)
     replicated = NamedSharding(layout.mesh, P())
@@ -233,19 +226,23 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         metrics = {k: m[:num_seeds] for k, m in metrics.items() if not k.startswith("_")}
         return {"state": jax.tree.map(lambda x: x[:num_seeds], states), "policy": policy_of(states), "metrics": metrics}
 
-    # out_shardings: an empty leaf (MJX's state has [seeds, envs, 0] ones) would otherwise come
-    # out replicated, which `advance`, lowered for the seed-sharded state, refuses.
-    @partial(jit, in_shardings=(replicated,), out_shardings=NamedSharding(layout.mesh, state_spec))
+    # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
+    # partitioner chose inside (environments over "data"; MJX's empty [seeds, envs, 0] leaves
+    # would come out replicated): `advance` is lowered for that one sharding.
+    state_sharding = NamedSharding(layout.mesh, state_spec)
+
+    @partial(jit, in_shardings=(replicated,), out_shardings=state_sharding)
     def start(keys):
         return init_all(*padded(keys))
 
     @partial(jit, donate_argnums=0)
     def advance(states, first, n):
         states, metrics = updates(chunk)(states, first, n)
+        states = jax.lax.with_sharding_constraint(states, state_sharding)
         return states, jax.tree.map(lambda m: m[:num_seeds], metrics)
 
     return Program(
         config=config, algorithm=algo, layout=layout, num_seeds=num_seeds, chunk=chunk,
         train=train, start=start, advance=advance, policy=jit(policy_of),
-        state_sharding=NamedSharding(layout.mesh, state_spec), sweep=sweep,
+        state_sharding=state_sharding, sweep=sweep,
     )

@@ -155,6 +155,8 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
     argv = sys.argv[1:] if argv is None else argv
     if devices.distributed_requested(argv):
         devices.initialize_distributed()  # before anything below touches JAX
+    else:
+        devices.use_cpu_cores()
     resume, config_file = flag_value(argv, "--resume"), flag_value(argv, "--config")
     source = Path(resume) / "config.json" if resume else config_file
     if resume and not (Path(resume) / "config.json").is_file():

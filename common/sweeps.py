@@ -5,9 +5,9 @@
 draws, seeded by `--seed`) give `configs` settings of the swept fields. Each (config, seed)
 pair is one row of the device mesh's seed axis, config-major: row `c * num_seeds + s` is
 config c with seed key `seed + s`, so it computes what the single run of that config and
-seed computes. The swept values enter the program as arrays (`with_values`: the Config's
-fields hold tracers while `make_algorithm` builds the pieces), so one compile serves every
-config. A field that sets shapes or Python control flow (sizes, booleans, a branch on the
+seed computes. The swept values enter the program as arrays: `make_algorithm` builds the
+pieces from a `Swept` view of the Config whose swept fields are traced scalars (the Config
+itself is never changed), so one compile serves every config. A field that sets shapes or Python control flow (sizes, booleans, a branch on the
 value) cannot: it is refused with one sentence, or run one program per config with
 `--sweep-mode loop`.
 
@@ -19,7 +19,6 @@ std, interquartile mean and min of the final return, and the best evaluation ret
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import json
@@ -168,13 +167,24 @@ def structure_error(name_hint: str) -> str:
             f"part off), so it cannot vary inside one program; use --sweep-mode loop to run one program per value.")
 
 
+class Swept:
+    """One row of a sweep as the algorithm's pieces read it: the swept fields' values (traced
+    float32 scalars inside the program), every other attribute (fields, properties, `run`)
+    the Config's own. The Config itself is never changed; the values were checked by its
+    own checks when the sweep was parsed (`parse`)."""
+
+    def __init__(self, config: Any, values: dict[str, Any]):
+        self._config, self._values = config, dict(values)
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__["_values"]
+        return values[name] if name in values else getattr(self.__dict__["_config"], name)
+
+
 def with_values(config: Any, values: dict[str, Any]) -> Any:
-    """A copy of `config` whose fields `values` hold arrays (tracers inside a program). The
-    Config's checks do not run on it: the values were checked when the sweep was parsed."""
-    out = copy.copy(config)
-    for name, value in values.items():
-        object.__setattr__(out, name, value)
-    return out
+    """The Config of one sweep row for make_algorithm: `config` as it is without swept values,
+    else a `Swept` view carrying them."""
+    return Swept(config, values) if values else config
 
 
 # ---------------------------------------------------------------------------------------------

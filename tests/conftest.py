@@ -24,6 +24,7 @@ if not os.environ.get("DISPLAY"):
 
 from scanrl.common import devices  # noqa: E402  (after the cache dir is chosen)
 
+devices.use_cpu_cores()  # as the command line does: one CPU device per core
 devices.enable_compile_cache()
 
 

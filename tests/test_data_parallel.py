@@ -13,9 +13,9 @@ FIXED_BATCH = textwrap.dedent(
     """
     import json, sys
     import jax, jax.numpy as jnp, numpy as np
-    from jax.sharding import Mesh, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from scanrl.algos import ppo
-    from scanrl.common import devices, envs
+    from scanrl.common import envs
     env_id = sys.argv[1]
     config = ppo.default_config(env_id, num_envs=8, num_steps=16, num_minibatches=4, num_epochs=2,
                                 normalize_advantages=True, eval_every=0, log_every=0, learning_rate=1e-3)
@@ -40,15 +40,15 @@ FIXED_BATCH = textwrap.dedent(
     optimizer = ppo.make_optimizer(config)
     results = {}
     for shards in (1, 2, 4):
-        data = devices.DataAxis(shards)
-        def one_update(key):
+        def one_update(batch, key):
             minibatch = jax.tree.map(lambda x: x[: config.minibatch_size], batch)
-            grads, _ = ppo.minibatch_gradient(params, minibatch, config, data)
-            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer, data)
+            grads, _ = ppo.minibatch_gradient(params, minibatch, config)
+            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer)
             return {"grads": grads, "params": new_params, "policy_loss": stats["policy_loss"]}
+        # the batch split over the devices; XLA's partitioner places the rest
         mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))
-        program = jax.jit(jax.shard_map(one_update, mesh=mesh, in_specs=P(), out_specs=P(), check_vma=False))
-        out = jax.device_get(program(jax.random.key(0)))
+        sharded = jax.device_put(batch, NamedSharding(mesh, P("data")))
+        out = jax.device_get(jax.jit(one_update)(sharded, jax.random.key(0)))
         results[shards] = [x.tolist() for x in jax.tree.leaves(out)]
     print("RESULT" + json.dumps(results))
     """

@@ -89,18 +89,38 @@ def test_mlp_shapes_and_output_gain():
     assert float(jnp.abs(params[-1]["w"]).max()) < 0.02
 
 
-def test_gymnax_starts_without_its_plotting_imports_and_they_still_work(python_process):
-    """gymnax imports seaborn and matplotlib.pyplot for rendering; scanrl defers both until
-    gymnax first uses them (a second off every start), and `import seaborn` stays the real module."""
+def test_importing_scanrl_changes_no_jax_setting_until_asked(python_process):
+    """Importing every algorithm and the kit starts no JAX backend and sets no device count;
+    `devices.use_cpu_cores()` then gives one CPU device per core. gymnax's rendering imports
+    (seaborn, matplotlib.pyplot) are the real modules."""
     proc = python_process(["-c", """
-import sys
+import jax
+from jax._src import xla_bridge
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common import envs
+print(bool(xla_bridge._backends), jax.config.jax_num_cpu_devices)
+from scanrl.common import devices
+devices.use_cpu_cores()
 envs.make("Pong-misc")
-print(sorted(n for n in ("seaborn", "matplotlib.pyplot") if n in sys.modules))
+print(jax.local_device_count() == devices.cpu_count())
 from gymnax.environments.misc import pong
-print(callable(pong.plt.subplots), len(pong.sns.color_palette()) > 0)
 import seaborn
-print(type(seaborn).__name__, hasattr(seaborn, "heatmap"))
+print(callable(pong.plt.subplots), type(seaborn).__name__, hasattr(seaborn, "heatmap"))
 """])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split("\n")[:3] == ["[]", "True True", "module True"]
+    assert proc.stdout.split("\n")[:3] == ["False -1", "True", "True module True"]
+
+
+def test_use_cpu_cores_warns_once_jax_has_started_with_fewer_devices(python_process):
+    proc = python_process(["-c", """
+import jax, jax.numpy as jnp
+jnp.zeros(3).block_until_ready()  # the backend starts with JAX's default: one CPU device
+from scanrl.common import devices
+devices.use_cpu_cores()
+print(jax.local_device_count(), devices.cpu_count())
+"""])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    count, cores = map(int, proc.stdout.split())
+    assert count == 1
+    if cores > 1:
+        assert "call scanrl.common.devices.use_cpu_cores() before computing anything" in proc.stderr

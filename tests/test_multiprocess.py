@@ -89,9 +89,9 @@ def test_the_data_axis_across_two_processes_equals_one_process_with_two_devices(
 
 
 def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path):
-    """SAC's data axis across two processes: each steps one environment into its own replay
-    buffer and samples half of every batch; equal to one process with two devices (itself a
-    --data-parallel 2 run: every device steps its own environments into its own buffer)."""
+    """SAC's data axis across two processes: each steps one of the two environments (and holds
+    its half of the replay buffer); equal to one process with two devices (itself a
+    --data-parallel 2 run)."""
     args = ["--num-envs", "2", "--num-steps", "50", "--total-timesteps", "400", "--learning-starts", "100",
             "--batch-size", "64", "--data-parallel", "2", "--eval-every", "2", "--log-every", "4", "--no-compile-cache"]
     results = run_two_processes(tmp_path / "multi", args, script="algos/sac.py")

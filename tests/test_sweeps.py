@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from scanrl.algos import ppo
+from scanrl.algos import grpo, ppo
 from scanrl.common import devices, loop, sweeps
 
 from conftest import REPO
@@ -64,9 +64,18 @@ def test_sweep_errors_are_one_sentence(spec, message):
 def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_error):
     code, err = cli_error(ppo.main, ["--sweep", "num_envs=4,8", "--total-timesteps", "1024"])
     assert code == 2 and "num_envs sets array shapes" in err, err
-    # max_grad_norm is a float, but 0 turns clipping off with a Python branch: found when tracing.
-    code, err = cli_error(ppo.main, ["--sweep", "max_grad_norm=0.5,1.0", "--total-timesteps", "1024"])
-    assert code == 2 and "a swept field (max_grad_norm) drives Python control flow" in err, err
+    # GRPO's kl_coef is a float, but 0 leaves the reference policy out with a Python branch: found when tracing.
+    code, err = cli_error(grpo.main, ["--sweep", "kl_coef=0.0,0.1", "--total-timesteps", "32768"])
+    assert code == 2 and "a swept field (kl_coef) drives Python control flow" in err, err
+
+
+def test_max_grad_norm_varies_inside_one_program():
+    """0 turns PPO's clipping off as an infinite bound, not a Python branch: max_grad_norm is a
+    traced value like any float, and a tight bound changes the update."""
+    config = ppo.default_config("CartPole-v1", **SMALL, num_seeds=1)
+    out = sweep_program(config, sweeps.parse(("max_grad_norm=0,1e-3",), 8, 0, config), 2)
+    loss = out["metrics"]["policy_loss"]
+    assert np.isfinite(loss).all() and not np.allclose(loss[0, 1:], loss[1, 1:])
 
 
 # --- one program equals the single runs ---------------------------------------------------------------
