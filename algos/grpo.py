@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.algos.ppo import learn, make_optimizer
-from scanrl.common import envs, loop, run
+from scanrl.common import envs
+from scanrl.common.harness import loop, run
+from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
-from scanrl.common.run import RunConfig
 
 import distrax
 import jax
@@ -30,7 +31,7 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config: hyperparameters (run settings: common/run.py's RunConfig, the same flat flags)
+# Config: hyperparameters (run settings: common/harness/run.py's RunConfig, the same flat flags)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Config:
@@ -85,7 +86,7 @@ class Config:
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
     run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
-    """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
+    """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
@@ -281,7 +282,7 @@ class TrainState(NamedTuple):
 
 
 def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
-    """GRPO's pieces for one seed (common/loop.py turns them into programs). `env`: a
+    """GRPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
@@ -373,7 +374,7 @@ def make_train(config: Config, env=None, env_params=None):
 # Command line
 # ---------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> dict:
-    """Flags -> Config -> the shared driver (common/run.py); returns summary.json's content."""
+    """Flags -> Config -> the shared driver (common/harness/run.py); returns summary.json's content."""
     return run.main("grpo", Config, default_config, make_algorithm, __doc__, argv)
 
 

@@ -23,9 +23,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import envs, loop, run
+from scanrl.common import envs
+from scanrl.common.harness import loop, run
+from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import mlp_apply, mlp_init
-from scanrl.common.run import RunConfig
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +34,7 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config: hyperparameters (run settings: common/run.py's RunConfig, the same flat flags)
+# Config: hyperparameters (run settings: common/harness/run.py's RunConfig, the same flat flags)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Config:
@@ -82,7 +83,7 @@ class Config:
     activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
     """hidden-layer activation."""
     run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
-    """run settings (seeds, devices, evaluation, logging, output): common/run.py, flat flags."""
+    """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
     steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
     num_updates = property(lambda self: run.updates_for(self, self.steps_per_iteration))  # iterations
@@ -350,7 +351,7 @@ class TrainState(NamedTuple):
 
 
 def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
-    """SAC's pieces for one seed (common/loop.py turns them into programs); an update is one
+    """SAC's pieces for one seed (common/harness/loop.py turns them into programs); an update is one
     iteration of num_steps env steps (metrics averaged over it; losses NaN before
     learning_starts). `env`: a gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
@@ -428,7 +429,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         step_indices = update_index * config.num_steps + jnp.arange(config.num_steps)
         state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
-        # (this split drew evaluation's key before evaluation moved to common/loop.py; kept so results stay the same)
+        # (this split drew evaluation's key before evaluation moved to common/harness/loop.py; kept so results stay the same)
         state = state._replace(key=jax.random.split(state.key)[0])
         metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
         metrics["gradient_steps"] = learning(step_indices).sum() * config.updates_per_step
@@ -464,7 +465,7 @@ def buffer_summary(program: loop.Program) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Flags -> Config -> the shared driver (common/run.py); returns summary.json's content."""
+    """Flags -> Config -> the shared driver (common/harness/run.py); returns summary.json's content."""
     return run.main("sac", Config, default_config, make_algorithm, __doc__, argv, extra_summary=buffer_summary)
 
 

@@ -11,9 +11,9 @@ import hashlib
 import re
 
 from scanrl.algos import ppo, sac
-from scanrl.common import run
+from scanrl.common.harness import run
 
-# compile_cache=False: lower the programs even when common/programs.py keeps them compiled.
+# compile_cache=False: lower the programs even when common/harness/programs.py keeps them compiled.
 for name, module, config in [("ppo CartPole 8 seeds", ppo, ppo.default_config("CartPole-v1", num_seeds=8, compile_cache=False)),
                              ("sac Pendulum 1 seed", sac, sac.default_config("Pendulum-v1", compile_cache=False))]:
     text = run.prepare(config, module.make_algorithm).advance.as_text()

@@ -16,8 +16,10 @@ import sys
 
 import numpy as np
 
-from scanrl.common import devices  # first: one CPU device per core
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
+from scanrl.common.harness import devices
+
+devices.use_cpu_cores()  # one CPU device per core, as the command line has
 
 MASKED = dict(hide_obs=(1, 3))  # CartPole without its velocities
 MEMORY_20 = dict(env_params={"memory_length": 20}, total_timesteps=200_000)

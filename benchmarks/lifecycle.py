@@ -46,7 +46,7 @@ def save_seconds(run_dir: Path, repeats: int = 5) -> tuple[float, int]:
     """Median seconds to save the run's last checkpoint again (load, then save), and its bytes."""
     import numpy as np
 
-    from scanrl.common import checkpoint
+    from scanrl.common.harness import checkpoint
 
     path = checkpoint.all_checkpoints(run_dir / "checkpoints")[-1]
     with np.load(path) as z:

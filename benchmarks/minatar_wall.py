@@ -21,7 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from scanrl.algos import ppo
-from scanrl.common import devices, loop, nets
+from scanrl.common import nets
+from scanrl.common.harness import devices, loop
 
 variant, env, steps, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 assert variant in ("base", "stride2", "pool2", "mlp"), variant

@@ -41,7 +41,9 @@ MARK_BEGIN, MARK_END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 def worker(algo_name: str, num_seeds: int, num_devices: int, data_parallel: int, cache_dir: str) -> dict:
     """Runs in its own process: compile and time one training run."""
-    from scanrl.common import devices, loop  # sets one CPU device per core before JAX computes
+    from scanrl.common.harness import devices, loop
+
+    devices.use_cpu_cores()  # before JAX computes: one CPU device per core
 
     import importlib
 

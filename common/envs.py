@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/devices.py)
+DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/harness/devices.py)
 
 
 def shard_envs(tree: Any, axis: int = 0) -> Any:
@@ -222,7 +222,7 @@ class StepInfo(NamedTuple):
 class VecEnv:
     """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly.
 
-    With data parallelism (inside common/loop.py's programs, on a mesh whose "data" axis
+    With data parallelism (inside common/harness/loop.py's programs, on a mesh whose "data" axis
     has D devices) the environment axis of everything VecEnv returns is split over the D
     devices (`shard_envs`); the values are the same whatever D is.
 

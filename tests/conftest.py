@@ -22,7 +22,7 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="scan
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("MUJOCO_GL", "egl")
 
-from scanrl.common import devices  # noqa: E402  (after the cache dir is chosen)
+from scanrl.common.harness import devices  # noqa: E402  (after the cache dir is chosen)
 
 devices.use_cpu_cores()  # as the command line does: one CPU device per core
 devices.enable_compile_cache()
@@ -125,7 +125,7 @@ def check_run_tools(run_dir):
     is a picture of the run (not blank)."""
     from PIL import Image
 
-    from scanrl.common import evaluate
+    from scanrl.common.harness import evaluate
 
     metrics = np.load(Path(run_dir) / "metrics.npz")
     last = metrics["eval_return"][:, -1]

@@ -20,7 +20,7 @@ def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
     proc = python_process([algo.__file__, "--help"])
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())  # help text may wrap
-    from scanrl.common.run import RunConfig
+    from scanrl.common.harness.run import RunConfig
 
     names = [f.name for f in dataclasses.fields(algo.Config) if f.name != "run"]
     names += [f.name for f in dataclasses.fields(RunConfig)]

@@ -59,7 +59,7 @@ SHORT_RUN = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import ppo
-    from scanrl.common import devices, loop
+    from scanrl.common.harness import devices, loop
     env_id = sys.argv[1]
     # one device; seeds over 4 devices; 2 seed shards x 2 data devices; one seed shard x 4 data devices
     layouts = {"1": (1, 1), "seeds": (4, 1), "2": (4, 2), "4": (4, 4)}

@@ -5,12 +5,12 @@ import textwrap
 
 import pytest
 
-from scanrl.common import devices
+from scanrl.common.harness import devices
 
 LAYOUTS = textwrap.dedent(
     """
     import json
-    from scanrl.common import devices
+    from scanrl.common.harness import devices
     cases = {
         "8 seeds": (8, 4, 0), "1 seed": (1, 4, 0), "2 seeds": (2, 4, 0), "3 seeds": (3, 4, 0),
         "64 seeds": (64, 4, 0), "1 seed, 6 envs": (1, 6, 0), "1 seed, 3 envs": (1, 3, 0),

@@ -99,7 +99,7 @@ from jax._src import xla_bridge
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common import envs
 print(bool(xla_bridge._backends), jax.config.jax_num_cpu_devices)
-from scanrl.common import devices
+from scanrl.common.harness import devices
 devices.use_cpu_cores()
 envs.make("Pong-misc")
 print(jax.local_device_count() == devices.cpu_count())
@@ -115,7 +115,7 @@ def test_use_cpu_cores_warns_once_jax_has_started_with_fewer_devices(python_proc
     proc = python_process(["-c", """
 import jax, jax.numpy as jnp
 jnp.zeros(3).block_until_ready()  # the backend starts with JAX's default: one CPU device
-from scanrl.common import devices
+from scanrl.common.harness import devices
 devices.use_cpu_cores()
 print(jax.local_device_count(), devices.cpu_count())
 """])
@@ -123,4 +123,4 @@ print(jax.local_device_count(), devices.cpu_count())
     count, cores = map(int, proc.stdout.split())
     assert count == 1
     if cores > 1:
-        assert "call scanrl.common.devices.use_cpu_cores() before computing anything" in proc.stderr
+        assert "call scanrl.common.harness.devices.use_cpu_cores() before computing anything" in proc.stderr

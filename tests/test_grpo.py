@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo
-from scanrl.common.run import train_and_write
+from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools
 
 T, N, G = 12, 8, 4
@@ -139,7 +139,7 @@ DATA_PARALLEL = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import grpo
-    from scanrl.common import devices
+    from scanrl.common.harness import devices
     results = {}
     for shards in (1, 2, 4):
         config = grpo.default_config(sys.argv[1], num_envs=8, group_size=4, num_steps=64, num_minibatches=2,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from scanrl.algos import impala, ppo
-from scanrl.common import devices
-from scanrl.common.run import train_and_write
+from scanrl.common.harness import devices
+from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools, run_cases_on_devices
 
 T, B = 20, 8
@@ -191,7 +191,7 @@ DATA_PARALLEL = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import impala
-    from scanrl.common import devices
+    from scanrl.common.harness import devices
     results = {}
     for shards in (1, 2, 4):
         config = impala.default_config(sys.argv[1], num_seeds=1, num_envs=16, num_steps=32, num_minibatches=2,

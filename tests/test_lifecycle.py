@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 
 from scanrl.algos import grpo, impala, ppo, sac
-from scanrl.common import checkpoint, devices
+from scanrl.common.harness import checkpoint, devices
 
 ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "sac": sac}
 # Small runs with many chunks (one update each) and a checkpoint every 2 updates.
@@ -299,7 +299,7 @@ def test_config_file_errors_name_the_key_and_the_file(cli_error, tmp_path):
 STARTUP = """
 import os, signal, sys, threading
 from scanrl.algos import ppo
-from scanrl.common import programs
+from scanrl.common.harness import programs
 phase, sig, argv = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3:]
 send = lambda: os.kill(os.getpid(), sig)
 if phase == "lowering":
@@ -359,7 +359,7 @@ def test_ctrl_c_after_the_first_progress_line_keeps_the_run(tmp_path):
 
 def test_a_second_signal_exits_at_once(monkeypatch):
     """The first signal only asks for a stop; the second leaves at once with 128 + signal."""
-    from scanrl.common import run
+    from scanrl.common.harness import run
 
     exits = []
     monkeypatch.setattr(run.os, "_exit", exits.append)

@@ -1,4 +1,4 @@
-"""common/loop.py: chunked runs equal the whole run bit for bit, programs hold no host
+"""common/harness/loop.py: chunked runs equal the whole run bit for bit, programs hold no host
 callback, a user's own env object trains, and the install is namespaced."""
 
 import importlib.metadata
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
-from scanrl.common import devices, loop
+from scanrl.common.harness import devices, loop
 from conftest import REPO, run_python
 
 # Small configs that still exercise what matters: evaluation inside the chunks, padding
@@ -163,7 +163,7 @@ def test_install_exposes_scanrl_and_no_top_level_algos_or_common(tmp_path):
     scanrl.common import, `algos` and `common` do not, and the distribution's only
     top-level package is scanrl."""
     code = (
-        "import importlib.util as u, json, scanrl.algos.ppo, scanrl.common.loop;"
+        "import importlib.util as u, json, scanrl.algos.ppo, scanrl.common.harness.loop;"
         "print(json.dumps([u.find_spec('algos') is None, u.find_spec('common') is None]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -262,7 +262,7 @@ def test_programs_kept_by_an_importing_process_serve_a_main_process(tmp_path):
 
 
 def test_a_folder_that_cannot_keep_programs_is_one_warning_not_a_failure(tmp_path, capsys):
-    from scanrl.common import programs
+    from scanrl.common.harness import programs
 
     blocker = tmp_path / "scanrl-programs"
     blocker.write_text("a file where the folder would go")
@@ -276,7 +276,7 @@ def test_a_folder_that_cannot_keep_programs_is_one_warning_not_a_failure(tmp_pat
 KEEP_LAPACK = """
 import sys, jax, jax.numpy as jnp
 jax.config.update("jax_compilation_cache_dir", sys.argv[1])
-from scanrl.common import programs
+from scanrl.common.harness import programs
 x = jnp.eye(3, dtype=jnp.float32) * 4.0
 step = jax.jit(lambda a: (jnp.linalg.cholesky(a), {"trace": jnp.trace(a)}))  # LAPACK's potrf on the CPU
 if sys.argv[2] == "keep":

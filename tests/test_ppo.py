@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo
-from scanrl.common.run import train_and_write
+from scanrl.common.harness.run import train_and_write
 from conftest import check_run_tools
-from scanrl.common import devices
+from scanrl.common.harness import devices
 
 
 # --- loss pieces against hand computations ----------------------------------------------------

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo, ppo_rnn
-from scanrl.common import devices, envs
+from scanrl.common import envs
+from scanrl.common.harness import devices
 from scanrl.common.nets import gru_apply, gru_init
-from scanrl.common.run import train_and_write
+from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools
 
 
@@ -137,7 +138,7 @@ DATA_PARALLEL = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import ppo_rnn
-    from scanrl.common import devices
+    from scanrl.common.harness import devices
     results = {}
     for shards in (1, 2, 4):
         config = ppo_rnn.default_config("CartPole-v1", num_envs=8, num_steps=32, seq_len=16, burn_in=4,

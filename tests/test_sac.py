@@ -12,7 +12,7 @@ import optax
 import pytest
 
 from scanrl.algos import sac
-from scanrl.common import devices
+from scanrl.common.harness import devices
 from conftest import assert_shards_match_one_device, check_run_tools
 
 
@@ -296,7 +296,7 @@ SHORT_RUNS_SCRIPT = r"""
 import json
 import jax
 from scanrl.algos import sac
-from scanrl.common import devices
+from scanrl.common.harness import devices
 results = {}
 for shards in (1, 2, 4):  # 4 envs, learning from the second update on: 3 updates of 25 gradient steps
     config = sac.default_config(num_seeds=1, num_envs=4, num_steps=25, total_timesteps=4 * 25 * 4,

@@ -457,7 +457,7 @@ def test_each_suite_draws_a_state_with_its_own_renderer(name):
     """The picture scanrl-eval --gif writes comes from the suite's own renderer (MuJoCo's for
     Brax and Playground; Craftax's pixel renderer; Jumanji's viewer; Navix's and XLand's RGB
     grids): an RGB image that is not blank, fitted into the GIF's frame."""
-    from scanrl.common import render
+    from scanrl.common.harness import render
 
     env_id, module = PICTURED[name]
     suite(module, name)

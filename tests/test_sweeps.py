@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo, ppo
-from scanrl.common import devices, loop, sweeps
+from scanrl.common.harness import devices, loop, sweeps
 
 from conftest import REPO
 
@@ -154,7 +154,7 @@ def test_a_sweep_writes_its_table_best_config_and_plot(sweep_dir):
 def test_best_config_round_trips_through_config(sweep_dir):
     """--config best_config.json gives the sweep's Config with the best config's values and no
     sweep: the single run that the sweep's rows of that config equal (tested above)."""
-    from scanrl.common import run
+    from scanrl.common.harness import run
 
     best = json.loads((sweep_dir / "sweep.json").read_text())["best"]["values"]
     config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--config", str(sweep_dir / "best_config.json")])
@@ -182,7 +182,7 @@ def test_an_interrupted_sweep_resumes_to_the_uninterrupted_result(sweep_dir, tmp
 
 
 def test_the_run_tools_point_a_sweep_folder_elsewhere(sweep_dir, capsys):
-    from scanrl.common import evaluate, plots
+    from scanrl.common.harness import evaluate, plots
 
     for main, message in [(evaluate.main, "is a sweep of several configs; train one of them"),
                           (plots.main, "is a sweep of several configs: its sweep.png compares them.")]:

@@ -13,8 +13,9 @@ from PIL import Image
 
 from scanrl import algos
 from scanrl.algos import ppo
-from scanrl.common import envs, evaluate, plots, render
-from scanrl.common.run import train_and_write
+from scanrl.common import envs
+from scanrl.common.harness import evaluate, plots, render
+from scanrl.common.harness.run import train_and_write
 
 from conftest import check_run_tools, run_python
 
@@ -141,7 +142,7 @@ def test_a_failing_plot_is_a_warning_and_scanrl_plot_labels_two_runs(run_dir, tm
 
 def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
     out = tmp_path / "wall.png"
-    proc = run_python(["-m", "scanrl.common.plots", run_dir, run_dir, "--x", "wall", "--out", str(out)])
+    proc = run_python(["-m", "scanrl.common.harness.plots", run_dir, run_dir, "--x", "wall", "--out", str(out)])
     assert proc.returncode == 0 and out.is_file(), proc.stderr[-2000:]
     # pip puts console scripts beside the interpreter; that folder need not be on PATH (a venv
     # used without activating it), so they are looked up there, then on PATH.

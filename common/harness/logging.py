@@ -1,6 +1,6 @@
 """Progress between chunks, and the run folder.
 
-The driver (common/run.py) hands `RunLogger.on_chunk` each chunk's metrics
+The driver (common/harness/run.py) hands `RunLogger.on_chunk` each chunk's metrics
 (`[num_seeds, updates in the chunk]`) as the run goes: it prints one progress line
 (means over the chunk's updates and over seeds; `-` where no episode ended), appends
 the same to `progress.jsonl` and logs it to wandb (keys `seed_<i>/<metric>` plus
@@ -10,7 +10,7 @@ it receives cover every seed.
 A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
 `progress.jsonl` (written as the run goes; `seconds` is training time so far), and at the
 end `metrics.npz` (every per-update metric, `[num_seeds, num_updates]`), `params.npz` (the
-final policy, leading axis = seed), `summary.json` and `curves.png` (common/plots.py).
+final policy, leading axis = seed), `summary.json` and `curves.png` (common/harness/plots.py).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _last_finite(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _nanmean(x: np.ndarray, axis=None):
+def nanmean(x: np.ndarray, axis=None):
     x = np.asarray(x, dtype=np.float64)
     count = np.sum(~np.isnan(x), axis=axis)
     total = np.nansum(x, axis=axis)
@@ -54,14 +54,14 @@ def latest_mean(x: np.ndarray | None) -> float | None:
     if x is None:
         return None
     columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
-    return float(_nanmean(x[:, columns[-1]])) if columns.size else None
+    return float(nanmean(x[:, columns[-1]])) if columns.size else None
 
 
 def final_returns(episode_return: np.ndarray) -> np.ndarray:
     """[seeds, updates] -> [seeds]: the mean return over the last 10% of the updates (NaN where
     no episode ended there): the "final return" of summary.json and of a sweep's table."""
     tail = max(1, math.ceil(0.1 * episode_return.shape[1]))
-    return _nanmean(episode_return[:, -tail:], axis=1)
+    return nanmean(episode_return[:, -tail:], axis=1)
 
 
 def new_run_dir(out_dir: str | Path, algo: str, env: str) -> Path:
@@ -144,7 +144,7 @@ class RunLogger:
         steps = updates_done * self.steps_per_update
         sps = n * self.steps_per_update * self.num_seeds / seconds if seconds > 0 else float("nan")
         with np.errstate(all="ignore"):  # a metric that is NaN over the whole chunk stays NaN
-            table = {k: _nanmean(v, axis=1) for k, v in metrics.items() if k != "eval_return"}
+            table = {k: nanmean(v, axis=1) for k, v in metrics.items() if k != "eval_return"}
             if "eval_return" in metrics:  # the chunk's latest evaluation
                 table["eval_return"] = _last_finite(metrics["eval_return"])
         if self.progress:
@@ -166,7 +166,7 @@ class RunLogger:
                 for i, v in enumerate(vals):
                     if math.isfinite(v):
                         logged[f"{self._row_name(i)}/{k}"] = float(v)
-                mean = float(_nanmean(vals))
+                mean = float(nanmean(vals))
                 if math.isfinite(mean):
                     logged[f"mean/{k}"] = mean
             if math.isfinite(sps):
@@ -184,12 +184,12 @@ class RunLogger:
         line += f"  env steps/s {sps:>11,.0f}" if math.isfinite(sps) else "  env steps/s           -"
         ret = table.get("episode_return")
         if ret is not None and not np.all(np.isnan(ret)):
-            line += f"  return {float(_nanmean(ret)):8.1f} (min {np.nanmin(ret):.1f}, max {np.nanmax(ret):.1f})"
+            line += f"  return {float(nanmean(ret)):8.1f} (min {np.nanmin(ret):.1f}, max {np.nanmax(ret):.1f})"
         else:
             line += "  return        -"
         evals = table.get("eval_return")
         if evals is not None and not np.all(np.isnan(evals)):
-            line += f"  eval {float(_nanmean(evals)):8.1f}"
+            line += f"  eval {float(nanmean(evals)):8.1f}"
         return line
 
     def finish(
@@ -221,7 +221,7 @@ class RunLogger:
             **({"num_configs": self.num_configs} if self.num_configs > 1 else {}),
             "total_timesteps": total_timesteps,
             "final_return_per_seed": [_finite_or_none(x) for x in final],
-            "final_return_mean": _finite_or_none(_nanmean(final)),
+            "final_return_mean": _finite_or_none(nanmean(final)),
             "final_return_std": _finite_or_none(np.nanstd(final)) if not np.all(np.isnan(final)) else None,
             "eval_return_mean": eval_return_mean,
             "env_steps_per_second": steps_all_seeds / run_seconds,
@@ -252,7 +252,7 @@ class RunLogger:
 
     def _print_table(self, summary: dict[str, Any]) -> None:
         out = sys.stdout
-        if self.num_configs > 1:  # the sweep's table (common/sweeps.py) follows
+        if self.num_configs > 1:  # the sweep's table (common/harness/sweeps.py) follows
             print(f"\n{self.algo} on {self.env}: sweep of {self.num_configs} configs x {self.seeds_per_config} seeds",
                   file=out)
         else:

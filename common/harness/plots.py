@@ -15,13 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from scanrl.common import configs
-from scanrl.common.logging import _nanmean
+from scanrl.common.harness import configs
+from scanrl.common.harness.configs import NOT_IN_LABELS, RUN_FIELDS, fail
+from scanrl.common.harness.logging import nanmean
 
 BINS = 400
-# Settings that do not change what a run computes: left out of scanrl-plot's labels.
-PLUMBING = {"out_dir", "wandb_mode", "wandb_project", "compile_cache", "log_every", "checkpoint_every", "distributed",
-            "num_devices"}
 
 
 class Run:
@@ -58,7 +56,7 @@ def binned(x: np.ndarray, fill: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """[seeds, updates] -> (updates done at each bin's end [B], per-seed bin means [seeds, B]);
     with `fill`, a bin without a value keeps the seed's previous one."""
     edges = np.unique(np.linspace(0, x.shape[1], min(BINS, x.shape[1]) + 1).astype(int))
-    values = np.stack([_nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
+    values = np.stack([nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
     if fill:
         for row in values:
             for j in range(1, row.size):
@@ -150,13 +148,12 @@ def labels(runs: list[Run]) -> list[str]:
     """Algorithm, env, and the flags that differ: run settings (seeds, env parameters, ...)
     between all the runs, hyperparameters between runs of the same algorithm (PPO's and
     IMPALA's own defaults differ, and would only crowd the legend)."""
-    from scanrl.common.run import RUN_FIELDS
 
     def differing(group: list[Run], keys: set[str]) -> list[str]:
         shared = set.intersection(*(set(r.config) for r in group)) & keys
         return sorted(k for k in shared if len({json.dumps(r.config[k], sort_keys=True) for r in group}) > 1)
 
-    run_keys = differing(runs, set(RUN_FIELDS) - PLUMBING)
+    run_keys = differing(runs, set(RUN_FIELDS) - NOT_IN_LABELS)
     out = []
     for r in runs:
         same_algo = [o for o in runs if o.summary["algo"] == r.summary["algo"]]
@@ -197,7 +194,6 @@ def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metri
 
 def main(argv: list[str] | None = None) -> None:
     """`scanrl-plot RUN_DIR [RUN_DIR ...] --out FILE`."""
-    from scanrl.common.run import fail
 
     parser = configs.ToolParser(prog="scanrl-plot", description="Overlay the learning curves of several runs.")
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders (runs/<algo>__<env>__<time>)")

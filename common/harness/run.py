@@ -8,9 +8,9 @@ its `run` field, shown as flat flags (`--num-seeds`, not `--run.num-seeds`).
 -> Config -> checks (device layout, env, env parameters, output folder, memory; one
 sentence and exit code 2 before compiling, no run folder) -> `execute(...)`, which says
 "compiling…", compiles (or loads the programs an identical earlier run kept,
-common/programs.py), then advances the run chunk by chunk (`--log-every` updates each). Between chunks it prints progress, appends progress.jsonl,
+common/harness/programs.py), then advances the run chunk by chunk (`--log-every` updates each). Between chunks it prints progress, appends progress.jsonl,
 logs to wandb, checkpoints, watches for non-finite parameters, checks the stop conditions
-and Ctrl-C / SIGTERM; at the end (or the stop) it writes the run folder (common/logging.py).
+and Ctrl-C / SIGTERM; at the end (or the stop) it writes the run folder (common/harness/logging.py).
 """
 
 from __future__ import annotations
@@ -29,114 +29,22 @@ import threading
 import time
 import typing
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal
+from typing import Any, Callable
 
 import jax
 import numpy as np
 import tyro
 
-from scanrl.common import checkpoint, devices, loop, programs, sweeps
-from scanrl.common.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
-    INDEFINITE_UPDATES, LAUNCH_FIELDS, check_budget, check_pairs, check_values, flag, flag_value, read_config_file,
-    tyro_error_sentence, updates_for,
+from scanrl.common.harness import checkpoint, devices, loop, programs, sweeps
+from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
+    INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_budget, check_pairs,
+    check_values, fail, flag, flag_value, read_config_file, tyro_error_sentence, updates_for,
 )
-from scanrl.common.logging import RunLogger, latest_mean, new_run_dir
+from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """Run settings shared by every algorithm (flat flags)."""
-
-    seed: int = 0
-    """first seed; seed i of the run uses jax.random.key(seed + i)."""
-    num_seeds: int = 1
-    """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
-    env_params: dict[str, float] = field(default_factory=dict)
-    """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too unless
-    --eval-env-params is given)."""
-    hide_obs: tuple[int, ...] = ()
-    """drop these components of the (flattened) observation, for training and evaluation: partial
-    observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""
-    eval_every: int = 50
-    """evaluate the deterministic policy every this many updates, and after the last (0: never)."""
-    eval_episodes: int = 10
-    """episodes per evaluation (run in parallel)."""
-    eval_env_params: dict[str, float] = field(default_factory=dict)
-    """evaluate on the default env with these parameters instead, e.g. --eval-env-params length 0.7."""
-    log_every: int = 10
-    """progress line, progress.jsonl record and wandb log every this many updates: the run
-    advances in chunks of this many updates (0: one chunk, no progress lines)."""
-    checkpoint_every: int = 100
-    """save the whole training state to RUN_DIR/checkpoints every this many updates (at the first
-    chunk boundary past each multiple; the last 3 are kept), and always at the end (0: only at the end)."""
-    resume: str = ""
-    """continue the run in this folder from its newest checkpoint with its saved config; flags that
-    would change its results are refused, --total-timesteps may be raised to extend it."""
-    config: str = ""
-    """read settings from this JSON or YAML file first (any subset of fields; a run folder's
-    config.json reproduces that run); flags given with it win."""
-    stop_return: float | None = None
-    """stop once the mean over seeds of the latest evaluation return (episode return with
-    --eval-every 0) reaches this."""
-    stop_minutes: float | None = None
-    """stop after this many minutes of training (wall clock, this invocation)."""
-    stop_plateau: int | None = None
-    """stop when this many evaluations in a row bring no new best mean evaluation return."""
-    num_devices: int = 0
-    """devices to use (0: all; on CPU one device per core)."""
-    data_parallel: int = 1
-    """devices that split each seed's environments, gradients and statistics averaged
-    (1: none, seeds fill the devices; 0: automatic, devices left over by too few seeds split
-    environments). On CPU splitting costs more than it saves (benchmarks/RESULTS.md)."""
-    distributed: bool = False
-    """multi-process run: jax.distributed.initialize() before anything else (also implied by
-    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
-    compile_cache: bool = True
-    """keep compiled programs in ~/.cache/scanrl/jax (or $JAX_COMPILATION_CACHE_DIR): a repeated run
-    starts without tracing or compiling (common/programs.py)."""
-    wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
-    """wandb logging: disabled (default, needs no account), offline (local files), online."""
-    wandb_project: str = "scanrl"
-    """wandb project name."""
-    out_dir: str = "runs"
-    """parent folder of the run folder."""
-    sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """sweep a hyperparameter, repeatable: FIELD=V1,V2,... (grid: the product of every --sweep) or
-    FIELD=log:LOW:HIGH / FIELD=uniform:LOW:HIGH (random search, --sweep-samples draws seeded by --seed);
-    configs x seeds train in one program (README, Sweeps)."""
-    sweep_samples: int = 8
-    """random-search draws for log:/uniform: sweeps."""
-    sweep_mode: Literal["program", "loop"] = "program"
-    """program: every config in one compiled program (float hyperparameters only); loop: one
-    program per config, one after another (for sizes and switches)."""
-
-    def __post_init__(self):
-        check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
-                     nonnegative=("eval_every", "log_every", "checkpoint_every", "num_devices", "data_parallel"))
-        if self.stop_plateau is not None and not self.eval_every:
-            raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
-        if self.resume and self.config:
-            raise ValueError(f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}.")
-
-    @property
-    def has_stop_condition(self) -> bool:
-        return any(v is not None for v in (self.stop_return, self.stop_minutes, self.stop_plateau))
-
-
-RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
-# Settings a resumed run may change: they do not change what it computes.
-RESUMABLE = frozenset({"total_timesteps", "log_every", "checkpoint_every", "stop_return", "stop_minutes", "stop_plateau",
-                       "compile_cache", "wandb_mode", "wandb_project", "out_dir", "distributed"}) | LAUNCH_FIELDS
-
-
-def build_config(config_cls: type, values: dict[str, Any]):
-    """A Config from flat values: names of RunConfig fields go to its `run` field, on top of
-    the Config's own default RunConfig; the rest are the algorithm's hyperparameters."""
-    run_default = config_cls.__dataclass_fields__["run"].default_factory()
-    run = dataclasses.replace(run_default, **{k: v for k, v in values.items() if k in RUN_FIELDS})
-    return config_cls(**{k: v for k, v in values.items() if k not in RUN_FIELDS}, run=run)
 
 
 def config_dict(config: Any) -> dict[str, Any]:
@@ -205,12 +113,6 @@ def check_resume(saved: dict[str, Any], config: Any) -> None:
         fail(f"--total-timesteps can only be raised when resuming (the run asked for {old_total}, got {total}).")
 
 
-def fail(message: str) -> typing.NoReturn:
-    """A mistake the user can fix: one sentence on stderr, exit code 2."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: Callable, doc: str,
          argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
     """An algorithm file's command line: parse, check, train, write. Returns summary.json's content.
@@ -239,7 +141,7 @@ def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: 
 @dataclass
 class Prepared:
     """A run ready to compile: its programs, lowered (or already compiled, from
-    common/programs.py), and where it starts."""
+    common/harness/programs.py), and where it starts."""
 
     program: loop.Program
     start: Any  # jax.stages.Lowered, or Compiled when loaded
@@ -248,7 +150,7 @@ class Prepared:
     checkpoint: Path | None  # resume from this file
     lowering_seconds: float  # tracing and lowering (or loading), counted in compile_seconds
     largest_array_bytes: int = 0
-    source_key: str | None = None  # where common/programs.py keeps the compiled programs (None: JAX's cache)
+    source_key: str | None = None  # where common/harness/programs.py keeps the compiled programs (None: JAX's cache)
     metric_names: list[str] | None = None
     # summary.json's program_cache: "hit" (loaded, nothing traced), "program" (traced and lowered,
     # the compiled programs loaded), "miss" (compiled and kept), "off" (JAX's own cache only)
@@ -325,8 +227,8 @@ def check_memory(config: Any, state_shape: Any, largest: int, num_local_devices:
 
 
 def _size_flags(config: Any) -> str:
-    sizes = [flag(k) for k in ("num_envs", "num_steps", "buffer_size", "group_size") if hasattr(config, k)]
-    return f"lower --num-seeds or {', '.join(sizes)}"
+    """What a user can lower, named without knowing the algorithm: the seeds, or its sizes."""
+    return "lower --num-seeds or --num-envs (or another size of the algorithm's: see --help)"
 
 
 def row_keys(run: RunConfig, program: loop.Program) -> jax.Array:
@@ -565,101 +467,135 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
         return _execute(algo, config, prepared, extra_summary, run_dir, signals)
 
 
+@dataclass
+class Progress:
+    """A run's record between chunks: what the chunk loop advances and a checkpoint stores."""
+
+    state: Any
+    done: int  # updates finished
+    chunks: list  # each chunk's metrics, leaves [rows, n]
+    resumed_from: list[int]
+    stops: StopConditions
+    reason: str | None = None  # why the run stops (None: not yet)
+    nonfinite: Any = None  # (seed, update, names) of the first non-finite policy
+    checkpoint_seconds: float = 0.0
+
+    def metrics(self, names: list[str]) -> dict[str, np.ndarray]:
+        return {k: np.concatenate([c[k] for c in self.chunks], axis=1) for k in names}
+
+
 def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None,
              run_dir: Path | None, signals: Signals) -> dict:
-    wall_start = time.perf_counter()
-    run, program = config.run, prepared.program
-    num_updates = program.num_updates
-    indefinite = config.total_timesteps == 0
-    done, extra = 0, {}
-    if prepared.checkpoint is not None:
-        done = checkpoint.update_of(prepared.checkpoint)
-    t0 = time.perf_counter()
+    wall_start = t0 = time.perf_counter()
     start, advance, metric_names = interruptible(prepared.compile)  # the run folder comes after: see Signals
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
     signals.training = True
-    logger = RunLogger(
+    logger = _logger(algo, config, prepared.program, run_dir, checkpoint.update_of(prepared.checkpoint)
+                     if prepared.checkpoint is not None else 0)
+    signals.say = logger.say
+    t0 = time.perf_counter()
+    progress = _first_state(config.run, prepared, start, metric_names, logger)
+    compile_seconds += time.perf_counter() - t0
+    run_seconds = _advance_until_done(config.run, prepared.program, advance, metric_names, logger, progress, signals)
+    seconds = {"compile_seconds": compile_seconds, "run_seconds": run_seconds}
+    return _finish(algo, config, prepared, extra_summary, logger, progress, signals, metric_names, seconds, wall_start)
+
+
+def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None, done: int) -> RunLogger:
+    run = config.run
+    return RunLogger(
         algo=algo, env=config.env, config=config_dict(config), num_seeds=run.num_seeds,
-        num_configs=program.sweep.size if program.sweep else 1,
-        steps_per_update=program.steps_per_update, num_updates=None if indefinite else num_updates,
+        num_configs=program.sweep.size if program.sweep else 1, steps_per_update=program.steps_per_update,
+        num_updates=None if config.total_timesteps == 0 else program.num_updates,
         out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
         progress=bool(run.log_every), run_dir=run.resume or run_dir, resume_update=done,
     )
-    signals.say = logger.say
-    t0 = time.perf_counter()
+
+
+def _first_state(run: RunConfig, prepared: Prepared, start: Callable, metric_names: list[str],
+                 logger: RunLogger) -> Progress:
+    """The state the run starts from: its checkpoint's (with the metrics so far), or fresh."""
+    done, extra = 0, {}
     if prepared.checkpoint is not None:
+        done = checkpoint.update_of(prepared.checkpoint)
         state, extra = checkpoint.load(prepared.checkpoint, prepared.state_shape)
         logger.say(f"resuming from update {done} ({prepared.checkpoint})")
     else:
-        state = start(row_keys(run, program))
-    compile_seconds += time.perf_counter() - t0
+        state = start(row_keys(run, prepared.program))
+    return Progress(
+        state=state, done=done, chunks=[{k: extra[f"metric_{k}"] for k in metric_names}] if done else [],
+        resumed_from=[int(u) for u in extra.get("resumed_from", [])] + ([done] if done else []),
+        stops=StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0))),
+    )
 
-    chunks = [{k: extra[f"metric_{k}"] for k in metric_names}] if done else []
-    resumed_from = [int(u) for u in extra.get("resumed_from", [])] + ([done] if done else [])
-    stops = StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0)))
-    ckpt_dir = logger.run_dir / "checkpoints"
-    last_ckpt, reason, nonfinite = done, None, None
 
-    saving = [0.0]  # seconds spent writing checkpoints (summary.json: checkpoint_seconds)
+def _save_checkpoint(logger: RunLogger, progress: Progress, metric_names: list[str]) -> None:
+    t = time.perf_counter()
+    metrics = {f"metric_{k}": v for k, v in progress.metrics(metric_names).items()}
+    checkpoint.save(logger.run_dir / "checkpoints", progress.done, progress.state, write=logger.active, extra={
+        **metrics, "best_eval": progress.stops.best, "since_best": progress.stops.since_best,
+        "resumed_from": progress.resumed_from})
+    progress.checkpoint_seconds += time.perf_counter() - t
 
-    def save_checkpoint():
-        t = time.perf_counter()
-        metrics = {f"metric_{k}": np.concatenate([c[k] for c in chunks], axis=1) for k in metric_names}
-        checkpoint.save(ckpt_dir, done, state, write=logger.active, extra={
-            **metrics, "best_eval": stops.best, "since_best": stops.since_best, "resumed_from": resumed_from})
-        saving[0] += time.perf_counter() - t
 
-    # Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the devices
-    # never wait for the host between chunks (JAX dispatches asynchronously). A stop therefore
-    # takes effect after the chunk in flight; a checkpoint first drains the pipeline (the next
-    # chunk would consume the donated state).
-    launched = deque()
+def _advance_until_done(run: RunConfig, program: loop.Program, advance: Callable, metric_names: list[str],
+                        logger: RunLogger, progress: Progress, signals: Signals) -> float:
+    """Chunk after chunk until the budget or a stop; returns the seconds it took.
+
+    Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the devices
+    never wait for the host between chunks (JAX dispatches asynchronously). A stop therefore
+    takes effect after the chunk in flight; a checkpoint first drains the pipeline (the next
+    chunk would consume the donated state)."""
+    p, num_updates, launched, last_ckpt = progress, program.num_updates, deque(), progress.done
     t_start = t_last = time.perf_counter()
     while True:
-        if reason is None and done < num_updates:
-            n = min(program.chunk, num_updates - done)
-            state, metrics = advance(state, done, n)
-            launched.append((done, n, metrics))
-            done += n
-        checkpoint_due = run.checkpoint_every and done // run.checkpoint_every > last_ckpt // run.checkpoint_every
-        while launched and (len(launched) == 2 or reason is not None or done == num_updates or checkpoint_due):
+        if p.reason is None and p.done < num_updates:
+            n = min(program.chunk, num_updates - p.done)
+            p.state, metrics = advance(p.state, p.done, n)
+            launched.append((p.done, n, metrics))
+            p.done += n
+        checkpoint_due = run.checkpoint_every and p.done // run.checkpoint_every > last_ckpt // run.checkpoint_every
+        while launched and (len(launched) == 2 or p.reason is not None or p.done == num_updates or checkpoint_due):
             first, n, metrics = launched.popleft()
             metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for the chunk
             now = time.perf_counter()
             found = first_nonfinite(metrics, first)
             metrics.pop("_policy_finite")
-            chunks.append(metrics)
+            p.chunks.append(metrics)
             logger.on_chunk(first + n, metrics, now - t_last)
             t_last = now
-            nonfinite = nonfinite or found
-            code = REASONS.index("non-finite") if nonfinite else 0
+            p.nonfinite = p.nonfinite or found
+            code = REASONS.index("non-finite") if p.nonfinite else 0
             signals.announce()
             code = code or (REASONS.index("interrupt") if signals.received else 0)
-            code = code or REASONS.index(stops.check(metrics) or "")
+            code = code or REASONS.index(p.stops.check(metrics) or "")
             agreed = _agree(code)  # a collective across processes: once per chunk
-            if agreed and reason is None:
-                reason = REASONS[agreed]
-        if not launched and (reason is not None or done == num_updates):
+            if agreed and p.reason is None:
+                p.reason = REASONS[agreed]
+        if not launched and (p.reason is not None or p.done == num_updates):
             break
-        if checkpoint_due and reason is None:
-            save_checkpoint()
-            last_ckpt = done
+        if checkpoint_due and p.reason is None:
+            _save_checkpoint(logger, p, metric_names)
+            last_ckpt = p.done
     run_seconds = time.perf_counter() - t_start
-    reason = reason or "budget"
-    if reason != "non-finite":
-        save_checkpoint()
+    p.reason = p.reason or "budget"
+    if p.reason != "non-finite":
+        _save_checkpoint(logger, p, metric_names)
+    return run_seconds
 
-    metrics = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in metric_names}
+
+def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable | None, logger: RunLogger,
+            progress: Progress, signals: Signals, metric_names: list[str], seconds: dict, wall_start: float) -> dict:
+    """Write summary.json, the final policy, the plots (or a sweep's report); the exit code."""
+    run, program, p = config.run, prepared.program, progress
+    metrics = p.metrics(metric_names)
     summary = logger.finish(
-        metrics=metrics,
-        params=devices.fetch(program.policy(state)),
-        total_timesteps=done * program.steps_per_update,
-        compile_seconds=compile_seconds,
-        run_seconds=run_seconds,
+        metrics=metrics, params=devices.fetch(program.policy(p.state)),
+        total_timesteps=p.done * program.steps_per_update, **seconds,
         wall_seconds=time.perf_counter() - wall_start,
         extra={
-            "updates": done, "stopped_by": reason, "resumed_from": resumed_from or None,
-            "checkpoint_seconds": saving[0], "program_cache": prepared.cache,
+            "updates": p.done, "stopped_by": p.reason, "resumed_from": p.resumed_from or None,
+            "checkpoint_seconds": p.checkpoint_seconds, "program_cache": prepared.cache,
             "layout": program.layout.describe(), "processes": jax.process_count(),
             **(extra_summary(program) if extra_summary else {}),
         },
@@ -671,12 +607,12 @@ def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable
     elif logger.active:
         draw_curves(logger.run_dir)
     summary = {**summary, "exit_code": 0}
-    if reason == "interrupt":
+    if p.reason == "interrupt":
         command = sys.argv[0] if sys.argv[0].endswith(".py") else f"-m scanrl.algos.{algo}"
-        logger.say(f"Interrupted after update {done}: continue with `python {command} --resume {logger.run_dir}`.")
+        logger.say(f"Interrupted after update {p.done}: continue with `python {command} --resume {logger.run_dir}`.")
         summary["exit_code"] = 128 + (signals.received or signal.SIGINT)
-    elif reason == "non-finite":
-        seed, update, names = nonfinite
+    elif p.reason == "non-finite":
+        seed, update, names = p.nonfinite
         what = f" ({', '.join(names)} non-finite)" if names else ""
         print(f"error: seed {run.seed + seed} went non-finite at update {update}: its policy parameters hold NaN or "
               f"inf{what}; the run stopped and wrote its files (no checkpoint of the broken state).", file=sys.stderr)
@@ -720,7 +656,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
         elif sub.exists():  # started, but stopped before its first checkpoint: start it again
             shutil.rmtree(sub)
         print(f"sweep config {c + 1}/{sweep.size}: "
-              + ", ".join(f"{k}={sweeps._show(v)}" for k, v in sweep.config_values(c).items()), flush=True)
+              + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()), flush=True)
         try:
             prepared = prepare(setting, make_algorithm)
             summary = execute(algo, setting, prepared, extra_summary, run_dir=sub, signals=signals)
@@ -774,7 +710,7 @@ def write_sweep(run_dir: Path, sweep: sweeps.Sweep, returns: list[np.ndarray], e
 def draw_curves(run_dir: Path) -> None:
     """curves.png, after the run's files are written; a plotting failure is only a warning."""
     try:
-        from scanrl.common import plots
+        from scanrl.common.harness import plots
 
         plots.curves(run_dir)
     except Exception as e:  # noqa: BLE001 - a picture must never fail a finished run

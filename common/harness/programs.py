@@ -57,14 +57,12 @@ import jax.numpy as jnp
 from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache
 
-from scanrl.common.checkpoint import tree_text
+from scanrl.common.harness.checkpoint import tree_text
+from scanrl.common.harness.configs import NOT_IN_PROGRAM
 
 FORMAT = 2  # 2: trees stored apart from the executables, so they can be swapped
 # Packages whose code is traced into a program (their version stands for their source).
 PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
-# Config fields that do not change the program: inputs (the seed's keys), where files go, when to stop.
-NOT_IN_PROGRAM = frozenset({"seed", "resume", "config", "out_dir", "checkpoint_every", "stop_return", "stop_minutes",
-                            "stop_plateau", "compile_cache", "wandb_mode", "wandb_project", "distributed"})
 
 
 @dataclass

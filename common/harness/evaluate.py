@@ -13,7 +13,7 @@ reproduces the run's last `eval_return` per seed (same policy, same program). `-
 draws other episodes.
 
 Writes `eval.json` (or `--out`) and prints a per-seed table; `--gif FILE` renders one episode
-of seed `--seed-index` (common/render.py).
+of seed `--seed-index` (common/harness/render.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from scanrl.common import checkpoint, configs, devices, envs, loop
+from scanrl.common import envs
+from scanrl.common.harness import checkpoint, configs, devices, loop
 
 
 def run_algorithm(run_dir: str | Path) -> str:
@@ -169,21 +170,20 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`scanrl-eval`: returns what it writes to eval.json."""
-    from scanrl.common.run import fail
 
     args = _arguments(argv)
     try:
         module, config = load_config(args.run_dir)
         run = config.run
         if not 0 <= args.seed_index < run.num_seeds:
-            fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
+            configs.fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
         env, base_params = loop.environment(config)
         train_params = envs.override_params(base_params, run.env_params, "--env-params")
         eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
         algo = module.make_algorithm(config, env, train_params)
         policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint)
     except ValueError as e:
-        fail(str(e))
+        configs.fail(str(e))
     episodes = args.episodes or run.eval_episodes
     keys = evaluation_keys(run.seed, run.num_seeds, update - 1, args.key)
     returns, lengths = run_episodes(algo, eval_params, policy, keys, episodes, not args.sample)
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: Any, env_params: Any, policy: Any,
                       keys: jax.Array) -> str | None:
     """Render one episode of seed `--seed-index` to `--gif`; None (with a sentence) if it cannot be drawn."""
-    from scanrl.common import render
+    from scanrl.common.harness import render
 
     obs_shape = algo.env.observation_space(env_params).shape
     if not render.can_draw(algo.env, obs_shape):

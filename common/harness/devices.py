@@ -12,7 +12,7 @@ run to the first N devices.
 `plan_layout` picks a mesh with axes ("seed", "data"): seeds are vmapped within a device
 and sharded over the "seed" axis; the "data" axis splits each seed's environments
 (data parallelism, `--data-parallel`), left to XLA's partitioner (common/envs.py's
-`shard_envs`). common/loop.py builds the programs on this mesh. The mesh may span several processes
+`shard_envs`). common/harness/loop.py builds the programs on this mesh. The mesh may span several processes
 (`initialize_distributed`).
 """
 
@@ -61,7 +61,7 @@ def use_cpu_cores(warn: bool = True) -> None:
     elif warn and jax.default_backend() == "cpu" and jax.local_device_count() < cpu_count():
         warnings.warn(
             f"JAX had already started with {jax.local_device_count()} CPU device(s) for {cpu_count()} cores, "
-            "so runs use fewer cores; call scanrl.common.devices.use_cpu_cores() before computing anything "
+            "so runs use fewer cores; call scanrl.common.harness.devices.use_cpu_cores() before computing anything "
             "with JAX.", stacklevel=2)
 
 

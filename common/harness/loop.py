@@ -4,7 +4,7 @@ An algorithm file's `make_algorithm(config, env, env_params)` returns an `Algori
 `init(key) -> state`, `update(state, update_index) -> (state, metrics)`, `act(policy,
 obs, key, deterministic) -> action`, `policy_params(state) -> policy`, and its env and
 sizes. `build(make_algorithm, config)` places the seeds on the device mesh
-(common/devices.py) and returns a `Program` of three jitted functions:
+(common/harness/devices.py) and returns a `Program` of three jitted functions:
 
 - `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run in one
   program (what each file's `make_train` returns); metrics leaves [num_seeds, num_updates];
@@ -41,7 +41,9 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import numpy as np
 
-from scanrl.common import devices, envs, sweeps
+from scanrl.common import envs
+
+from scanrl.common.harness import devices, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
 
@@ -129,30 +131,9 @@ def environment(config: Any, env: Any = None, env_params: Any = None) -> tuple[A
     return env, params
 
 
-def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
-          sweep: Any = None) -> Program:
-    """Programs for `config` (an algorithm Config holding `run`); raises ValueError with one
-    sentence when no device layout fits or the env or its parameters are wrong.
-
-    With a `sweep` (common/sweeps.py) the rows of the seed axis are (config, seed) pairs,
-    config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row."""
-    devices.use_cpu_cores(warn=False)  # where JAX has not started yet (a library user's make_train)
-    run = config.run
-    num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
-    layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
-    env, base_params = environment(config, env, env_params)
-    train_params = envs.override_params(base_params, run.env_params, "--env-params")
-    algo = make_algorithm(config, env, train_params)
-    num_updates = algo.num_updates
-    # A sweep's values enter as arrays: the pieces are built inside the program from a Config
-    # whose swept fields hold this row's values (tracers), so one compile serves every config.
-    hparams = {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()} if sweep else {}
-    pieces = (lambda hp: make_algorithm(sweeps.with_values(config, hp), env, train_params)) if sweep \
-        else (lambda hp: algo)
-    chunk = min(chunk or num_updates, num_updates)
-    eval_params = evaluation_params(run, base_params)
-    data = layout.data_parallel  # evaluation episodes: a multiple of the data devices, so each gets a share
-    eval_env = envs.VecEnv(algo.env, eval_params, math.ceil(run.eval_episodes / data) * data)
+def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int) -> tuple[Callable, Callable]:
+    """`init_one(key, hparams) -> SeedState` and `update_one(state, u) -> (state, metrics)` for one
+    seed (one sweep row): the algorithm's update, the non-finite watch and the evaluation."""
 
     def evaluate(algo, train_state, key):
         carry, act = acting(algo, algo.policy_params(train_state), True, eval_env.num_envs)
@@ -174,16 +155,21 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
             metrics["eval_return"] = jax.lax.cond(due, lambda: evaluate(algo, train, key), lambda: jnp.float32(jnp.nan))
         return state._replace(train=train), {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
 
+    return init_one, update_one
+
+
+def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout) -> tuple[Callable, Callable]:
+    """`init_all(keys, hparams) -> states` and `updates(length)(states, first, n) -> (states,
+    metrics)`: every seed's block vmapped on its device, the blocks shard_mapped over "seed"."""
     # A device's block of seeds: vmapped, except one seed per device, where vmap's batching
     # pass would only re-trace the whole program (0.7 -> 0.4 s of tracing for PPO).
     if layout.seeds_per_shard > 1:
         init_block, update_block = jax.vmap(init_one), jax.vmap(update_one, in_axes=(0, None))
     else:
         add, drop = partial(jax.tree.map, lambda x: x[None]), partial(jax.tree.map, lambda x: x[0])
-        init_block = lambda keys, hp: add(init_one(keys[0], drop(hp)))
-        update_block = lambda states, u: add(update_one(drop(states), u))
+        init_block = lambda keys, hp: add(init_one(keys[0], drop(hp)))  # noqa: E731
+        update_block = lambda states, u: add(update_one(drop(states), u))  # noqa: E731
 
-    state_spec = P("seed")
     # Manual over "seed" alone: "data" stays XLA's to partition. check_vma=False: with it on, a
     # parameter built from a constant (e.g. a zero log-std) would count as replicated and its
     # gradient be summed over seeds (jax-notes.md, trap 1).
@@ -203,9 +189,35 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
             states, metrics = jax.lax.scan(body, states, jnp.arange(length))
             return states, jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)
 
-        return seed_map(block, in_specs=(state_spec, P(), P()), out_specs=(state_spec, P("seed")))
+        return seed_map(block, in_specs=(P("seed"), P(), P()), out_specs=(P("seed"), P("seed")))
 
-    init_all = seed_map(init_block, in_specs=(P("seed"), P("seed")), out_specs=state_spec)
+    return seed_map(init_block, in_specs=(P("seed"), P("seed")), out_specs=P("seed")), updates
+
+
+def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
+          sweep: Any = None) -> Program:
+    """Programs for `config` (an algorithm Config holding `run`); raises ValueError with one
+    sentence when no device layout fits or the env or its parameters are wrong.
+
+    With a `sweep` (common/harness/sweeps.py) the rows of the seed axis are (config, seed) pairs,
+    config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row."""
+    devices.use_cpu_cores(warn=False)  # where JAX has not started yet (a library user's make_train)
+    run = config.run
+    num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
+    layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
+    env, base_params = environment(config, env, env_params)
+    train_params = envs.override_params(base_params, run.env_params, "--env-params")
+    algo = make_algorithm(config, env, train_params)
+    num_updates = algo.num_updates
+    # A sweep's values enter as arrays: the pieces are built inside the program from a view of
+    # the Config whose swept fields hold this row's values (tracers), so one compile serves every config.
+    hparams = {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()} if sweep else {}
+    pieces = (lambda hp: make_algorithm(sweeps.with_values(config, hp), env, train_params)) if sweep \
+        else (lambda hp: algo)
+    chunk = min(chunk or num_updates, num_updates)
+    data = layout.data_parallel  # evaluation episodes: a multiple of the data devices, so each gets a share
+    eval_env = envs.VecEnv(algo.env, evaluation_params(run, base_params), math.ceil(run.eval_episodes / data) * data)
+    init_all, updates = seed_mapped(*one_seed(run, pieces, eval_env, num_updates), layout)
 
     def padded(keys):  # rows that do not fill the mesh evenly are padded with row 0, then dropped
         if keys.shape[0] != num_seeds:
@@ -219,17 +231,16 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
 
     jit = partial(jax.jit, compiler_options=devices.COMPILER_OPTIONS)
     replicated = NamedSharding(layout.mesh, P())
+    # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
+    # partitioner chose inside (environments over "data"; MJX's empty [seeds, envs, 0] leaves
+    # would come out replicated): `advance` is lowered for that one sharding.
+    state_sharding = NamedSharding(layout.mesh, P("seed"))
 
     @partial(jit, in_shardings=(replicated,))
     def train(keys):
         states, metrics = updates(num_updates)(init_all(*padded(keys)), 0, num_updates)
         metrics = {k: m[:num_seeds] for k, m in metrics.items() if not k.startswith("_")}
         return {"state": jax.tree.map(lambda x: x[:num_seeds], states), "policy": policy_of(states), "metrics": metrics}
-
-    # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
-    # partitioner chose inside (environments over "data"; MJX's empty [seeds, envs, 0] leaves
-    # would come out replicated): `advance` is lowered for that one sharding.
-    state_sharding = NamedSharding(layout.mesh, state_spec)
 
     @partial(jit, in_shardings=(replicated,), out_shardings=state_sharding)
     def start(keys):

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from scanrl.common.harness.configs import coerce
+from scanrl.common.harness.logging import final_returns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,14 +51,12 @@ class Sweep:
 
 def _grid_value(text: str, hint: Any, spec: str) -> Any:
     """One value of a loop-mode grid, as its field's type: 4, 0.5, true, relu, 64x64 (a tuple)."""
-    from scanrl.common.configs import _coerce
-
     if typing.get_origin(hint) is tuple:
         value = [part for part in text.split("x")]
     else:
         value = text
     try:
-        return _coerce(value, hint)
+        return coerce(value, hint)
     except ValueError as e:
         raise ValueError(f"--sweep {spec}: {text} is not {e}.") from None
 
@@ -208,8 +208,6 @@ def _final_and_best(returns: np.ndarray, evals: np.ndarray | None) -> tuple[np.n
     the updates) and the best evaluation (of the mean over seeds)."""
     import warnings
 
-    from scanrl.common.logging import final_returns
-
     final = final_returns(returns)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
@@ -250,7 +248,7 @@ def report(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[n
     head = "".join(f"{name:>14}" for name in fields)
     print(f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {'min':>10} {'best eval':>10}")
     for r in ranked:
-        cells = "".join(f"{_show(r['values'][name]):>14}" for name in fields)
+        cells = "".join(f"{show_value(r['values'][name]):>14}" for name in fields)
         show = lambda v, w: f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
         print(f"  {r['config']:>3}{cells} {show(r['final_return_mean'], 10)} {show(r['final_return_std'], 8)} "
               f"{show(r['final_return_iqm'], 10)} {show(r['final_return_min'], 10)} {show(r['best_eval_return'], 10)}")
@@ -258,7 +256,7 @@ def report(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[n
     return rows
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "x".join(map(str, value)) if isinstance(value, tuple) else str(value)
@@ -268,7 +266,7 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
          steps_per_update: list[float], top: int = 3) -> None:
     """sweep.png: the final return against each swept field (mean and each seed), and the
     learning curves of the `top` configs."""
-    from scanrl.common import plots
+    from scanrl.common.harness import plots
 
     fields = list(sweep.values)
     fig = plots.figure(4 * (len(fields) + 1), 4)
@@ -279,8 +277,8 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
         if numeric:
             x = x.astype(np.float64)
         else:  # switches, names, sizes: one position per distinct value
-            labels = sorted({_show(v) for v in x})
-            x = np.array([labels.index(_show(v)) for v in x], np.float64)
+            labels = sorted({show_value(v) for v in x})
+            x = np.array([labels.index(show_value(v)) for v in x], np.float64)
             ax.set_xticks(range(len(labels)), labels)
         per_seed = np.array([[np.nan if v is None else v for v in r["final_return_per_seed"]] for r in rows])
         ax.scatter(np.repeat(x, per_seed.shape[1]), per_seed.ravel(), s=8, alpha=0.4, label="each seed")
@@ -297,7 +295,7 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
                     reverse=True)[:top]
     for r in ranked:
         x, values = plots.binned(returns[r["config"]])
-        label = ", ".join(f"{k}={_show(v)}" for k, v in r["values"].items())
+        label = ", ".join(f"{k}={show_value(v)}" for k, v in r["values"].items())
         plots.band(ax, x * steps_per_update[r["config"]], values, label)
     ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
     ax.grid(alpha=0.3)
