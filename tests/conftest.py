@@ -20,7 +20,9 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="scan
 # MuJoCo) before any adapter does: choose EGL here, as the Brax and Playground adapters do
 # without a display, so that no test process ever tries GLFW headless (a hard abort).
 if not os.environ.get("DISPLAY"):
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    import ctypes.util
+
+    os.environ.setdefault("MUJOCO_GL", "egl" if ctypes.util.find_library("EGL") else "disable")
 
 from scanrl.common.harness import devices  # noqa: E402  (after the cache dir is chosen)
 

@@ -63,11 +63,34 @@ def test_help_shows_the_minatar_preset_for_a_minatar_env(python_process, algo):
         (["--learning-rate", "-1e-3"], "--learning-rate must be positive"),
         (["--total-timesteps", "100"], "smaller than one rollout"),
         (["--eval-env-params", "lenght", "0.7"], "Unknown environment parameter"),
+        (["--total-timesteps", "2.5"], "--total-timesteps takes a whole number (such as 1000000, 1e6 or 1_000_000), got '2.5'"),
+        (["--num-seeds=1.5e0"], "--num-seeds takes a whole number"),
+        (["--lr", "1e-3"], "unknown flag --lr; did you mean --learning-rate?"),
+        (["--num-seed", "2"], "unknown flag --num-seed; did you mean --num-seeds"),
     ],
 )
 def test_user_errors_exit_2_with_one_sentence_before_compiling(cli_error, args, message):
     code, stderr = cli_error(ppo.main, args)
     assert code == 2 and message in stderr, stderr
+    assert "Error parsing" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+
+
+@pytest.mark.parametrize("text,value", [("1e6", 1_000_000), ("2.5e5", 250_000), ("1_000_000", 1_000_000), ("4096", 4096)])
+def test_integer_flags_take_1e6_and_underscores(text, value):
+    from scanrl.common.harness import run
+
+    config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--total-timesteps", text, "--num-seeds=2e0"])
+    assert config.total_timesteps == value and config.run.num_seeds == 2
+
+
+@pytest.mark.parametrize("text", [
+    "Value error\n" + "-" * 40 + "\nError parsing Config: --x must be 1\n" + "-" * 40 + "\nFor full helptext, see x --help.",
+    "╭─ Parsing error ───────╮\n│ Error parsing run: --x must be 1 │\n│ ─────────── │\n│ For full helptext, run x │\n╰───────╯",
+])
+def test_tyro_boxes_become_one_sentence(text):
+    from scanrl.common.harness.configs import tyro_error_sentence
+
+    assert tyro_error_sentence(text) == "--x must be 1."
 
 
 @pytest.mark.parametrize(
@@ -136,6 +159,7 @@ def test_run_folder_contents(logged_every_update):
         assert key in summary, key
     assert summary["algo"] == "ppo" and summary["num_seeds"] == 2 and len(summary["final_return_per_seed"]) == 2
     assert summary["total_timesteps"] == 2048 and summary["eval_return_mean"] is not None
+    assert summary["wall_seconds"] > summary["compile_seconds"] + summary["run_seconds"]  # from process start
     progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
     assert [p["update"] for p in progress] == [1, 2, 3, 4]
     assert len(progress[0]["per_seed"]["policy_loss"]) == 2

@@ -202,27 +202,83 @@ def check_pairs(argv: list[str], name: str) -> None:
             raise ValueError(f"{name} {key} must be a number, got '{value}'.") from None
 
 
+def _flag_types(config_cls: type) -> dict[str, Any]:
+    """`--flag` -> type hint for every field of a Config and its RunConfig (bools also as --no-flag)."""
+    own = typing.get_type_hints(config_cls)
+    hints = {k: v for k, v in {**own, **typing.get_type_hints(own["run"])}.items() if k != "run"}
+    flags = {}
+    for name, hint in hints.items():
+        flags[flag(name)] = hint
+        if hint is bool:
+            flags["--no-" + name.replace("_", "-")] = hint
+    return flags
+
+
+def whole_numbers(argv: list[str], config_cls: type) -> list[str]:
+    """argv with every integer flag's value written as an integer: `--total-timesteps 1e6`,
+    `2.5e5` and `1_000_000` all mean what they say. A value that is no whole number is one
+    sentence and exit 2."""
+    ints = {name for name, hint in _flag_types(config_cls).items() if hint is int}
+    out, i = list(argv), 0
+    while i < len(out):
+        name, eq, value = out[i].partition("=")
+        if name in ints and (eq or i + 1 < len(out)):
+            index = i if eq else i + 1
+            text = value if eq else out[index]
+            try:
+                number = float(text.replace("_", ""))
+            except ValueError:
+                fail(f"{name} takes a whole number (such as 1000000, 1e6 or 1_000_000), got {text!r}.")
+            if not math.isfinite(number) or number != int(number):
+                fail(f"{name} takes a whole number (such as 1000000, 1e6 or 1_000_000), got {text!r}.")
+            out[index] = f"{name}={int(number)}" if eq else str(int(number))
+            i = index
+        i += 1
+    return out
+
+
+def check_flag_names(argv: list[str], config_cls: type) -> None:
+    """An unknown `--flag` is one sentence naming the flags it may have meant: close spellings,
+    and flags whose words start with its letters (`--lr`: `--learning-rate`)."""
+    known = set(_flag_types(config_cls)) | {"--help", "-h"}
+    for arg in argv:
+        name = arg.partition("=")[0]
+        if not name.startswith("--") or name in known or name.replace("_", "-") in known:
+            continue
+        letters = name[2:].replace("_", "-").replace("-", "")
+        initials = [k for k in sorted(known) if k.startswith("--") and
+                    "".join(w[0] for w in k[2:].split("-") if w) == letters and not k.startswith("--no-")]
+        close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
+        hints = list(dict.fromkeys(initials + close))
+        hint = f"; did you mean {' or '.join(hints)}?" if hints else "; --help lists the flags."
+        fail(f"unknown flag {name}{hint}")
+
+
 def tyro_error_sentence(text: str) -> str:
     """tyro draws its errors in a box with the flag's help: the message alone, on one line."""
-    lines = [line.strip(" │╭╮╰╯") for line in text.splitlines()]
+    lines = [line.strip(" │╭╮╰╯|") for line in text.splitlines()]
     sections, current = [], []
-    for line in lines:
-        if line.startswith("─") or not line.strip("─ "):
+    for line in lines:  # separators: rules of box-drawing or ASCII dashes (no terminal)
+        if not line.strip("─━-=+ ") or line.startswith("─"):  # a rule, or the box's titled top rule
             if current:
                 sections.append(current)
             current = []
-        elif not line.startswith("─"):
+        else:
             current.append(line.strip())
     if current:
         sections.append(current)
+    # the box's title ("Value error", "Parsing error") and its pointer to --help are not the message
+    sections = [sec for sec in sections if not re.fullmatch(r"[\w ]*error", " ".join(sec), re.I)
+                and not sec[0].startswith("For full helptext")]
     if not sections:
         return text.strip()
     message = " ".join(sections[0])
-    message = re.sub(r"^Error parsing Config: ", "", message)
+    message = re.sub(r"^Error parsing (Config|run): ", "", message)
     message = re.sub(r"^Error parsing (--[\w-]+): ", r"\1: ", message)
+    message = re.sub(r"^Error parsing [\w.-]+: ", "", message)
     for section in sections[1:]:
         if section[0].startswith("Perhaps you meant"):
-            message += f"; perhaps you meant {section[1].split()[0]}"
+            message += f"; perhaps you meant {section[1].split()[0].rstrip(',')}"
     return message if message.endswith(".") else message + "."
 
 

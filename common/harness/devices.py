@@ -188,13 +188,29 @@ class Layout:
         )
 
 
+def check_data_parallel(data_parallel: int, n: int, split_sizes: dict[str, int]) -> None:
+    """--data-parallel D must split the n devices into equal groups and every size evenly."""
+    if n % data_parallel:
+        fits = [d for d in divisors(n) if all(size % d == 0 for size in split_sizes.values())]
+        raise ValueError(
+            f"--data-parallel {data_parallel} does not split the {n} devices into equal groups; "
+            f"use one of {', '.join(map(str, fits))}, or --num-devices with a multiple of {data_parallel}."
+        )
+    for name, size in split_sizes.items():
+        if size % data_parallel:
+            raise ValueError(
+                f"{name} ({size}) is not divisible by --data-parallel {data_parallel}; "
+                f"every device must get an equal share."
+            )
+
+
 def plan_layout(
     num_seeds: int, split_sizes: dict[str, int], data_parallel: int = 0, num_devices: int = 0
 ) -> Layout:
     """Choose the (seed, data) mesh; raises ValueError with one clear sentence if none fits.
 
     split_sizes: per-seed sizes that the data axis splits, by the name a user knows them
-    by (e.g. {"--num-envs": 4, "the minibatch size": 128}); each must divide by it.
+    by (e.g. {"--num-envs": 4}); each must divide by it.
     data_parallel 0 (auto): seeds go over the devices first; devices left over by fewer
     seeds than devices split each seed's environments, so one seed on 8 devices runs
     8-way data-parallel. data_parallel D: rows of D devices, as many as the devices allow.
@@ -212,18 +228,7 @@ def plan_layout(
     if data_parallel < 0:
         raise ValueError(f"--data-parallel must be 0 (auto) or positive, got {data_parallel}.")
     if data_parallel:
-        if n % data_parallel:
-            fits = [d for d in divisors(n) if splits(d)]
-            raise ValueError(
-                f"--data-parallel {data_parallel} does not split the {n} devices into equal groups; "
-                f"use one of {', '.join(map(str, fits))}, or --num-devices with a multiple of {data_parallel}."
-            )
-        for name, size in split_sizes.items():
-            if size % data_parallel:
-                raise ValueError(
-                    f"{name} ({size}) is not divisible by --data-parallel {data_parallel}; "
-                    f"every device must get an equal share."
-                )
+        check_data_parallel(data_parallel, n, split_sizes)
         shards = n // data_parallel
     else:
         fitting = [

@@ -39,8 +39,9 @@ import tyro
 
 from scanrl.common.harness import checkpoint, devices, loop, programs, sweeps
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
-    INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_budget, check_pairs,
-    check_values, fail, flag, flag_value, read_config_file, tyro_error_sentence, updates_for,
+    INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_budget, check_flag_names,
+    check_pairs,
+    check_values, fail, flag, flag_value, read_config_file, tyro_error_sentence, updates_for, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
 
@@ -85,6 +86,8 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
             check_pairs(argv, name)
     except ValueError as e:
         fail(str(e))
+    check_flag_names(argv, config_cls)
+    argv = whole_numbers(argv, config_cls)
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
@@ -484,9 +487,25 @@ class Progress:
         return {k: np.concatenate([c[k] for c in self.chunks], axis=1) for k in names}
 
 
+_IMPORTED = time.perf_counter()
+
+
+def seconds_since_process_start() -> float:
+    """Wall seconds since this process started (from /proc on Linux; elsewhere since the
+    harness was imported), so summary.json's wall_seconds covers imports, parsing and compiling."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), time.perf_counter() - _IMPORTED)
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+
+
 def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None,
              run_dir: Path | None, signals: Signals) -> dict:
-    wall_start = t0 = time.perf_counter()
+    t0 = time.perf_counter()
     start, advance, metric_names = interruptible(prepared.compile)  # the run folder comes after: see Signals
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
     signals.training = True
@@ -498,7 +517,7 @@ def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable
     compile_seconds += time.perf_counter() - t0
     run_seconds = _advance_until_done(config.run, prepared.program, advance, metric_names, logger, progress, signals)
     seconds = {"compile_seconds": compile_seconds, "run_seconds": run_seconds}
-    return _finish(algo, config, prepared, extra_summary, logger, progress, signals, metric_names, seconds, wall_start)
+    return _finish(algo, config, prepared, extra_summary, logger, progress, signals, metric_names, seconds)
 
 
 def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None, done: int) -> RunLogger:
@@ -585,14 +604,14 @@ def _advance_until_done(run: RunConfig, program: loop.Program, advance: Callable
 
 
 def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable | None, logger: RunLogger,
-            progress: Progress, signals: Signals, metric_names: list[str], seconds: dict, wall_start: float) -> dict:
+            progress: Progress, signals: Signals, metric_names: list[str], seconds: dict) -> dict:
     """Write summary.json, the final policy, the plots (or a sweep's report); the exit code."""
     run, program, p = config.run, prepared.program, progress
     metrics = p.metrics(metric_names)
     summary = logger.finish(
         metrics=metrics, params=devices.fetch(program.policy(p.state)),
         total_timesteps=p.done * program.steps_per_update, **seconds,
-        wall_seconds=time.perf_counter() - wall_start,
+        wall_seconds=seconds_since_process_start(),
         extra={
             "updates": p.done, "stopped_by": p.reason, "resumed_from": p.resumed_from or None,
             "checkpoint_seconds": p.checkpoint_seconds, "program_cache": prepared.cache,
@@ -674,13 +693,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
             break
     done = [s for s in summaries if s["stopped_by"] != "interrupt"]
     if done:
-        part = sweeps.Sweep({k: v[:len(done)] for k, v in sweep.values.items()}, sweep.log_fields)
-        loaded = [np.load(sweep_dir / f"config_{c}" / "metrics.npz") for c in range(len(done))]
-        returns = [m["episode_return"] for m in loaded]
-        evals = [m["eval_return"] for m in loaded] if all("eval_return" in m.files for m in loaded) else None
-        write_sweep(sweep_dir, part, returns, evals, config, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
-        if len({r.shape for r in returns}) == 1:  # every config trained as many updates: one array
-            np.savez(sweep_dir / "metrics.npz", **{k: np.stack([m[k] for m in loaded]) for k in loaded[0].files})
+        _report_loop_sweep(sweep_dir, sweep, done, config)
     summary = {
         "algo": algo, "env": config.env, "sweep_mode": "loop", "num_configs": sweep.size, "num_seeds": run.num_seeds,
         "configs_done": len(done), "stopped_by": "interrupt" if exit_code in (130, 143) else
@@ -692,6 +705,18 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
         print(f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with "
               f"`python -m scanrl.algos.{algo} --resume {sweep_dir}`.", flush=True)
     return summary
+
+
+def _report_loop_sweep(sweep_dir: Path, sweep: sweeps.Sweep, done: list[dict], config: Any) -> None:
+    """sweep.json, best_config.json and sweep.png over the finished configs (and one metrics.npz
+    when every config trained as many updates)."""
+    part = sweeps.Sweep({k: v[:len(done)] for k, v in sweep.values.items()}, sweep.log_fields)
+    loaded = [np.load(sweep_dir / f"config_{c}" / "metrics.npz") for c in range(len(done))]
+    returns = [m["episode_return"] for m in loaded]
+    evals = [m["eval_return"] for m in loaded] if all("eval_return" in m.files for m in loaded) else None
+    write_sweep(sweep_dir, part, returns, evals, config, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
+    if len({r.shape for r in returns}) == 1:
+        np.savez(sweep_dir / "metrics.npz", **{k: np.stack([m[k] for m in loaded]) for k in loaded[0].files})
 
 
 def write_sweep(run_dir: Path, sweep: sweeps.Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,

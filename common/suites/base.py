@@ -10,6 +10,8 @@ as `final_observation`, and the next episode starts from a fresh `reset` with it
 
 from __future__ import annotations
 
+import ctypes.util
+import functools
 import os
 from typing import Any
 
@@ -21,9 +23,10 @@ from gymnax.environments import environment, spaces
 
 # Without a display, MuJoCo's renderer (`scanrl-eval --gif`) draws through EGL, as Brax's and
 # Playground's own notebooks do; MuJoCo reads this when first imported, and only a picture
-# needs it (where EGL is missing, that picture fails with one sentence).
+# needs it. Where libEGL is missing, MuJoCo's import itself fails with "egl" (not only a
+# picture), so rendering is switched off there and the picture fails with one sentence.
 if not os.environ.get("DISPLAY"):
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("MUJOCO_GL", "egl" if ctypes.util.find_library("EGL") else "disable")
 
 
 @struct.dataclass
@@ -81,7 +84,13 @@ class RawStateEnv(environment.Environment):
         return spaces.Box(-1.0, 1.0, (self.env.action_size,), jnp.float32)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        return spaces.Box(-jnp.inf, jnp.inf, (self.env.observation_size,), jnp.float32)
+        return spaces.Box(-jnp.inf, jnp.inf, self.obs_shape, jnp.float32)
+
+    @functools.cached_property
+    def obs_shape(self) -> tuple[int, ...]:
+        """From the shapes of an abstract reset: Brax's `observation_size` runs a real reset,
+        un-jitted, every time it is read (14.5 s for ant on a 2-core CPU)."""
+        return tuple(jax.eval_shape(self.env.reset, jax.random.key(0)).obs.shape)
 
     @property
     def name(self) -> str:
