@@ -171,18 +171,24 @@ def ant(args) -> None:
             record(args.results, {"bench": "ant", "trainer": name, "repeat": r, "backend": args.backend, **res})
 
 
+def scanrl_summary(flags: list[str], timeout: float) -> dict:
+    """One scanrl run and the figures of its summary.json ({"error": "timeout"} past `timeout`)."""
+    try:
+        res = scanrl_run(flags, timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    if "summary" in res:
+        s = res["summary"]
+        res.update(compile_seconds=s["compile_seconds"], run_seconds=s["run_seconds"],
+                   steps_per_s=s["env_steps_per_second"], final_return_mean=s["final_return_mean"])
+    return res
+
+
 def cartpole(args) -> None:
     for n in args.seeds:
         flags = ["--env", "CartPole-v1", "--num-seeds", str(n), "--total-timesteps", str(args.timesteps),
                  "--eval-every", "0", "--log-every", "0", "--checkpoint-every", "0"]
-        try:
-            res = scanrl_run(flags, args.timeout)
-        except subprocess.TimeoutExpired:
-            res = {"error": "timeout"}
-        if "summary" in res:
-            s = res["summary"]
-            res.update(compile_seconds=s["compile_seconds"], run_seconds=s["run_seconds"],
-                       steps_per_s=s["env_steps_per_second"], final_return_mean=s["final_return_mean"])
+        res = scanrl_summary(flags, args.timeout)
         record(args.results, {"bench": "cartpole", "seeds": n, "timesteps": args.timesteps, **res})
 
 
@@ -193,14 +199,7 @@ def minatar(args) -> None:
                      "--log-every", "0", "--checkpoint-every", "0"]
             if args.timesteps:
                 flags += ["--total-timesteps", str(args.timesteps)]
-            try:
-                res = scanrl_run(flags, args.timeout)
-            except subprocess.TimeoutExpired:
-                res = {"error": "timeout"}
-            if "summary" in res:
-                s = res["summary"]
-                res.update(compile_seconds=s["compile_seconds"], run_seconds=s["run_seconds"],
-                           steps_per_s=s["env_steps_per_second"], final_return_mean=s["final_return_mean"])
+            res = scanrl_summary(flags, args.timeout)
             record(args.results, {"bench": "minatar", "env": env, "torso": torso, "seeds": args.seeds, **res})
 
 
