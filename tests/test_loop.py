@@ -182,7 +182,7 @@ def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = tmp_path.glob("scanrl-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "scanrl/algos/ppo.py" in names and "scanrl/common/loop.py" in names
+    assert {"scanrl/algos/ppo.py", "scanrl/common/envs.py", "scanrl/common/harness/loop.py"} <= set(names)
     packages = {n.split("/")[0] for n in names if not n.startswith("scanrl-")}
     assert packages == {"scanrl"}, packages
 
