@@ -92,7 +92,6 @@ class Config:
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
     num_updates = property(lambda self: run.updates_for(self, self.batch_size))
 
-
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps",

@@ -103,7 +103,6 @@ class Config:
     num_sequences = property(lambda self: self.batch_size // self.sequence_length)
     num_updates = property(lambda self: run.updates_for(self, self.batch_size))
 
-
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",

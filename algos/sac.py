@@ -93,7 +93,6 @@ class Config:
         """Rows of the circular buffer; a row holds one step of every environment."""
         return max(1, min(self.buffer_size, self.num_updates * self.steps_per_iteration) // self.num_envs)
 
-
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step", "learning_rate",

@@ -46,8 +46,6 @@ from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the alg
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
 
 
-
-
 def config_dict(config: Any) -> dict[str, Any]:
     """A Config as flat values, the form flags take and config.json stores."""
     values = dataclasses.asdict(config)
