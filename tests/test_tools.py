@@ -62,6 +62,35 @@ def test_eval_reproduces_the_runs_last_evaluation_and_the_curves_hold_its_data(r
     np.testing.assert_allclose(x, [2 * 512, 4 * 512])  # env steps per seed after updates 2 and 4
     np.testing.assert_allclose(y, metrics["eval_return"][:, [1, 3]].mean(axis=0))
     assert [a.get_title() for a in fig.axes[1:]] == ["policy_loss", "value_loss", "entropy"]
+    assert all(a.get_xlabel() == "env steps per seed" and a.get_ylabel() for a in fig.axes)
+    # the training curve: per-seed bins, smoothed, then the mean over seeds; the files stay raw
+    _, raw = plots.binned(metrics["episode_return"])
+    y = lines["episode return (training)"].get_ydata()
+    np.testing.assert_allclose(y, plots.smooth(raw, plots.SMOOTH).mean(axis=0))
+    unsmoothed = plots.curves(run_dir, f"{run_dir}/raw.png", smooth_bins=0)
+    y_raw = {l.get_label(): l for l in unsmoothed.axes[0].get_lines()}["episode return (training)"].get_ydata()
+    np.testing.assert_allclose(y_raw, raw.mean(axis=0))
+    assert not np.allclose(y, y_raw)  # the smoothing changed the curve, not the run's files
+    np.testing.assert_array_equal(np.load(f"{run_dir}/metrics.npz")["episode_return"], metrics["episode_return"])
+
+
+def test_smoothing_is_a_trailing_moving_average_that_skips_gaps():
+    x = np.array([[0.0, 0.0, 0.0, 3.0, 3.0, 3.0], [1.0, np.nan, 3.0, np.nan, np.nan, np.nan]])
+    np.testing.assert_allclose(plots.smooth(x, 3), [[0, 0, 0, 1, 2, 3], [1, 1, 2, 3, 3, np.nan]])
+    np.testing.assert_array_equal(plots.smooth(x, 1), x)
+    np.testing.assert_allclose(plots.smooth(np.full((2, 50), 7.0), 10), 7.0)
+
+
+def test_the_band_is_a_95_percent_bootstrap_interval_of_the_mean():
+    rng = np.random.default_rng(0)
+    values = rng.normal(10.0, 2.0, size=(16, 5))
+    low, high = plots.mean_interval(values)
+    mean = values.mean(axis=0)
+    assert np.all(low < mean) and np.all(mean < high)
+    half = 1.96 * values.std(axis=0, ddof=1) / 4  # the normal approximation's half width, sqrt(16) = 4
+    np.testing.assert_allclose(high - low, 2 * half, rtol=0.25)
+    low, high = plots.mean_interval(np.full((4, 3), 5.0))  # identical seeds: no width
+    np.testing.assert_allclose([low, high], 5.0)
 
 
 def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
@@ -132,9 +161,9 @@ def test_a_failing_plot_is_a_warning_and_scanrl_plot_labels_two_runs(run_dir, tm
     assert "curves.png" not in names
 
     fig = plots.compare([run_dir, other], tmp_path / "both.png")
-    labels = [l.get_label() for l in fig.axes[0].get_lines()]
+    labels = [l.get_label() for l in fig.axes[0].get_lines() if not l.get_label().startswith("_")]  # not the seeds
     assert labels == ["ppo CartPole-v1 learning_rate=0.00025", "ppo CartPole-v1 learning_rate=0.001"]
-    for line, folder in zip(fig.axes[0].get_lines(), (run_dir, other)):
+    for line, folder in zip([l for l in fig.axes[0].get_lines() if not l.get_label().startswith("_")], (run_dir, other)):
         assert np.isfinite(line.get_ydata()).all() and line.get_xdata()[-1] == 4 * 512
     with Image.open(tmp_path / "both.png") as image:
         assert image.size[0] > 400 and image.size[1] > 300

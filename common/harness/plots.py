@@ -5,7 +5,10 @@ nothing here runs during training. Figures are drawn on matplotlib's Agg canvas 
 (no pyplot), so they never change the backend of a user's notebook or session.
 
 Per-update returns are NaN where no episode ended; a curve shows, per seed, the latest
-finished episodes' return, averaged within at most `BINS` bins along the run.
+finished episodes' return, averaged within at most `BINS` bins along the run, then smoothed
+by a trailing moving average over `smooth` bins (`--smooth K`; the files keep the raw values).
+Each curve is the mean over seeds, a shaded 95% bootstrap confidence interval of that mean
+(scipy.stats.bootstrap, percentile method, 1,000 resamples) and faint per-seed lines.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from scanrl.common.harness.configs import NOT_IN_LABELS, RUN_FIELDS, fail
 from scanrl.common.harness.logging import nanmean
 
 BINS = 400
+SMOOTH = 10  # bins in the trailing moving average (1 or 0: none): 2.5% of a long run
+MAX_SEED_LINES = 32  # beyond this many seeds the faint lines are a grey wash: the band says it
 
 
 class Run:
@@ -65,19 +70,42 @@ def binned(x: np.ndarray, fill: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return edges[1:].astype(np.float64), values
 
 
-def band(ax, x: np.ndarray, values: np.ndarray, label: str, color=None, seed_lines: bool = False, **style) -> None:
-    """Mean over seeds as a line, the interquartile range over seeds as a band; optionally each seed thin."""
+def smooth(values: np.ndarray, k: int) -> np.ndarray:
+    """[seeds, B] -> [seeds, B]: the mean of each point and the k - 1 before it (fewer at the
+    start; NaN points skipped, so a gap does not pull the curve to zero). k <= 1: unchanged."""
+    if k <= 1:
+        return values
+    finite = ~np.isnan(values)
+    total = np.cumsum(np.where(finite, values, 0.0), axis=1)
+    count = np.cumsum(finite, axis=1)
+    total[:, k:] -= total[:, :-k].copy()
+    count[:, k:] -= count[:, :-k].copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def mean_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[seeds, B] -> (low [B], high [B]): the 95% percentile-bootstrap interval of the mean over
+    seeds (fixed resampling seed, so a figure is reproducible)."""
+    from scipy.stats import bootstrap
+
+    ci = bootstrap((values,), np.mean, axis=0, n_resamples=1000, confidence_level=0.95, method="percentile",
+                   random_state=0, vectorized=True).confidence_interval
+    return ci.low, ci.high
+
+
+def band(ax, x: np.ndarray, values: np.ndarray, label: str, color=None, seed_lines: bool = True, **style) -> None:
+    """Mean over seeds as a line, its 95% bootstrap interval as a band, each seed faint."""
     keep = ~np.isnan(values).any(axis=0)  # where every seed has a value
     x, values = x[keep], values[:, keep]
     if not x.size:
         return
-    (line,) = ax.plot(x, values.mean(axis=0), label=label, color=color, lw=1.8, **style)
+    (line,) = ax.plot(x, values.mean(axis=0), label=label, color=color, lw=1.8, zorder=3, **style)
     if values.shape[0] > 1:
-        low, high = np.percentile(values, [25, 75], axis=0)
-        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2, lw=0)
-        if seed_lines:
+        ax.fill_between(x, *mean_interval(values), color=line.get_color(), alpha=0.25, lw=0)
+        if seed_lines and values.shape[0] <= MAX_SEED_LINES:
             for row in values:
-                ax.plot(x, row, color=line.get_color(), lw=0.5, alpha=0.5)
+                ax.plot(x, row, color=line.get_color(), lw=0.6, alpha=0.3, zorder=2)
 
 
 def steps_axis(ax) -> None:
@@ -110,7 +138,7 @@ def figure(width: float, height: float):
     return fig
 
 
-def curves(run_dir: str | Path, out: str | Path | None = None):
+def curves(run_dir: str | Path, out: str | Path | None = None, smooth_bins: int = SMOOTH):
     """Draw a run's curves (returns on top, main losses below); save to `out` (default
     RUN_DIR/curves.png). Returns the matplotlib Figure."""
     run = Run(run_dir)
@@ -120,22 +148,25 @@ def curves(run_dir: str | Path, out: str | Path | None = None):
     grid = fig.add_gridspec(2 if losses else 1, max(len(losses), 1), height_ratios=[2, 1] if losses else [1])
     ax = fig.add_subplot(grid[0, :])
     x, values = binned(m["episode_return"])
-    band(ax, run.steps(x), values, "episode return (training)", seed_lines=seeds <= 8)
+    band(ax, run.steps(x), smooth(values, smooth_bins), "episode return (training)")
     if "eval_return" in m:
         evaluated = ~np.isnan(m["eval_return"]).all(axis=0)
         band(ax, run.steps(np.nonzero(evaluated)[0] + 1.0), m["eval_return"][:, evaluated],
-             "evaluation return (deterministic)", marker="o", markersize=3)
-    ax.set(xlabel="env steps per seed", ylabel="return",
+             "evaluation return (deterministic)", marker="o", markersize=3, seed_lines=False)
+    ax.set(xlabel="env steps per seed", ylabel="episode return",
            title=f"{run.summary['algo']} on {run.summary['env']}: {seeds} seed{'s' if seeds > 1 else ''} "
-                 f"(mean; band: interquartile range{'; thin: each seed' if 1 < seeds <= 8 else ''})")
+                 f"(mean{'; band: 95% bootstrap CI; faint: each seed' if seeds > 1 else ''}"
+                 f"{f'; moving average of {smooth_bins} points' if smooth_bins > 1 else ''})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     steps_axis(ax)
     for i, name in enumerate(losses):
         small = fig.add_subplot(grid[1, i])
         x, values = binned(m[name], fill=False)
-        band(small, run.steps(x), values, name)
+        band(small, run.steps(x), smooth(values, smooth_bins), name)
         small.set_title(name, fontsize=9)
+        small.set_xlabel("env steps per seed", fontsize=8)
+        small.set_ylabel(name.replace("_", " "), fontsize=8)
         small.tick_params(labelsize=7)
         small.grid(alpha=0.3)
         steps_axis(small)
@@ -164,9 +195,10 @@ def labels(runs: list[Run]) -> list[str]:
     return out
 
 
-def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metric: str = "episode_return"):
-    """Overlay runs' `metric` (mean and interquartile band over seeds) against env steps per seed
-    or training seconds (`x="wall"`); save to `out`. Returns the Figure."""
+def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metric: str = "episode_return",
+            smooth_bins: int = SMOOTH):
+    """Overlay runs' `metric` (mean, 95% bootstrap band and faint seeds) against env steps per
+    seed or training seconds (`x="wall"`); save to `out`. Returns the Figure."""
     runs = [Run(d) for d in run_dirs]
     for r in runs:
         if metric not in r.metrics:
@@ -180,9 +212,12 @@ def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metri
             done, values = np.nonzero(evaluated)[0] + 1.0, values[:, evaluated]
         else:
             done, values = binned(values, fill=metric == "episode_return")
+            values = smooth(values, smooth_bins)
         band(ax, r.steps(done) if x == "steps" else r.seconds(done), values, label)
-    ax.set(xlabel="env steps per seed" if x == "steps" else "training seconds (compile excluded)", ylabel=metric,
-           title=f"{metric}: mean over seeds, band: interquartile range")
+    smoothed = f"; moving average of {smooth_bins} points" if smooth_bins > 1 and metric != "eval_return" else ""
+    ax.set(xlabel="env steps per seed" if x == "steps" else "training seconds (compile excluded)",
+           ylabel=metric.replace("_", " "),
+           title=f"{metric}: mean over seeds, band: 95% bootstrap CI, faint: each seed{smoothed}")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8)
     if x == "steps":
@@ -202,9 +237,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="x axis: env steps per seed, or training seconds (wall)")
     parser.add_argument("--metric", default="episode_return",
                         help="any metric in the runs' metrics.npz, e.g. eval_return, value_loss")
+    parser.add_argument("--smooth", type=int, default=SMOOTH, metavar="K",
+                        help=f"trailing moving average over K plotted points (0 or 1: raw; default: {SMOOTH}); "
+                             "the run's files keep the raw values")
     args = parser.parse_args(argv)
+    if args.smooth < 0:
+        fail(f"--smooth takes a number of points >= 0, got {args.smooth}.")
     try:
-        compare(args.run_dirs, args.out, args.x, args.metric)
+        compare(args.run_dirs, args.out, args.x, args.metric, args.smooth)
     except ValueError as e:
         fail(str(e))
     print(f"wrote {args.out}")

@@ -296,7 +296,7 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
     for r in ranked:
         x, values = plots.binned(returns[r["config"]])
         label = ", ".join(f"{k}={show_value(v)}" for k, v in r["values"].items())
-        plots.band(ax, x * steps_per_update[r["config"]], values, label)
+        plots.band(ax, x * steps_per_update[r["config"]], plots.smooth(values, plots.SMOOTH), label, seed_lines=False)
     ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
