@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_python
+from conftest import REPO, run_python
 
 from scanrl.algos import grpo, impala, ppo, sac
 
@@ -171,7 +171,64 @@ def test_run_folder_contents(logged_every_update):
     assert config["num_seeds"] == 2 and config["learning_rate"] == 2.5e-4  # flat, as the flags
     assert "compiling…" in proc.stdout and "run folder" in proc.stdout and "seed    1" in proc.stdout
     lines = [l for l in proc.stdout.splitlines() if l.startswith("[ppo CartPole-v1] update")]
-    assert len(lines) == 4 and all("return" in l for l in lines)
+    assert len(lines) == 4 and all("return" in l and len(l) <= 100 for l in lines)  # not a terminal: plain lines
+    assert lines[-1].startswith("[ppo CartPole-v1] update 4/4") and "eval " in lines[-1]
+
+
+def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path):
+    """The same run as `logged_every_update`, its stdout a pseudo-terminal: rich's spinner and
+    bar instead of plain lines, and the same run folder."""
+    import os
+    import pty
+    import re
+    import subprocess
+    import sys
+
+    main, child = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
+    proc = subprocess.Popen([sys.executable, PPO, "--total-timesteps", "2048", "--num-seeds", "2", "--log-every", "1",
+                             "--eval-every", "2", "--out-dir", str(tmp_path)], stdout=child, stderr=child, env=env,
+                            cwd=REPO)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=600) == 0
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))  # no colours
+    assert "compiling… CartPole-v1: 2 seeds" in shown and "compiled in" in shown
+    assert "4/4 updates" in shown and "ETA" in shown and "env steps/s" in shown
+    assert "[ppo CartPole-v1] update" not in shown  # no plain lines on a terminal
+    assert "mean" in shown and "run folder:" in shown
+    (run_dir,) = list(tmp_path.iterdir())
+    assert {"summary.json", "metrics.npz", "progress.jsonl"} <= {p.name for p in run_dir.iterdir()}
+
+
+def test_a_plain_progress_line_fits_100_columns(tmp_path):
+    """What does not fit is left out: steps per seed, the spread over seeds, the ETA, the eval."""
+    from scanrl.common.harness.logging import RunLogger
+
+    def line(env, returns, evals, eta, done=1220, total=12207):
+        logger = RunLogger(algo="ppo", env=env, config={}, num_seeds=3, steps_per_update=512, num_updates=total,
+                           out_dir=str(tmp_path))
+        table = {"episode_return": np.array(returns), "eval_return": np.array(evals)}
+        shown = logger._line(done, done * 512, 1.234e6, table, eta=eta)
+        assert len(shown) <= 100 and shown.startswith(f"[ppo {env}] update {done}/{total}  "), shown
+        return shown
+
+    assert line("Catch-bsuite", [0.5], [1.0], 25.0, 12, 97) == (
+        "[ppo Catch-bsuite] update 12/97  6.14k steps/seed  1.23M env steps/s  return 0.5  eval 1.0  ETA 0:25")
+    assert line("CartPole-v1", [12.5, 500.0, 200.0], [500.0] * 3, 25.0, 12, 97) == (
+        "[ppo CartPole-v1] update 12/97  1.23M env steps/s  return 237.5 [12.5, 500.0]  eval 500.0  ETA 0:25")
+    assert line("CartPole-v1", [-1234.5, -1500.2, -800.1], [-1111.1] * 3, 3725.0).endswith(
+        "update 1220/12207  1.23M env steps/s  return -1178  eval -1111  ETA 1:02:05")
+    assert line("craftax/Craftax-Classic-Symbolic-v1", [-1234.5, -1500.2, -800.1], [-1111.1] * 3, 3725.0).endswith(
+        "update 1220/12207  1.23M env steps/s  return -1178")
 
 
 def test_params_and_metrics_do_not_depend_on_log_every(logged_every_update, tmp_path):

@@ -1,10 +1,10 @@
 """Progress between chunks, and the run folder.
 
 The driver (common/harness/run.py) hands `RunLogger.on_chunk` each chunk's metrics
-(`[num_seeds, updates in the chunk]`) as the run goes: it prints one progress line
-(means over the chunk's updates and over seeds; `-` where no episode ended), appends
-the same to `progress.jsonl` and logs it to wandb (keys `seed_<i>/<metric>` plus
-`mean/<metric>`). Only process 0 of a multi-process run prints or writes; the metrics
+(`[num_seeds, updates in the chunk]`) as the run goes: it moves the progress bar or prints
+one plain line (common/harness/console.py; means over the chunk's updates and over seeds,
+`-` where no episode ended), appends the same to `progress.jsonl` and logs it to wandb
+(keys `seed_<i>/<metric>` plus `mean/<metric>`). Only process 0 of a multi-process run prints or writes; the metrics
 it receives cover every seed.
 
 A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
@@ -25,6 +25,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from scanrl.common.harness import console
+
 
 def _finite_or_none(x: float) -> float | None:
     x = float(x)
@@ -39,6 +41,11 @@ def _last_finite(x: np.ndarray) -> np.ndarray:
         if finite.size:
             out[i] = row[finite[-1]]
     return out
+
+
+def _short(x: float) -> str:
+    """A return in a progress line: one decimal below 1000, none from there (-1178, 123.4)."""
+    return f"{float(x):.1f}" if abs(x) < 1000 else f"{float(x):.0f}"
 
 
 def nanmean(x: np.ndarray, axis=None):
@@ -108,6 +115,7 @@ class RunLogger:
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed, self.progress = first_seed, progress
         self.active = jax.process_index() == 0
+        self._bar, self._resumed_at, self._session_seconds, self._last_eval = None, resume_update, 0.0, ""
         self.run_dir = Path(run_dir) if run_dir else new_run_dir(out_dir, algo, env)
         self._wandb = None
         if not self.active:
@@ -134,7 +142,19 @@ class RunLogger:
 
     def say(self, text: str) -> None:
         if self.active:
-            print(text, flush=True)
+            print(text, flush=True)  # above the bar, if one is shown (rich redirects stdout)
+
+    def start_display(self, compile_seconds: float, done: int) -> None:
+        """After the compile: the spinner gives way to the progress bar (on a terminal)."""
+        console.COMPILING.stop(said=f"compiled in {compile_seconds:.1f} s")
+        if self.active and self.progress and console.interactive():
+            self._bar = console.Bar(f"{self.algo} {self.env}", self.num_updates, done)
+
+    def stop_display(self) -> None:
+        console.COMPILING.stop()
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
     def on_chunk(self, updates_done: int, metrics: dict[str, np.ndarray], seconds: float) -> None:
         """After each chunk: metrics name -> [num_seeds, n] of its n updates, which took `seconds`."""
@@ -147,8 +167,13 @@ class RunLogger:
             table = {k: nanmean(v, axis=1) for k, v in metrics.items() if k != "eval_return"}
             if "eval_return" in metrics:  # the chunk's latest evaluation
                 table["eval_return"] = _last_finite(metrics["eval_return"])
-        if self.progress:
-            print(self._line(updates_done, steps, sps, table), flush=True)
+        self._session_seconds += seconds
+        remaining = self.num_updates - updates_done if self.num_updates else None
+        eta = console.eta(self._session_seconds, updates_done - self._resumed_at, remaining)
+        if self._bar is not None:
+            self._bar.update(updates_done, self._stats(sps, table))
+        elif self.progress:
+            print(self._line(updates_done, steps, sps, table, eta), flush=True)
         self._seconds += seconds
         record = {
             "update": updates_done,
@@ -177,20 +202,38 @@ class RunLogger:
         seed = f"seed_{self.first_seed + i % self.seeds_per_config}"
         return f"config_{i // self.seeds_per_config}/{seed}" if self.num_configs > 1 else seed
 
-    def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray]) -> str:
-        line = f"[{self.algo} {self.env}] update "
-        line += f"{update:>{len(str(self.num_updates))}}/{self.num_updates}" if self.num_updates else f"{update:>6}"
-        line += f"  steps/seed {steps:>11,}"
-        line += f"  env steps/s {sps:>11,.0f}" if math.isfinite(sps) else "  env steps/s           -"
-        ret = table.get("episode_return")
+    @staticmethod
+    def _returns(table: dict[str, np.ndarray]) -> tuple[str, str, str]:
+        """('return 123.4' or 'return -', ' [min, max]' over seeds, 'eval 500.0' or '')."""
+        ret, evals = table.get("episode_return"), table.get("eval_return")
+        shown, spread, evaluated = "return -", "", ""
         if ret is not None and not np.all(np.isnan(ret)):
-            line += f"  return {float(nanmean(ret)):8.1f} (min {np.nanmin(ret):.1f}, max {np.nanmax(ret):.1f})"
-        else:
-            line += "  return        -"
-        evals = table.get("eval_return")
+            shown = f"return {_short(nanmean(ret))}"
+            spread = f"[{_short(np.nanmin(ret))}, {_short(np.nanmax(ret))}]" if ret.size > 1 else ""
         if evals is not None and not np.all(np.isnan(evals)):
-            line += f"  eval {float(nanmean(evals)):8.1f}"
-        return line
+            evaluated = f"eval {_short(nanmean(evals))}"
+        return shown, spread, evaluated
+
+    def _stats(self, sps: float, table: dict[str, np.ndarray]) -> str:
+        """The bar's text after it: env steps/s, the latest return and evaluation."""
+        shown, _, evaluated = self._returns(table)
+        self._last_eval = evaluated = evaluated or self._last_eval  # the bar keeps the latest evaluation
+        speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
+        return "  ".join(t for t in (speed, shown, evaluated) if t)
+
+    def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray], eta: float) -> str:
+        """One plain progress line of at most console.WIDTH characters: what does not fit is
+        left out, steps per seed first, then the spread over seeds, the ETA, the evaluation."""
+        total = f"/{self.num_updates}" if self.num_updates else ""
+        head = f"[{self.algo} {self.env}] update {update}{total}"
+        speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
+        shown, spread, evaluated = self._returns(table)
+        left = f"ETA {console.clock(eta)}" if math.isfinite(eta) else ""
+        return console.fit([head, f"{console.si(steps)} steps/seed", speed, f"{shown} {spread}".strip(), evaluated, left],
+                           [head, speed, f"{shown} {spread}".strip(), evaluated, left],
+                           [head, speed, shown, evaluated, left],
+                           [head, speed, shown, evaluated],
+                           [head, speed, shown])
 
     def finish(
         self,
@@ -208,6 +251,7 @@ class RunLogger:
         metrics: name -> [num_seeds, updates trained]; params: pytree with leaves [num_seeds, ...];
         extra: more summary.json entries. Every process must call it (it only writes on process 0).
         """
+        self.stop_display()
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         final = final_returns(metrics["episode_return"])  # over the updates trained
         eval_return_mean = None

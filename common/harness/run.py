@@ -37,7 +37,7 @@ import jax
 import numpy as np
 import tyro
 
-from scanrl.common.harness import checkpoint, devices, loop, programs, sweeps
+from scanrl.common.harness import checkpoint, console, devices, loop, programs, sweeps
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_budget, check_flag_names,
     check_pairs,
@@ -131,6 +131,8 @@ def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: 
                 summary = execute(algo, config, prepared, extra_summary=extra_summary, signals=signals)
         except Interrupted as e:
             stop_before_training(e.sig)
+        finally:
+            console.COMPILING.stop()  # an error before training: its sentence after the spinner's line
     if summary["exit_code"]:
         raise SystemExit(summary["exit_code"])
     return summary
@@ -256,8 +258,7 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
         raise ValueError(f"--resume {run.resume}: the run already trained all {program.num_updates} updates; "
                          f"raise --total-timesteps to extend it.")
-    if jax.process_index() == 0:
-        print("compiling…", flush=True)  # tracing, lowering and compiling take a few seconds (cached: ~1)
+    console.COMPILING.start(_what_compiles(config, program))  # tracing, lowering, compiling: seconds (cached: ~1)
     t0 = time.perf_counter()
     num_local = len(program.layout.mesh.local_devices)
     source = programs.source_key(config_dict(config), sweep.values if sweep else None, make_algorithm,
@@ -293,6 +294,17 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     check_memory(config, state_shape, largest, num_local)
     return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
                     lowering_seconds=time.perf_counter() - t0, largest_array_bytes=largest, source_key=source)
+
+
+def _what_compiles(config: Any, program: loop.Program) -> str:
+    """The compile line: env, seeds x devices, updates, where the run folder goes."""
+    run, layout = config.run, program.layout
+    rows = f"{program.sweep.size} configs x {run.num_seeds} seeds" if program.sweep else \
+        f"{run.num_seeds} seed{'s' if run.num_seeds > 1 else ''}"
+    updates = "updates until a stop condition" if config.total_timesteps == 0 else f"{program.num_updates:,} updates"
+    folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
+    return (f"{config.env}: {rows} on {layout.num_devices} device{'s' if layout.num_devices > 1 else ''}, {updates} "
+            f"of {program.steps_per_update:,} env steps; {folder}")
 
 
 def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> None:
@@ -387,6 +399,7 @@ def interruptible(work: Callable[[], Any]) -> Any:
 
 def stop_before_training(sig: int) -> typing.NoReturn:
     """The one line and the exit code of a run interrupted before it trained."""
+    console.COMPILING.stop()
     print(f"{Signals.NAMES.get(sig, 'signal')} before training started: stopped, nothing was written.", flush=True)
     sys.stderr.flush()
     code = 128 + sig
@@ -511,11 +524,16 @@ def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable
                      if prepared.checkpoint is not None else 0)
     signals.say = logger.say
     t0 = time.perf_counter()
-    progress = _first_state(config.run, prepared, start, metric_names, logger)
-    compile_seconds += time.perf_counter() - t0
-    run_seconds = _advance_until_done(config.run, prepared.program, advance, metric_names, logger, progress, signals)
-    seconds = {"compile_seconds": compile_seconds, "run_seconds": run_seconds}
-    return _finish(algo, config, prepared, extra_summary, logger, progress, signals, metric_names, seconds)
+    try:
+        progress = _first_state(config.run, prepared, start, metric_names, logger)
+        compile_seconds += time.perf_counter() - t0
+        logger.start_display(compile_seconds, progress.done)
+        run_seconds = _advance_until_done(config.run, prepared.program, advance, metric_names, logger, progress,
+                                          signals)
+        seconds = {"compile_seconds": compile_seconds, "run_seconds": run_seconds}
+        return _finish(algo, config, prepared, extra_summary, logger, progress, signals, metric_names, seconds)
+    finally:
+        logger.stop_display()  # an error mid-run must not leave the terminal to a live bar
 
 
 def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None, done: int) -> RunLogger:
