@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -28,6 +29,32 @@ def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
         flag = "--" + name.replace("_", "-")
         assert flag in text, flag
     assert phrase in text and "Adam step size" in text
+
+
+@pytest.mark.parametrize("algo", [ppo, sac])
+def test_help_groups_every_flag_in_boxes(algo, capsys):
+    """--help shows the flags in boxes (algorithm, environment, run, lifecycle, logging, sweeps),
+    and every flag the parser takes is in exactly one of them."""
+    from scanrl.common.harness.configs import RunConfig, flag
+
+    with pytest.raises(SystemExit) as exit_info:
+        algo.main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    parts = re.split(r"^[╭─ ]*([a-z]*) ?options\b.*$", text, flags=re.M)  # boxes, or plain headings without a tty
+    titles, boxes = parts[1::2], parts[2::2]
+    assert titles == ["", "algorithm", "environment", "run", "lifecycle", "logging", "sweeps"]
+    titles, boxes = titles[1:], boxes[1:]
+    names = [f.name for f in dataclasses.fields(algo.Config) if f.name != "run"]
+    names += [f.name for f in dataclasses.fields(RunConfig)]
+    for name in names:
+        defined = re.compile(rf"^[│ ]*{flag(name)}[ ,]", re.M)  # where the flag is listed, not mentioned
+        shown = [title for title, box in zip(titles, boxes) if defined.search(box)]
+        assert len(shown) == 1, (name, shown)
+    expected = {"learning_rate": "algorithm", "env": "environment", "num_seeds": "run", "resume": "lifecycle",
+                "out_dir": "logging", "sweep": "sweeps"}
+    for name, title in expected.items():
+        assert re.search(rf"^[│ ]*{flag(name)}[ ,]", boxes[titles.index(title)], re.M), name
 
 
 def test_help_shows_continuous_defaults_for_a_continuous_env(python_process):

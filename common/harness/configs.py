@@ -302,6 +302,62 @@ def fail(message: str) -> typing.NoReturn:
 
 
 # ---------------------------------------------------------------------------------------------
+# --help in groups
+# ---------------------------------------------------------------------------------------------
+HELP_GROUPS = {  # box -> (what it holds, its run settings); the algorithm's own fields make a first box
+    "environment": ("the task", ("env", "env_params", "hide_obs", "eval_env_params")),
+    "run": ("seeds and devices", ("seed", "num_seeds", "num_devices", "data_parallel", "distributed")),
+    "lifecycle": ("evaluation, checkpoints, resume, stop conditions", (
+        "eval_every", "eval_episodes", "checkpoint_every", "resume", "config", "stop_return", "stop_minutes",
+        "stop_plateau")),
+    "logging": ("progress, run folder, wandb, compile cache",
+                ("log_every", "out_dir", "wandb_mode", "wandb_project", "compile_cache")),
+    "sweeps": ("many configs in one program", ("sweep", "sweep_samples", "sweep_mode")),
+}
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """A dataclass's field docstrings (the string under each field), as tyro reads them."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs, body = {}, ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            docs[node.target.id] = " ".join(str(after.value.value).split())
+    return docs
+
+
+def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoReturn:
+    """Print --help with the flags in boxes (algorithm, environment, run, lifecycle, logging,
+    sweeps), defaults from `base` (the env's presets applied), and exit 0. The flags parse as
+    one flat Config; only the help is shown through this grouped copy of it."""
+
+    def spec(cls: type, name: str, value: Any) -> tuple:
+        hint = typing.get_type_hints(cls, include_extras=True)[name]
+        default = field(default_factory=lambda v=value: v) if isinstance(value, (dict, list)) else field(default=value)
+        return name, Annotated[hint, tyro.conf.arg(help=field_docs(cls).get(name, ""))], default
+
+    run_cls = type(base.run)
+    owner = {name: box for box, (_, names) in HELP_GROUPS.items() for name in names}
+    boxes: dict[str, list] = {"algorithm": []} | {box: [] for box in HELP_GROUPS}
+    for f in dataclasses.fields(config_cls):
+        if f.name != "run":
+            boxes[owner.get(f.name, "algorithm")].append(spec(config_cls, f.name, getattr(base, f.name)))
+    for f in dataclasses.fields(run_cls):
+        boxes[owner[f.name]].append(spec(run_cls, f.name, getattr(base.run, f.name)))
+    fields = []
+    for name, specs in boxes.items():
+        box = dataclasses.make_dataclass(name, specs, frozen=True)
+        box.__doc__ = HELP_GROUPS[name][0] if name in HELP_GROUPS else "this algorithm's hyperparameters"
+        fields.append((name, box, field(default_factory=box)))
+    flags = dataclasses.make_dataclass("Flags", fields, frozen=True)
+    tyro.cli(flags, args=["--help"], description=description, config=(tyro.conf.OmitArgPrefixes,))
+    raise SystemExit(0)  # tyro exits after printing the help
+
+
+# ---------------------------------------------------------------------------------------------
 # The run settings every algorithm shares
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)

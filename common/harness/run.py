@@ -41,7 +41,7 @@ from scanrl.common.harness import checkpoint, console, devices, loop, programs, 
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_budget, check_flag_names,
     check_pairs,
-    check_values, fail, flag, flag_value, read_config_file, tyro_error_sentence, updates_for, whole_numbers,
+    check_values, fail, flag, flag_value, grouped_help, read_config_file, tyro_error_sentence, updates_for, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
 
@@ -84,6 +84,8 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
             check_pairs(argv, name)
     except ValueError as e:
         fail(str(e))
+    if "-h" in argv or "--help" in argv:
+        grouped_help(config_cls, base, doc.split("\n\n")[0])
     check_flag_names(argv, config_cls)
     argv = whole_numbers(argv, config_cls)
     captured = io.StringIO()
