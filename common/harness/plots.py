@@ -9,6 +9,10 @@ finished episodes' return, averaged within at most `BINS` bins along the run, th
 by a trailing moving average over `smooth` bins (`--smooth K`; the files keep the raw values).
 Each curve is the mean over seeds, a shaded 95% bootstrap confidence interval of that mean
 (scipy.stats.bootstrap, percentile method, 1,000 resamples) and faint per-seed lines.
+
+`scanrl-plot --compare A ... --vs B ...` compares two groups of runs by their final scores
+instead (rliable's probability of improvement, IQM and performance profiles): the numbers
+come from common/harness/stats.py (`compare_groups`); here is only its command line.
 """
 
 from __future__ import annotations
@@ -228,10 +232,17 @@ def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metri
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`scanrl-plot RUN_DIR [RUN_DIR ...] --out FILE`."""
+    """`scanrl-plot RUN_DIR [RUN_DIR ...] --out FILE`, or `scanrl-plot --compare A ... --vs B ...
+    --out FILE` (common/harness/stats.py's compare_groups: the numbers printed, one figure)."""
 
-    parser = configs.ToolParser(prog="scanrl-plot", description="Overlay the learning curves of several runs.")
-    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders (runs/<algo>__<env>__<time>)")
+    parser = configs.ToolParser(prog="scanrl-plot", description="Overlay the learning curves of several runs, or "
+                                "compare two groups of runs with rliable's statistics (--compare A ... --vs B ...).")
+    parser.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run folders (runs/<algo>__<env>__<time>)")
+    parser.add_argument("--compare", nargs="+", metavar="A",
+                        help="group A: run folders and/or results files (FILE.json, or FILE.json:ALGO for one of its "
+                             "algorithms); prints P(A > B), each group's IQM and draws their performance profiles")
+    parser.add_argument("--vs", nargs="+", metavar="B", help="group B, as --compare")
+    parser.add_argument("--reps", type=int, default=None, help="--compare: bootstrap resamples (default 10,000)")
     parser.add_argument("--out", default="compare.png", help="image to write (default: compare.png)")
     parser.add_argument("--x", choices=("steps", "wall"), default="steps",
                         help="x axis: env steps per seed, or training seconds (wall)")
@@ -241,12 +252,41 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"trailing moving average over K plotted points (0 or 1: raw; default: {SMOOTH}); "
                              "the run's files keep the raw values")
     args = parser.parse_args(argv)
+    if args.compare or args.vs:
+        compare_statistics(args)
+        return
+    if not args.run_dirs:
+        parser.error("give RUN_DIR ... to overlay curves, or --compare A ... --vs B ... to compare two groups")
     if args.smooth < 0:
         fail(f"--smooth takes a number of points >= 0, got {args.smooth}.")
     try:
         compare(args.run_dirs, args.out, args.x, args.metric, args.smooth)
     except ValueError as e:
         fail(str(e))
+    print(f"wrote {args.out}")
+
+
+def compare_statistics(args) -> None:
+    """`--compare A ... --vs B ...`: print the comparison and draw it to --out."""
+    from scanrl.common.harness import stats
+
+    if not (args.compare and args.vs):
+        fail(f"--compare needs both groups: --compare A ... --vs B ... (got {'--vs' if args.vs else '--compare'} only).")
+    if args.run_dirs:
+        fail(f"--compare takes its runs after --compare and --vs; drop {' '.join(args.run_dirs)} or add them to a group.")
+    metric = {"episode_return": "return", "eval_return": "eval_return"}.get(args.metric)
+    if metric is None:
+        fail(f"--metric {args.metric}: --compare scores each run by episode_return (its final return) or eval_return "
+             f"(its last evaluation).")
+    if args.reps is not None and args.reps < 1:
+        fail(f"--reps takes a number of resamples >= 1, got {args.reps}.")
+    try:
+        result = stats.compare_groups(args.compare, args.vs, metric, args.reps or stats.REPS)
+    except ValueError as e:
+        fail(str(e))
+    print(f"A: {' '.join(args.compare)}\nB: {' '.join(args.vs)}")
+    print("\n".join(result.lines()))
+    stats.draw_comparison(result, args.out)
     print(f"wrote {args.out}")
 
 

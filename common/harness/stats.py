@@ -1,0 +1,506 @@
+"""Aggregate statistics for reporting results: rliable's estimators and intervals, the
+reference points that normalise scores, and the scores of runs and results files.
+
+Every estimator here is rliable's (Agarwal et al. 2021, "Deep Reinforcement Learning at the
+Edge of the Statistical Precipice"), called as rliable documents it; this module shapes the
+inputs and keeps the bootstrap reproducible. Score arrays are rliable's: `[runs, tasks]`,
+one row per independent run (a seed), one column per environment, each entry one run's
+score. A run's score is one of two `METRICS`: "return", the final return of summary.json
+(`final_return_per_seed`: the mean training-episode return over the last 10% of updates),
+or "eval_return", the seed's last evaluation (the deterministic policy, `--eval-episodes`
+episodes, from metrics.npz).
+
+- `interval_estimates(scores)`: IQM, mean, median and optimality gap of each algorithm's
+  [runs, tasks] array, each with a stratified-bootstrap 95% interval
+  (rliable.library.get_interval_estimates); `iqm_interval(x)` for one config's seeds.
+- `performance_profiles(scores, taus)`: the fraction of runs above each threshold, with
+  intervals (rliable.library.create_performance_profile).
+- `probability_of_improvement(x, y)`: P(X > Y) averaged over tasks, with its interval
+  (rliable.metrics.probability_of_improvement, bootstrapped as rliable documents).
+- `REFERENCE_POINTS`, `normalise`: (score - random) / (reference - random), per environment,
+  every point with its source.
+- `run_scores`, `results_from_runs`, `write_results`, `load_results`, `score_dict`: scores
+  from run folders and results files (marl-eval's layout), as rliable's arrays.
+- `compare_groups(a, b)`: what `scanrl-plot --compare` prints and draws.
+
+rliable's bootstrap draws its resamples from numpy's global random state (np.random.choice).
+Each function here seeds it (`seed`, default 0) around its rliable call and restores it
+afterwards: the same call gives the same interval, and a caller's own stream is untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from scanrl.common.envs import suite_of
+from scanrl.common.harness.logging import nanmean
+
+CONFIDENCE = 0.95
+REPS = 10_000  # bootstrap resamples for intervals of aggregates (rliable's own default is 50,000: 5x the time)
+PROFILE_REPS = 2_000  # for performance profiles: rliable's default
+SEED = 0
+AGGREGATES = ("IQM", "mean", "median", "optimality gap")
+METRICS = {
+    "return": "final return: the mean training-episode return over the last 10% of updates, per seed",
+    "eval_return": "last evaluation: the deterministic policy's mean return over --eval-episodes episodes, per seed",
+}
+LAYOUT = '{suite: {task: {algo: {"seed_<s>": {"absolute_metrics": {metric: [score]}, "step_<k>": {...}}}}}}'
+CURVE_POINTS = 20  # step_k entries of a results file when a run did not evaluate
+
+
+# ---------------------------------------------------------------------------------------------
+# rliable, seeded
+# ---------------------------------------------------------------------------------------------
+def _rliable():
+    """rliable's library and metrics, imported on first use (arch, statsmodels and pandas take
+    about a second to import)."""
+    from rliable import library, metrics
+
+    return library, metrics
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """numpy's global random state seeded with `seed` inside, restored after."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate and its interval."""
+
+    point: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.point:.3g} [{self.low:.3g}, {self.high:.3g}]"
+
+    def as_list(self) -> list[float | None]:
+        return [_num(self.point), _num(self.low), _num(self.high)]
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def aggregates(scores: np.ndarray) -> np.ndarray:
+    """[runs, tasks] -> [4]: rliable's IQM, mean, median and optimality gap (threshold 1, for
+    normalised scores), in the order of AGGREGATES."""
+    _, metrics = _rliable()
+    return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_mean(scores),
+                     metrics.aggregate_median(scores), metrics.aggregate_optimality_gap(scores)])
+
+
+def interval_estimates(scores: dict[str, np.ndarray], reps: int = REPS, seed: int = SEED) -> dict[str, dict[str, Estimate]]:
+    """scores: name -> [runs, tasks]. Returns name -> {aggregate: Estimate} for AGGREGATES, each
+    with its stratified-bootstrap 95% interval. Each name is bootstrapped with the same seed,
+    so its interval does not depend on which other names are passed."""
+    library, _ = _rliable()
+    out = {}
+    for name, x in scores.items():
+        with seeded(seed):
+            points, intervals = library.get_interval_estimates(
+                {name: np.asarray(x, np.float64)}, aggregates, reps=reps, confidence_interval_size=CONFIDENCE)
+        out[name] = {a: Estimate(float(points[name][i]), float(intervals[name][0, i]), float(intervals[name][1, i]))
+                     for i, a in enumerate(AGGREGATES)}
+    return out
+
+
+def iqm_interval(x: np.ndarray, reps: int = REPS, seed: int = SEED) -> Estimate | None:
+    """[runs] (one task, e.g. one config's seeds; NaN runs left out) -> rliable's IQM with its
+    95% interval, or None when no run has a score."""
+    library, metrics = _rliable()
+    x = np.asarray(x, np.float64)
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return None
+    with seeded(seed):
+        points, intervals = library.get_interval_estimates(
+            {"x": x[:, None]}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=reps,
+            confidence_interval_size=CONFIDENCE)
+    return Estimate(float(points["x"][0]), float(intervals["x"][0, 0]), float(intervals["x"][1, 0]))
+
+
+def performance_profiles(scores: dict[str, np.ndarray], taus: np.ndarray, reps: int = PROFILE_REPS,
+                         seed: int = SEED) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """scores: name -> [runs, tasks]; taus: [T] thresholds. Returns (profiles name -> [T], the
+    fraction of all runs and tasks scoring above each tau; intervals name -> [2, T], low and
+    high), rliable's score distributions."""
+    library, _ = _rliable()
+    profiles, intervals = {}, {}
+    for name, x in scores.items():
+        with seeded(seed):
+            p, ci = library.create_performance_profile({name: np.asarray(x, np.float64)}, taus, reps=reps,
+                                                       confidence_interval_size=CONFIDENCE)
+        profiles[name], intervals[name] = p[name], ci[name]
+    return profiles, intervals
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = REPS, seed: int = SEED) -> Estimate:
+    """x: [runs_x, tasks], y: [runs_y, tasks] (the same tasks, in the same order) -> P(X > Y):
+    per task the probability that a run of X scores above a run of Y (Mann-Whitney U / (n_x
+    n_y), ties counting half), averaged over tasks; its interval resamples each array's runs
+    independently within each task."""
+    library, metrics = _rliable()
+    with seeded(seed):
+        points, intervals = library.get_interval_estimates(
+            {"x,y": [np.asarray(x, np.float64), np.asarray(y, np.float64)]},
+            lambda a, b: np.array([metrics.probability_of_improvement(a, b)]), reps=reps,
+            confidence_interval_size=CONFIDENCE)
+    return Estimate(float(points["x,y"][0]), float(intervals["x,y"][0, 0]), float(intervals["x,y"][1, 0]))
+
+
+def profile_taus(scores: dict[str, np.ndarray], num: int = 101) -> np.ndarray:
+    """[num] thresholds from min(0, lowest score) to max(1, highest score): normalised scores
+    show 0 (random) and 1 (reference) whatever the runs reached."""
+    values = np.concatenate([np.ravel(x) for x in scores.values()]) if scores else np.zeros(1)
+    values = values[np.isfinite(values)]
+    low, high = (min(0.0, values.min()), max(1.0, values.max())) if values.size else (0.0, 1.0)
+    return np.linspace(low, high, num)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference points: normalised score = (score - random) / (reference - random)
+# ---------------------------------------------------------------------------------------------
+class ReferencePoint(NamedTuple):
+    """An environment's two reference scores and where each comes from."""
+
+    random: float  # a uniform random policy's mean episode return
+    reference: float  # a trained agent's (or the maximum) return
+    random_source: str
+    reference_source: str
+
+
+def _measured(env: str, episodes: int, stderr: float) -> str:
+    return (f"measured: `python benchmarks/reference/random_returns.py {env}` ({episodes:,} episodes of a uniform random "
+            f"policy, seed 0, standard error {stderr:.2f}; gymnax 1.0.1, jax 0.10.2)")
+
+
+# gymnax's README (the package description of gymnax 1.0.1) lists, per environment, the return
+# of the trained agent it links in gymnax-blines ("Ckpt (Return)" column).
+GYMNAX_README = ("gymnax 1.0.1 README, environment table, 'Ckpt (Return)' column: the return of the trained {agent} "
+                 "agent gymnax-blines publishes for this env (R: {r})")
+
+REFERENCE_POINTS: dict[str, ReferencePoint] = {
+    "CartPole-v1": ReferencePoint(
+        22.75, 500.0, _measured("CartPole-v1", 1000, 0.40),
+        GYMNAX_README.format(agent="PPO/ES", r=500) + "; also the maximum: reward 1 per step, episodes cut at 500 steps"),
+    "Acrobot-v1": ReferencePoint(
+        -499.22, -80.0, _measured("Acrobot-v1", 1000, 0.25), GYMNAX_README.format(agent="PPO/ES", r=-80)),
+    "MountainCar-v0": ReferencePoint(
+        -200.0, -118.0, _measured("MountainCar-v0", 1000, 0.0), GYMNAX_README.format(agent="PPO/ES", r=-118)),
+    "Pendulum-v1": ReferencePoint(
+        -1222.95, -130.0, _measured("Pendulum-v1", 1000, 9.15), GYMNAX_README.format(agent="PPO/ES", r=-130)),
+    "MountainCarContinuous-v0": ReferencePoint(
+        -32.98, 92.0, _measured("MountainCarContinuous-v0", 1000, 0.18), GYMNAX_README.format(agent="PPO/ES", r=92)),
+    "Catch-bsuite": ReferencePoint(
+        -0.64, 1.0, _measured("Catch-bsuite", 1000, 0.02),
+        GYMNAX_README.format(agent="PPO/ES", r=1) + "; also the maximum: +1 for the one ball of an episode caught"),
+    "Breakout-MinAtar": ReferencePoint(
+        0.43, 28.0, _measured("Breakout-MinAtar", 1000, 0.02), GYMNAX_README.format(agent="PPO", r=28)),
+    "SpaceInvaders-MinAtar": ReferencePoint(
+        4.18, 131.0, _measured("SpaceInvaders-MinAtar", 1000, 0.10), GYMNAX_README.format(agent="PPO", r=131)),
+    "Asterix-MinAtar": ReferencePoint(
+        0.47, 15.0, _measured("Asterix-MinAtar", 1000, 0.03), GYMNAX_README.format(agent="PPO", r=15)),
+    "Freeway-MinAtar": ReferencePoint(
+        0.41, 58.0, _measured("Freeway-MinAtar", 1000, 0.02), GYMNAX_README.format(agent="PPO", r=58)),
+    "brax/inverted_pendulum": ReferencePoint(
+        5.78, 1000.0, _measured("brax/inverted_pendulum", 1000, 0.10) + ", brax 0.14.2",
+        "the maximum: reward 1 per step while the pole stays up (brax/envs/inverted_pendulum.py), 1000-step episodes "
+        "(common/suites/brax.py); Brax's own PPO and SAC trainers and scanrl's reach it (benchmarks/RESULTS.md)"),
+}
+
+
+def reference_point(env: str, points: dict[str, ReferencePoint] | None = None) -> ReferencePoint | None:
+    """The env's reference points (a bare gymnax id or `gymnax/ID` alike), or None."""
+    points = REFERENCE_POINTS if points is None else points
+    return points.get(env.removeprefix("gymnax/"))
+
+
+def normalise(scores: np.ndarray, env: str, points: dict[str, ReferencePoint] | None = None) -> np.ndarray:
+    """Scores of `env` -> (score - random) / (reference - random): 0 is the random policy, 1 the
+    reference. ValueError when the env has no reference points."""
+    p = reference_point(env, points)
+    if p is None:
+        raise ValueError(f"{env} has no reference points to normalise its scores; the known envs: "
+                         f"{', '.join(sorted(REFERENCE_POINTS if points is None else points))}.")
+    return (np.asarray(scores, np.float64) - p.random) / (p.reference - p.random)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scores of runs, and results files (marl-eval's layout)
+# ---------------------------------------------------------------------------------------------
+def run_scores(run_dir: str | Path) -> dict[str, Any]:
+    """A finished run folder's scores and facts: {"algo", "env", "seeds" (the seed numbers),
+    "return" [seeds] (summary.json's final_return_per_seed, NaN where no episode ended in the
+    last 10% of updates), "eval_return" [seeds] (each seed's last evaluation) or None when the
+    run never evaluated, "curve": [(env steps per seed, {metric: [seeds]})], "summary"}.
+    RunFolderError (a ValueError) for a folder that is not a finished run's."""
+    from scanrl.common.harness import plots
+
+    run = plots.Run(run_dir)
+    s = run.summary
+    final = np.array([np.nan if v is None else v for v in s["final_return_per_seed"]], np.float64)
+    returns, evals = run.metrics["episode_return"], run.metrics.get("eval_return")
+    evaluated = np.zeros(0, int) if evals is None else np.nonzero(~np.isnan(evals).all(axis=0))[0]
+    # The curve's points: after each evaluation, else CURVE_POINTS even stretches of the updates
+    ends = evaluated + 1 if evaluated.size else \
+        np.unique(np.linspace(0, returns.shape[1], min(CURVE_POINTS, returns.shape[1]) + 1).astype(int))[1:]
+    curve, start = [], 0
+    for end in ends:
+        point = {"return": nanmean(returns[:, start:end], axis=1)}  # the training return since the last point
+        if end - 1 in evaluated:
+            point["eval_return"] = evals[:, end - 1]
+        curve.append((int(round(run.steps(end))), point))
+        start = end
+    first = int(run.config.get("seed", 0))
+    return {"algo": s["algo"], "env": s["env"], "seeds": list(range(first, first + s["num_seeds"])), "return": final,
+            "eval_return": evals[:, evaluated[-1]] if evaluated.size else None, "curve": curve, "summary": s}
+
+
+def join_env(suite: str, task: str) -> str:
+    """A results file's (suite, task) -> the env id: the inverse of envs.suite_of."""
+    return task if suite == "gymnax" else f"{suite}/{task}"
+
+
+def results_from_runs(runs: list[dict[str, Any]]) -> dict:
+    """`run_scores` of finished runs -> a results file's content, marl-eval's layout:
+    {suite: {task: {algo: {"seed_<s>": {"step_<k>": {"step_count": int, "return": [x],
+    "eval_return": [x]}, ..., "absolute_metrics": {"return": [x], "eval_return": [x]}}}}}}.
+    Each list holds the one score of that seed (null where it has none); "eval_return" is
+    left out where the run did not evaluate."""
+    out: dict = {}
+    for r in runs:
+        suite, task = suite_of(r["env"])  # ("gymnax", "CartPole-v1"), ("brax", "inverted_pendulum")
+        cell = out.setdefault(suite, {}).setdefault(task, {}).setdefault(r["algo"], {})
+        for i, seed in enumerate(r["seeds"]):
+            entry = {}
+            for k, (steps, point) in enumerate(r["curve"]):
+                entry[f"step_{k}"] = {"step_count": steps, **{m: [_num(float(v[i]))] for m, v in point.items()}}
+            entry["absolute_metrics"] = {"return": [_num(float(r["return"][i]))]}
+            if r["eval_return"] is not None:
+                entry["absolute_metrics"]["eval_return"] = [_num(float(r["eval_return"][i]))]
+            cell[f"seed_{seed}"] = entry
+    return out
+
+
+def write_results(path: str | Path, results: dict) -> None:
+    Path(path).write_text(json.dumps(results, indent=1) + "\n")
+
+
+def load_results(path: str | Path) -> dict:
+    """A results file (marl-eval's layout, see `results_from_runs`) as written. ValueError with
+    one sentence for a file that is not one."""
+    path = Path(path)
+    try:
+        results = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path} is not a readable results file ({type(e).__name__}: {str(e).splitlines()[0]}).") from None
+    try:
+        for tasks in results.values():
+            for algos in tasks.values():
+                for runs in algos.values():
+                    for run in runs.values():
+                        assert isinstance(run["absolute_metrics"], dict)
+    except (AttributeError, AssertionError, KeyError, TypeError):
+        raise ValueError(f"{path} is not a results file: it needs marl-eval's layout, {LAYOUT} "
+                         f"(docs/statistics.md).") from None
+    return results
+
+
+def cell_scores(results: dict, metric: str = "return") -> dict[tuple[str, str], np.ndarray]:
+    """(algo, env id) -> [runs] of one metric (the first value of each run's absolute_metrics
+    list; NaN where a run has none)."""
+    out = {}
+    for suite, tasks in results.items():
+        for task, algos in tasks.items():
+            for algo, runs in algos.items():
+                values = [(run["absolute_metrics"].get(metric) or [None])[0] for run in runs.values()]
+                out[(algo, join_env(suite, task))] = np.array([np.nan if v is None else v for v in values], np.float64)
+    return out
+
+
+def score_dict(results: dict, metric: str = "return", normalised: bool = True,
+               points: dict[str, ReferencePoint] | None = None) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """A results file's scores as rliable's input: ({algo: [runs, tasks]}, {algo: [env ids of
+    its columns]}), envs in sorted order. `normalised`: each column normalised by its env's
+    reference points; envs without points are left out. ValueError when an algorithm's
+    envs have different numbers of runs (rliable's array is rectangular)."""
+    by_algo: dict[str, dict[str, np.ndarray]] = {}
+    for (algo, env), x in sorted(cell_scores(results, metric).items()):
+        if normalised:
+            if reference_point(env, points) is None:
+                continue
+            x = normalise(x, env, points)
+        by_algo.setdefault(algo, {})[env] = x
+    scores = {algo: stacked(columns, algo) for algo, columns in by_algo.items()}
+    return scores, {algo: list(columns) for algo, columns in by_algo.items()}
+
+
+def stacked(columns: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """env -> [runs] as rliable's [runs, tasks]; ValueError when the envs have different numbers
+    of runs (the array is rectangular)."""
+    counts = {env: x.size for env, x in columns.items()}
+    if len(set(counts.values())) > 1:
+        shown = ", ".join(f"{env}: {n}" for env, n in counts.items())
+        raise ValueError(f"{name} has different numbers of runs per env ({shown}); rliable's [runs, tasks] array "
+                         f"needs the same number in every env.")
+    return np.stack(list(columns.values()), axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Two groups of runs: scanrl-plot --compare
+# ---------------------------------------------------------------------------------------------
+def group_scores(items: list[str | Path], metric: str = "return") -> dict[str, np.ndarray]:
+    """Env id -> [runs] of a group: each item a run folder, or a results file holding one
+    algorithm (`FILE.json:ALGO` picks one of several). Runs of the same env from several items
+    are pooled. ValueError with one sentence for an item that is neither."""
+    pooled: dict[str, list[np.ndarray]] = {}
+    for item in map(str, items):
+        path, sep, algo = item.rpartition(":")
+        if not (sep and path.endswith(".json")):  # FILE.json:ALGO, else the whole item is the path
+            path, algo = item, ""
+        if Path(path).is_dir():
+            r = run_scores(path)
+            x = r[metric]
+            if x is None:
+                raise ValueError(f"{item} never evaluated, so it has no eval_return; compare its final return "
+                                 f"(--metric episode_return) instead.")
+            pooled.setdefault(r["env"], []).append(x)
+            continue
+        if not Path(path).is_file():
+            raise ValueError(f"{item} is neither a run folder nor a results file.")
+        cells = cell_scores(load_results(path), metric)
+        names = sorted({a for a, _ in cells})
+        if algo and algo not in names:
+            raise ValueError(f"{item}: {path} has no algorithm {algo!r} (it has {', '.join(names)}).")
+        if not algo and len(names) > 1:
+            raise ValueError(f"{item} holds several algorithms ({', '.join(names)}); name one as {path}:{names[0]}.")
+        for (a, env), x in cells.items():
+            if a == (algo or names[0]):
+                pooled.setdefault(env, []).append(x)
+    return {env: np.concatenate(xs) for env, xs in sorted(pooled.items())}
+
+
+def _matrix(group: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """env -> [runs] as [runs, tasks]; ValueError for missing scores or unequal run counts."""
+    for env, x in group.items():
+        if np.isnan(x).any():
+            raise ValueError(f"{name} has runs without a score on {env} (no episode ended in their last 10% of "
+                             f"updates, or no evaluation); compare the other metric or leave those runs out.")
+    return stacked(group, name)
+
+
+@dataclass
+class Comparison:
+    """Group A against group B on the same envs (`tasks`); arrays [runs, tasks], normalised
+    when every env has reference points."""
+
+    tasks: list[str]
+    normalised: bool
+    a: np.ndarray
+    b: np.ndarray
+    improvement: Estimate  # P(A > B)
+    iqm: dict[str, Estimate] | None  # "A", "B"; None for raw scores of several envs (different scales)
+    taus: np.ndarray
+    profiles: dict[str, np.ndarray]  # "A", "B" -> [T]
+    profile_intervals: dict[str, np.ndarray]  # "A", "B" -> [2, T]
+    metric: str = "return"
+
+    def lines(self) -> list[str]:
+        """What scanrl-plot prints."""
+        kind = "normalised (0 random, 1 reference)" if self.normalised else "raw"
+        out = [f"{self.metric} ({METRICS[self.metric]}), {kind} scores on {len(self.tasks)} env"
+               f"{'s' if len(self.tasks) > 1 else ''}: {', '.join(self.tasks)}",
+               f"  runs: A {self.a.shape[0]}, B {self.b.shape[0]} per env",
+               f"  P(A > B) = {self.improvement} (95% interval)"]
+        if self.iqm is not None:
+            out += [f"  IQM of A = {self.iqm['A']}", f"  IQM of B = {self.iqm['B']}"]
+        else:
+            out.append("  IQM: not computed (raw scores of several envs have different scales; give every env "
+                       "reference points to compare normalised scores)")
+        return out
+
+
+def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "return", reps: int = REPS,
+                   seed: int = SEED) -> Comparison:
+    """Group A (run folders and/or results files) against group B on the same envs: the
+    probability of improvement P(A > B), the IQM of each group and their performance profiles,
+    each with 95% intervals. Scores are normalised when every env has reference points.
+    ValueError with one sentence when the groups cannot be compared."""
+    if metric not in METRICS:
+        raise ValueError(f"--metric {metric}: the comparison reads {' or '.join(METRICS)}.")
+    ga, gb = group_scores(a, metric), group_scores(b, metric)
+    if set(ga) != set(gb):
+        raise ValueError(f"the groups ran different envs (A: {', '.join(ga)}; B: {', '.join(gb)}); compare them on the "
+                         f"same envs.")
+    tasks = list(ga)
+    normalised = all(reference_point(env) is not None for env in tasks)
+    if normalised:
+        ga = {env: normalise(x, env) for env, x in ga.items()}
+        gb = {env: normalise(x, env) for env, x in gb.items()}
+    xa, xb = _matrix(ga, "group A"), _matrix(gb, "group B")
+    improvement = probability_of_improvement(xa, xb, reps, seed)
+    iqm = None
+    if normalised or len(tasks) == 1:
+        estimates = interval_estimates({"A": xa, "B": xb}, reps, seed)
+        iqm = {k: v["IQM"] for k, v in estimates.items()}
+    taus = profile_taus({"A": xa, "B": xb})
+    profiles, intervals = performance_profiles({"A": xa, "B": xb}, taus, seed=seed)
+    return Comparison(tasks, normalised, xa, xb, improvement, iqm, taus, profiles, intervals, metric)
+
+
+def draw_comparison(c: Comparison, out: str | Path, labels: tuple[str, str] = ("A", "B")):
+    """One figure: P(A > B) and each group's IQM with their intervals (left), the performance
+    profiles with their bands (right). Returns the Figure."""
+    from scanrl.common.harness import plots
+
+    fig = plots.figure(11, 4)
+    grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.4])
+    ax = fig.add_subplot(grid[0, 0])
+    draw_interval(ax, 0, c.improvement, "C2")
+    ax.axvline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set(xlim=(0, 1), yticks=[0], yticklabels=[f"P({labels[0]} > {labels[1]})"], title="probability of improvement")
+    ax = fig.add_subplot(grid[1, 0])
+    if c.iqm is not None:
+        for i, (key, label) in enumerate(zip("AB", labels)):
+            draw_interval(ax, i, c.iqm[key], f"C{i}")
+        ax.set(yticks=[0, 1], yticklabels=list(labels), title="IQM" + (" (normalised)" if c.normalised else ""))
+    else:
+        ax.set_axis_off()
+    ax = fig.add_subplot(grid[:, 1])
+    for i, (key, label) in enumerate(zip("AB", labels)):
+        draw_profile(ax, c.taus, c.profiles[key], c.profile_intervals[key], label, f"C{i}")
+    ax.set(xlabel="normalised score (tau)" if c.normalised else f"{c.metric} (tau)", ylabel="fraction of runs > tau",
+           title=f"performance profiles ({', '.join(c.tasks)})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    plots.save(fig, out)
+    return fig
+
+
+def draw_interval(ax, y: float, e: Estimate, color: str) -> None:
+    """A horizontal bar from the interval's low to high end, a tick at the point estimate."""
+    ax.barh(y, e.high - e.low, left=e.low, height=0.6, color=color, alpha=0.6)
+    ax.plot([e.point, e.point], [y - 0.3, y + 0.3], color="black", lw=1.5)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def draw_profile(ax, taus: np.ndarray, profile: np.ndarray, interval: np.ndarray, label: str, color: str) -> None:
+    """A performance profile ([T] over taus [T]) as a line, its interval ([2, T]) as a band."""
+    ax.plot(taus, profile, color=color, lw=1.8, label=label)
+    ax.fill_between(taus, interval[0], interval[1], color=color, alpha=0.2, lw=0)
+    ax.grid(alpha=0.3)

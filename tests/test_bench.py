@@ -1,0 +1,182 @@
+"""`scanrl-bench` (common/harness/bench.py): a suite file's mistakes are one sentence and exit
+2 before anything runs; a suite writes its results file and report; an interrupted suite
+resumes without re-running its finished cells. Tiny PPO runs, no learning."""
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from test_lifecycle import assert_same_run, signal_after_checkpoint
+
+from scanrl.common.harness import bench, stats
+
+# Every chunk one update and a checkpoint every 2, so an interrupt finds the Catch cell mid-run.
+FLAGS = "{num-envs: 4, num-steps: 32, log-every: 1, checkpoint-every: 2, eval-every: 50, eval-episodes: 4}"
+SUITE = f"""
+seeds: 2
+flags: {FLAGS}
+cells:
+  - algos: [ppo]
+    envs: [CartPole-v1]
+    total_timesteps: 1024
+  - algos: ppo
+    envs: Catch-bsuite
+    total_timesteps: 12800
+"""
+REPS = ["--reps", "200"]
+
+
+def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def files_of(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under `folder`: (modification time in ns, content)."""
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """The two-cell suite, run once: (suite file, its folder)."""
+    folder = tmp_path_factory.mktemp("bench")
+    path = write_suite(folder, SUITE)
+    bench.main([str(path), "--out-dir", str(folder / "out"), *REPS])
+    return path, folder / "out"
+
+
+def run_dir(out: Path, cell: str) -> Path:
+    (found,) = bench.run_folders(out / "runs" / cell)
+    return found
+
+
+def test_a_suite_writes_results_that_round_trip_and_a_report(suite):
+    path, out = suite
+    results = bench.load_results(out / "results.json")
+    assert set(results["gymnax"]) == {"CartPole-v1", "Catch-bsuite"}
+    evaluated = {"CartPole-v1": [8], "Catch-bsuite": [50, 100]}  # --eval-every 50, and after the last update
+    for env, cell in (("CartPole-v1", "ppo__CartPole-v1"), ("Catch-bsuite", "ppo__Catch-bsuite")):
+        summary = json.loads((run_dir(out, cell) / "summary.json").read_text())
+        assert summary["stopped_by"] == "budget" and summary["num_seeds"] == 2
+        last_eval = np.load(run_dir(out, cell) / "metrics.npz")["eval_return"][:, -1]
+        runs = results["gymnax"][env]["ppo"]
+        assert list(runs) == ["seed_0", "seed_1"]
+        assert [r["absolute_metrics"]["return"] for r in runs.values()] == [[v] for v in summary["final_return_per_seed"]]
+        np.testing.assert_allclose([r["absolute_metrics"]["eval_return"][0] for r in runs.values()], last_eval)
+        steps = [v for k, v in runs["seed_0"].items() if k.startswith("step_")]  # the curve: one point per evaluation
+        assert [v["step_count"] for v in steps] == [128 * u for u in evaluated[env]]
+        assert steps[-1]["eval_return"] == runs["seed_0"]["absolute_metrics"]["eval_return"]
+    # The file is what the finished runs give, written and read back unchanged.
+    assert results == stats.results_from_runs(bench.collect(bench.read_suite(path, str(out))))
+    scores, tasks = stats.score_dict(results)
+    assert tasks == {"ppo": ["CartPole-v1", "Catch-bsuite"]} and scores["ppo"].shape == (2, 2)  # [runs, tasks]
+
+    report = json.loads((out / "report.json").read_text())
+    assert [(c["algo"], c["env"], c["seeds"]) for c in report["cells"]] == [("ppo", "CartPole-v1", 2),
+                                                                          ("ppo", "Catch-bsuite", 2)]
+    cartpole = report["cells"][0]
+    expected = stats.iqm_interval(np.array(json.loads((run_dir(out, "ppo__CartPole-v1") / "summary.json").read_text())
+                                           ["final_return_per_seed"]), reps=200)
+    assert cartpole["iqm"] == expected.as_list()
+    assert set(report["aggregates"]["ppo"]) == set(stats.AGGREGATES)
+    markdown = (out / "report.md").read_text()
+    assert "| ppo | CartPole-v1 | 2 | 1,024 |" in markdown and "| ppo | Catch-bsuite | 2 | 12,800 |" in markdown
+    assert "## Aggregates (normalised scores)" in markdown and "measured: `python benchmarks/reference/" in markdown
+    for picture in ("aggregates.png", "profiles.png"):
+        assert (out / picture).stat().st_size > 5000
+
+
+def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tmp_path):
+    """The finished suite copied, its Catch cell removed: run again and interrupted (Ctrl-C)
+    once that cell checkpointed, then run once more: the CartPole cell is never touched, the
+    Catch cell resumes from its checkpoint and ends bit for bit as in the uninterrupted suite."""
+    path, original = suite
+    out = tmp_path / "out"
+    shutil.copytree(original, out)  # copy2: modification times kept
+    shutil.rmtree(out / "runs" / "ppo__Catch-bsuite")
+    finished = files_of(out / "runs" / "ppo__CartPole-v1")
+
+    proc = subprocess.Popen([sys.executable, "-m", "scanrl.common.harness.bench", str(path), "--out-dir", str(out),
+                             *REPS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = signal_after_checkpoint(proc, out / "runs" / "ppo__Catch-bsuite", signal.SIGINT)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in stdout
+    assert "Suite interrupted in cell 2/2 (ppo on Catch-bsuite): continue with `scanrl-bench" in stdout
+    interrupted = run_dir(out, "ppo__Catch-bsuite")
+    assert json.loads((interrupted / "summary.json").read_text())["stopped_by"] == "interrupt"
+
+    result = subprocess.run([sys.executable, "-m", "scanrl.common.harness.bench", str(path), "--out-dir", str(out),
+                             *REPS], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in result.stdout
+    assert f"cell 2/2: ppo on Catch-bsuite: resuming {interrupted}" in result.stdout
+    assert files_of(out / "runs" / "ppo__CartPole-v1") == finished  # not rewritten
+    assert_same_run(run_dir(original, "ppo__Catch-bsuite"), interrupted)
+    assert json.loads((interrupted / "summary.json").read_text())["stopped_by"] == "budget"
+    assert bench.load_results(out / "results.json") == bench.load_results(original / "results.json")
+
+
+def test_a_cell_resumes_from_its_checkpoint_or_starts_again_without_one(tmp_path, monkeypatch):
+    path = write_suite(tmp_path, SUITE)
+    suite = bench.read_suite(path, str(tmp_path / "out"))
+    started = suite.folder(suite.cells[0]) / "ppo__CartPole-v1__20260101-000000"  # stopped before a checkpoint
+    (started / "checkpoints").mkdir(parents=True)
+    (started / "config.json").write_text("{}")
+    stopped = suite.folder(suite.cells[1]) / "ppo__Catch-bsuite__20260101-000000"  # stopped after one
+    (stopped / "checkpoints").mkdir(parents=True)
+    (stopped / "config.json").write_text("{}")
+    (stopped / "checkpoints" / "update_2.npz").write_bytes(b"")
+    calls = []
+    monkeypatch.setattr(bench, "run_cell", lambda cell, argv: calls.append(argv) or 0)
+    assert bench.run_suite(suite) == 0
+    assert not started.exists() and calls[0][:2] == ["--env", "CartPole-v1"]
+    assert calls[1][:2] == ["--resume", str(stopped)] and stopped.exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("cells: [", "is not valid YAML"),
+    ("seeds: 2\n", "cells must be a non-empty list of groups"),
+    ("sedes: 2\ncells: []\n", "unknown key 'sedes'; a suite has cells, flags, metric, out_dir, reference_points, seeds."),
+    ("metric: best\ncells: [{algos: [ppo], envs: [CartPole-v1]}]", "metric must be return or eval_return, got 'best'."),
+    ("cells: [{algos: [ppx], envs: [CartPole-v1]}]", "cells[0].algos: unknown algorithm 'ppx'; scanrl has grpo, impala"),
+    ("cells: [{algos: [ppo], envs: [CartPole-v1], total_timesteps: lots}]",
+     "cells[0].total_timesteps must be a whole number of at least 1 (such as 500000 or 5e5), got 'lots'."),
+    ("cells: [{algos: [ppo], envs: [CartPole-v1], flags: {num-seeds: 4}}]",
+     "cells[0].flags: --num-seeds is set by the suite's `seeds:` key, got 4."),
+    ("cells: [{algos: [ppo], envs: [CartPole-v1]}, {algos: [ppo], envs: CartPole-v1}]",
+     "cells[1]: ppo on CartPole-v1 is already in cells[0]; each (algorithm, environment) appears once."),
+    ("cells: [{algos: [ppo], envs: [CartPol-v1]}]",
+     "cells[0] (ppo on CartPol-v1): --env 'CartPol-v1' is not a gymnax environment. Did you mean 'CartPole-v1'?"),
+    ("cells: [{algos: [ppo, sac], envs: [CartPole-v1]}]",
+     "cells[0] (sac on CartPole-v1): SAC needs continuous (Box) actions and --env CartPole-v1 has discrete ones"),
+    ("cells: [{algos: [ppo], envs: [CartPole-v1], flags: {lr: 0.001}}]",
+     "cells[0] (ppo on CartPole-v1): unknown flag --lr; did you mean --learning-rate?"),
+    ("cells: [{algos: [ppo], envs: [CartPole-v1], flags: {gamma: 1.5}}]",
+     "cells[0] (ppo on CartPole-v1): --gamma must lie in (0, 1], got 1.5."),
+])
+def test_a_bad_suite_is_one_sentence_and_exit_2_before_anything_runs(tmp_path, capsys, text, message):
+    path = write_suite(tmp_path, text)
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main([str(path), "--out-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: {path}"), err
+    assert message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_scanrl_bench_is_installed_as_a_console_script():
+    script = Path(sys.executable).parent / "scanrl-bench"
+    path = str(script) if script.is_file() else shutil.which("scanrl-bench")
+    assert path, f"scanrl-bench is not installed beside {sys.executable} (pip install -e .)"
+    result = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "usage: scanrl-bench" in result.stdout and "--dry-run" in result.stdout
