@@ -59,6 +59,7 @@ def run_dir(out: Path, cell: str) -> Path:
     return found
 
 
+@pytest.mark.slow
 def test_a_suite_writes_results_that_round_trip_and_a_report(suite):
     path, out = suite
     results = bench.load_results(out / "results.json")
@@ -95,6 +96,7 @@ def test_a_suite_writes_results_that_round_trip_and_a_report(suite):
         assert (out / picture).stat().st_size > 5000
 
 
+@pytest.mark.slow
 def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tmp_path):
     """The finished suite copied, its Catch cell removed: run again and interrupted (Ctrl-C)
     once that cell checkpointed, then run once more: the CartPole cell is never touched, the

@@ -4,6 +4,7 @@ parallelism) give the single-device update and run."""
 import textwrap
 
 import numpy as np
+import pytest
 
 from conftest import assert_shards_match_one_device, run_cases_on_devices
 
@@ -81,6 +82,7 @@ SHORT_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_gradient_and_update_on_a_fixed_batch_match_one_device():
     """4 minibatches x 2 epochs with advantage normalisation, CartPole and Pendulum: the
     minibatch gradient and the parameters after the whole update are the single-device
@@ -93,6 +95,7 @@ def test_gradient_and_update_on_a_fixed_batch_match_one_device():
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=f"{env}, {shards} shards")
 
 
+@pytest.mark.slow
 def test_short_runs_on_every_layout_match_one_device():
     """8 seeds, three updates with rollouts, GAE, observation/reward normalisation (Pendulum)
     and evaluation, on CartPole and Pendulum: seeds sharded over 4 devices (2 each), 2 seed

@@ -152,6 +152,7 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_data_parallel_matches_one_device(on_devices):
     """Groups span the data shards (8 envs in groups of 4 over 4 devices)."""
     results = on_devices(DATA_PARALLEL, "CartPole-v1")
@@ -160,6 +161,7 @@ def test_data_parallel_matches_one_device(on_devices):
     )
 
 
+@pytest.mark.slow
 def test_cartpole_learns(tmp_path):
     """Default (EmbodiChain-style) groups, the documented budget of 3e6 steps per seed."""
     config = grpo.default_config("CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path))

@@ -160,6 +160,7 @@ def run(num_seeds=1, env="CartPole-v1", **kw):
 
 
 @pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+@pytest.mark.slow
 def test_no_lag_one_epoch_one_minibatch_has_ratios_of_one(env):
     out = run(env=env, actor_lag=0, num_epochs=1, num_minibatches=1)
     if env == "CartPole-v1":  # exactly 1, every update
@@ -204,6 +205,7 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_data_parallel_matches_one_device():
     """CartPole and Pendulum, 2 and 4 shards against one device (one process runs all six)."""
     for results in run_cases_on_devices(DATA_PARALLEL, [("CartPole-v1",), ("Pendulum-v1",)]):
@@ -221,6 +223,7 @@ def test_minibatches_must_be_whole_trajectories():
 # Final return = mean training-episode return over the last 10% of updates, per seed. With these
 # defaults 8-seed runs (seeds 0-7 and 8-15, lag 0 and 4) gave means 491-495, lowest seed 484.
 # The suite runs the lagged case (the harder one); benchmarks/learning.py runs lag 0 and Pendulum.
+@pytest.mark.slow
 def test_cartpole_learns_with_default_config_and_actor_lag(tmp_path):
     config = impala.default_config("CartPole-v1", num_seeds=4, seed=0, log_every=0, actor_lag=4, out_dir=str(tmp_path))
     config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_every=config.num_updates))

@@ -56,6 +56,7 @@ def run_in_chunks(program, keys):
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.slow
 def test_chunks_back_to_back_equal_the_whole_run_bit_for_bit(name):
     """Chunks of 2 (2 + 2 + 1, the last one masked) for every algorithm, and of 3 (3 + 2)
     for PPO; test_cli checks chunks of 1, 3 and the whole run through the command line."""
@@ -100,6 +101,7 @@ def test_no_training_program_contains_a_host_callback(name):
     assert not has_host_callback(program.advance.lower(state, 0, 2))
 
 
+@pytest.mark.slow
 def test_a_users_own_env_object_trains():
     """make_train(config, env, env_params) trains on the env object given: gymnax's CartPole
     instance with its default parameters reproduces the run by id bit for bit, and with a
@@ -119,6 +121,7 @@ def test_a_users_own_env_object_trains():
 
 
 
+@pytest.mark.slow
 def test_a_state_with_empty_leaves_starts_and_advances_on_every_device():
     """MuJoCo MJX's state (Playground) holds empty arrays (e.g. [seeds, envs, 0] for a model
     without mocap bodies). `start` must hand them to `advance` sharded over seeds like every
@@ -187,6 +190,7 @@ def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
     assert packages == {"scanrl"}, packages
 
 
+@pytest.mark.slow
 def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_never_served_stale(tmp_path):
     """A copy of ppo.py runs as is. A repeated start loads its compiled programs without
     tracing (summary.json: program_cache "hit") and computes bit for bit what the first did;

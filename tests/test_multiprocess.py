@@ -14,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from conftest import REPO
 
@@ -66,6 +67,7 @@ def run_one_process(out_dir, args, script="algos/ppo.py"):
     return run_dir
 
 
+@pytest.mark.slow
 def test_the_data_axis_across_two_processes_equals_one_process_with_two_devices(tmp_path):
     """One seed whose environments are split over the two processes' devices. (Seeds across
     processes, one each: the signal test below.)"""
@@ -88,6 +90,7 @@ def test_the_data_axis_across_two_processes_equals_one_process_with_two_devices(
         np.testing.assert_allclose(multi[k], single[k], rtol=1e-5, atol=1e-6, err_msg=k)
 
 
+@pytest.mark.slow
 def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path):
     """SAC's data axis across two processes: each steps one of the two environments (and holds
     its half of the replay buffer); equal to one process with two devices (itself a
@@ -110,6 +113,7 @@ def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path)
     assert np.isfinite(multi["critic_loss"][0, 1:]).all()
 
 
+@pytest.mark.slow
 def test_seeds_that_cannot_be_spread_over_processes_are_a_clear_error(tmp_path):
     results = run_two_processes(tmp_path, ["--num-seeds", "3", "--data-parallel", "1"])
     for code, out, err in results:
@@ -120,6 +124,7 @@ def test_seeds_that_cannot_be_spread_over_processes_are_a_clear_error(tmp_path):
     assert not any(tmp_path.rglob("summary.json"))
 
 
+@pytest.mark.slow
 def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     """Seeds across processes (one seed each). Ctrl-C reaches only process 1: both agree to
     stop after the same chunk, process 0 prints and writes every file; resumed as a pair,

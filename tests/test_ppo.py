@@ -93,6 +93,7 @@ def run(num_seeds, seed=0, env="CartPole-v1", **kw):
     return jax.device_get(out)
 
 
+@pytest.mark.slow
 def test_same_key_gives_identical_metrics():
     a, b = run(2), run(2)
     for k in a["metrics"]:
@@ -100,6 +101,7 @@ def test_same_key_gives_identical_metrics():
 
 
 @pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+@pytest.mark.slow
 def test_seed_i_of_a_sweep_equals_a_single_seed_run(env):
     """Compared over 3 updates of 2 epochs x 4 minibatches: a vmapped batch rounds
     differently from a single seed (different matmul shapes), and every optimizer step
@@ -131,6 +133,7 @@ def test_metrics_shapes_and_eval_schedule():
     assert evaluated.tolist() == [False, False, True, False, False, True]  # every 3rd update and the last
 
 
+@pytest.mark.slow
 def test_target_kl_stops_the_update():
     """4 epochs x 4 minibatches (the defaults) with and without a KL target; the run without
     is the 2-seed run above (one compiled program for the tests that share it)."""
@@ -142,6 +145,7 @@ def test_target_kl_stops_the_update():
     assert (free["metrics"]["applied"] == 1).all()
 
 
+@pytest.mark.slow
 def test_eval_env_params_override_only_changes_evaluation():
     base = run(2)  # evaluated after updates 3 and 6
     heavy = run(2, eval_env_params={"length": 5.0})
@@ -153,6 +157,7 @@ def test_eval_env_params_override_only_changes_evaluation():
 
 
 # --- learning ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cartpole_learns(tmp_path):
     config = ppo.default_config(
         "CartPole-v1", num_seeds=4, total_timesteps=500_000, log_every=0, out_dir=str(tmp_path)
@@ -163,6 +168,7 @@ def test_cartpole_learns(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_minatar_conv_torso_beats_the_mlp_at_the_same_budget(tmp_path):
     """SpaceInvaders-MinAtar with the MinAtar preset, seeds 0-1, 163,840 steps each (20 updates):
     the conv torso (--torso auto) ends clearly above the same preset on the flattened frame

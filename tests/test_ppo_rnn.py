@@ -44,6 +44,7 @@ def small_params(config=None, env="CartPole-v1"):
     return config, ppo_rnn.init_params(jax.random.key(1), config, envs.VecEnv(e, p, 2))
 
 
+@pytest.mark.slow
 def test_the_state_resets_exactly_where_an_episode_starts():
     """From an episode's first step on, the state no longer depends on what came before;
     one step earlier it still does (PureJaxRL's ppo_rnn resets one step off in its replay)."""
@@ -64,6 +65,7 @@ def test_the_state_resets_exactly_where_an_episode_starts():
 
 
 @pytest.mark.parametrize("seq_len, burn_in", [(0, 0), (16, 8)])
+@pytest.mark.slow
 def test_the_replay_from_stored_states_reproduces_the_rollout(seq_len, burn_in):
     """One epoch of one minibatch: its loss is computed before any gradient step, so every
     replayed log-probability equals the rollout's: the ratio is 1. Bit for bit in most updates;
@@ -152,6 +154,7 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_data_parallel_matches_one_device(on_devices):
     """Each device steps its share of the environments and replays its share of every
     minibatch's sequences (16 sequences of 16 steps, 4 per minibatch, over 2 and 4 devices);
@@ -165,6 +168,7 @@ def test_data_parallel_matches_one_device(on_devices):
 # --- learning: CartPole with its velocities hidden ------------------------------------------------
 # The defaults (tuned by two learning-rate sweeps, RESULTS.md) over 2e5 steps per seed; feed-forward
 # ppo.py with the same budget and mask ends near 50 (benchmarks/learning.py: ppo_masked_cartpole).
+@pytest.mark.slow
 def test_learns_cartpole_without_velocities(tmp_path):
     config = ppo_rnn.default_config("CartPole-v1", num_seeds=4, seed=0, hide_obs=(1, 3), log_every=0,
                                     out_dir=str(tmp_path))

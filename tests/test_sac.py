@@ -180,6 +180,7 @@ def _setup(batch_size=32, seed=0, **overrides):
     return config, learner, batch, optimizer
 
 
+@pytest.mark.slow
 def test_actor_loss_leaves_critic_and_temperature_alone():
     config, learner, batch, _ = _setup()
     params = learner.params
@@ -225,6 +226,7 @@ def test_polyak_by_hand():
     np.testing.assert_array_equal(copied["a"], online["a"])
 
 
+@pytest.mark.slow
 def test_update_moves_targets_by_polyak_and_fixed_alpha_stays_fixed():
     config, learner, batch, optimizer = _setup(tau=0.05, autotune_alpha=False, alpha=0.2)
     new, stats = sac.sac_update(learner, batch, jax.random.key(5), config, optimizer, target_entropy=-1.0)
@@ -239,6 +241,7 @@ def test_update_moves_targets_by_polyak_and_fixed_alpha_stays_fixed():
 
 
 # --- training loop bookkeeping ------------------------------------------------------------------
+@pytest.mark.slow
 def test_no_update_before_learning_starts_then_updates_per_step_each_step():
     """2 envs x 100 steps = 200 env steps per iteration, learning after 250 env steps, 3 updates
     per vector step: iteration 0 has none, iteration 1 (env steps 200-399) learns on its
@@ -282,6 +285,7 @@ print("RESULT" + json.dumps(results))
 """
 
 
+@pytest.mark.slow
 def test_data_parallel_update_equals_one_device(on_devices):
     """A batch split over 2 or 4 devices gives the single-device update."""
     results = on_devices(DATA_PARALLEL_SCRIPT, num_devices=4)
@@ -309,6 +313,7 @@ print("RESULT" + json.dumps(results))
 """
 
 
+@pytest.mark.slow
 def test_data_parallel_runs_equal_one_device(on_devices):
     """One seed's 4 environments on 1, 2 and 4 devices, over 4 updates (one buffer, sampled
     with one key whatever the split): the same losses, returns, evaluations and policy."""
@@ -335,6 +340,7 @@ def test_user_errors_exit_2_before_compiling(cli_error, args, message):
     assert code == 2 and message in stderr, stderr
 
 
+@pytest.mark.slow
 def test_cli_run_writes_the_run_folder(python_process, tmp_path):
     proc = python_process(
         ["algos/sac.py", "--num-seeds", "2", "--num-steps", "100", "--total-timesteps", "400", "--learning-starts", "100",
@@ -354,6 +360,7 @@ def test_cli_run_writes_the_run_folder(python_process, tmp_path):
 
 
 # --- learning -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_learns_pendulum_in_20k_steps(python_process, tmp_path):
     """Default config, seeds 0-3, 2e4 env steps each: final mean return >= -200."""
     proc = python_process(["algos/sac.py", "--num-seeds", "4", "--log-every", "0", "--out-dir", str(tmp_path)])

@@ -27,6 +27,7 @@ def brax_pendulum():
     return env, params, brax_envs.get_environment("inverted_pendulum", backend="generalized")
 
 
+@pytest.mark.slow
 def test_brax_steps_equal_brax_itself_until_the_pole_falls(brax_pendulum):
     """Same keys, same actions: the adapter's observations, rewards and terminations are
     Brax's raw environment's; the termination is `terminated`, not `truncated`, its final
@@ -66,6 +67,7 @@ def raw_state_env(request):
     return env, params, env.env  # the adapter holds Playground's own object, loaded with impl="jax"
 
 
+@pytest.mark.slow
 def test_a_time_limit_is_truncated_with_the_true_final_observation(raw_state_env):
     """Same keys, same actions, five steps: observations and rewards are the suite's own; at
     max_steps_in_episode (the suite's episode length) the cut is `truncated`, never
@@ -89,6 +91,7 @@ def test_a_time_limit_is_truncated_with_the_true_final_observation(raw_state_env
     assert not np.allclose(obs, info["final_observation"]) and int(state.time) == 0
 
 
+@pytest.mark.slow
 def test_brax_spaces_and_vectorised_stepping(brax_pendulum):
     env, params, raw = brax_pendulum
     vec = envs.VecEnv(env, params, num_envs=3)
@@ -167,6 +170,7 @@ def grid(request):
             lambda ts: ((ts.step_type == 2) & (ts.discount == 0), (ts.step_type == 2) & (ts.discount > 0)))
 
 
+@pytest.mark.slow
 def test_grid_steps_equal_the_suite_itself_to_the_goal_and_the_time_limit(grid):
     """Same keys, same actions: the adapter's observations and rewards are the suite's own.
     Its goal end (Navix step_type 2; XLand LAST with discount 0) is `terminated`; its
@@ -208,6 +212,7 @@ def test_grid_spaces(grid):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(GRIDS))
+@pytest.mark.slow
 def test_ppo_learns_an_empty_grid(tmp_path, name):
     """PPO's defaults, 1e5 steps (about 10 s of compile and 5-10 s of training here). The
     reward comes only at the goal (Navix: 1; XLand: 1 - 0.9 * steps / 100), which a random
@@ -267,6 +272,7 @@ def snake_view(observation) -> np.ndarray:
     return np.concatenate([np.asarray(observation.grid).reshape(-1), [observation.step_count / 3999]])
 
 
+@pytest.mark.slow
 def test_jumanji_steps_equal_jumanji_itself_until_the_snake_dies():
     """Same keys, same actions: observations (by the rule), rewards and action masks are
     Jumanji's own; the death (LAST, discount 0, before the time limit) is `terminated`, its
@@ -321,6 +327,7 @@ def test_jumanji_snake_time_limit_is_truncated(monkeypatch):
     assert float(obs[-1]) == 0.0 and int(state.time) == 0  # a fresh episode
 
 
+@pytest.mark.slow
 def test_action_masks_reach_every_categorical_policy():
     """Each algorithm's categorical policy gives a masked action probability 0 and never
     samples it, even where its logits favour it, and `act` takes the mask; Snake's masks
@@ -361,6 +368,7 @@ def craftax():
     return env, params, craftax_env.make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=False)
 
 
+@pytest.mark.slow
 def test_craftax_steps_equal_craftax_itself(craftax):
     """Same keys, same random actions, 150 steps: observations, rewards and ends are
     Craftax's own, and the adapter's step never resets (VecEnv does)."""
@@ -381,6 +389,7 @@ def test_craftax_steps_equal_craftax_itself(craftax):
         assert int(state.timestep) == t + 1
 
 
+@pytest.mark.slow
 def test_craftax_time_limit_is_truncated_and_vecenv_resets_optimistically(craftax):
     """max_timesteps 5: Craftax's single `done` at the limit is `truncated`, not
     `terminated`, with the observation reached as the final one. VecEnv restarts every
@@ -416,6 +425,7 @@ SHORT_RUNS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHORT_RUNS))
+@pytest.mark.slow
 def test_ppo_learns_snake_and_craftax(tmp_path, name):
     """PPO with 64 environments x 64 steps, a ReLU MLP and learning rate 1e-3, one seed, no
     evaluation (a deterministic Snake policy can circle until the time limit).

@@ -88,6 +88,7 @@ def sweep_program(config, sweep, num_devices):
 
 
 @pytest.mark.parametrize("seeds", [1, 2])
+@pytest.mark.slow
 def test_each_config_and_seed_equals_the_single_run(seeds):
     """2 learning rates x `seeds` seeds on 2 devices against the single runs of each learning
     rate on one device. One seed: one row per device in both, bit for bit. Two seeds: two rows
@@ -124,6 +125,7 @@ def sweep_dir(tmp_path_factory):
     return Path(summary["run_dir"])
 
 
+@pytest.mark.slow
 def test_a_sweep_writes_its_table_best_config_and_plot(sweep_dir):
     metrics = np.load(sweep_dir / "metrics.npz")
     assert metrics["episode_return"].shape == (4, 2, 8)  # configs, seeds, updates
@@ -166,6 +168,7 @@ def test_best_config_round_trips_through_config(sweep_dir):
     assert differ == {"sweep"} | {k for k in ("learning_rate", "gamma") if saved[k] != best[k]}, differ
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_to_the_uninterrupted_result(sweep_dir, tmp_path):
     from test_lifecycle import assert_same_run, signal_after_checkpoint
 
@@ -196,6 +199,7 @@ LOOP_RUN = ["--sweep", "num_envs=2,4", "--sweep", "activation=tanh,relu", "--swe
             "--total-timesteps", "1024", "--num-steps", "64", "--log-every", "2", "--eval-every", "2"]
 
 
+@pytest.mark.slow
 def test_loop_mode_runs_each_config_as_its_own_run_and_resumes_what_is_missing(tmp_path, capsys):
     summary = ppo.main([*LOOP_RUN, "--out-dir", str(tmp_path)])
     sweep_dir = Path(summary["run_dir"])

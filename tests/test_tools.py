@@ -51,6 +51,7 @@ def run_dir(tmp_path_factory):
     return short_run(tmp_path_factory.mktemp("tools"))
 
 
+@pytest.mark.slow
 def test_eval_reproduces_the_runs_last_evaluation_and_the_curves_hold_its_data(run_dir):
     check_run_tools(run_dir)  # eval == last eval_return per seed; curves.png drawn from metrics.npz
     metrics = np.load(f"{run_dir}/metrics.npz")
@@ -112,6 +113,7 @@ def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
     assert set(saved["per_seed"][0]) == {"seed", "mean", "std", "min", "max", "mean_length", "returns"}
 
 
+@pytest.mark.slow
 def test_gif_has_one_frame_per_step_of_the_episode(run_dir, tmp_path):
     gif = tmp_path / "episode.gif"
     evaluate.main([run_dir, "--gif", str(gif), "--seed-index", "1", "--out", str(tmp_path / "e.json")])
@@ -145,6 +147,7 @@ def test_minatar_frames_draw_the_grid_and_other_envs_are_declined(tmp_path):
     assert not render.can_draw(memory, (3,)) and render.can_draw(env, obs.shape)
 
 
+@pytest.mark.slow
 def test_a_failing_plot_is_a_warning_and_scanrl_plot_labels_two_runs(run_dir, tmp_path, monkeypatch, capsys):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -169,6 +172,7 @@ def test_a_failing_plot_is_a_warning_and_scanrl_plot_labels_two_runs(run_dir, tm
         assert image.size[0] > 400 and image.size[1] > 300
 
 
+@pytest.mark.slow
 def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
     out = tmp_path / "wall.png"
     proc = run_python(["-m", "scanrl.common.harness.plots", run_dir, run_dir, "--x", "wall", "--out", str(out)])
