@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import re
 import sys
 import types
@@ -353,7 +354,10 @@ def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoRetu
         box.__doc__ = HELP_GROUPS[name][0] if name in HELP_GROUPS else "this algorithm's hyperparameters"
         fields.append((name, box, field(default_factory=box)))
     flags = dataclasses.make_dataclass("Flags", fields, frozen=True)
-    tyro.cli(flags, args=["--help"], description=description, config=(tyro.conf.OmitArgPrefixes,))
+    try:
+        tyro.cli(flags, args=["--help"], description=description, config=(tyro.conf.OmitArgPrefixes,))
+    except BrokenPipeError:  # `--help | head`: the reader left; no traceback for that
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(0)  # tyro exits after printing the help
 
 
