@@ -125,8 +125,9 @@ def test_a_users_own_env_object_trains():
 def test_a_state_with_empty_leaves_starts_and_advances_on_every_device():
     """MuJoCo MJX's state (Playground) holds empty arrays (e.g. [seeds, envs, 0] for a model
     without mocap bodies). `start` must hand them to `advance` sharded over seeds like every
-    other leaf; they came out replicated, and every Playground run of more seeds than one
-    device holds was refused before its first update."""
+    other leaf, and `advance` must return them so to the next chunk; they came out
+    replicated, and Playground runs of more seeds than one device holds were refused before
+    their first update, then at their second chunk."""
     from flax import struct
     from gymnax.environments.classic_control import CartPole
 
@@ -151,13 +152,15 @@ def test_a_state_with_empty_leaves_starts_and_advances_on_every_device():
     env = WithEmpty()
     config = ppo.default_config(num_envs=4, num_steps=8, num_minibatches=2, total_timesteps=64, num_seeds=4,
                                 eval_every=0)
-    program = loop.build(ppo.make_algorithm, config, env, env.default_params)
+    program = loop.build(ppo.make_algorithm, config, env, env.default_params, chunk=1)
     assert len(program.layout.mesh.devices.flat) == jax.device_count() >= 2
     state = program.start(devices.seed_keys(0, 4))
     empty = state.train.env_state.env_state.empty
     assert empty.shape == (4, 4, 0, 3) and empty.sharding == program.state_sharding
-    state, metrics = program.advance(state, 0, 2)
-    assert np.isfinite(np.asarray(metrics["policy_loss"])).all()
+    for first in (0, 1):  # two chunks: the second takes the state the first returned
+        state, metrics = program.advance(state, first, 1)
+        assert state.train.env_state.env_state.empty.sharding == program.state_sharding
+        assert np.isfinite(np.asarray(metrics["policy_loss"])).all()
 
 
 # --- the install --------------------------------------------------------------------------------

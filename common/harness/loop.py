@@ -235,8 +235,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     jit = partial(jax.jit, compiler_options=devices.COMPILER_OPTIONS)
     replicated = NamedSharding(layout.mesh, P())
     # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
-    # partitioner chose inside (environments over "data"; MJX's empty [seeds, envs, 0] leaves
-    # would come out replicated): `advance` is lowered for that one sharding.
+    # partitioner chose inside (environments over "data"): `advance` is lowered for that one
+    # sharding and returns it. A sharding constraint is not enough: MJX's empty
+    # [seeds, envs, 0] leaves come out of it replicated, and the next chunk refuses them.
     state_sharding = NamedSharding(layout.mesh, P("seed"))
 
     @partial(jit, in_shardings=(replicated,))
@@ -249,10 +250,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     def start(keys):
         return init_all(*padded(keys))
 
-    @partial(jit, donate_argnums=0)
+    @partial(jit, donate_argnums=0, out_shardings=(state_sharding, None))  # None: metrics as XLA lays them out
     def advance(states, first, n):
         states, metrics = updates(chunk)(states, first, n)
-        states = jax.lax.with_sharding_constraint(states, state_sharding)
         return states, jax.tree.map(lambda m: m[:num_seeds], metrics)
 
     return Program(
