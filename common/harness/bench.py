@@ -442,7 +442,7 @@ def _aggregates(results: dict, metric: str, points: dict, reps: int, seed: int) 
             del scores[algo], tasks[algo]
     missing = sorted({env for (_, env) in stats.cell_scores(results, metric) if stats.reference_point(env, points) is None})
     if missing:
-        notes.append(f"{', '.join(missing)} {'have' if len(missing) > 1 else 'has'} no reference points, so "
+        notes.append(f"no reference points for {', '.join(missing)}: "  # an env id is never capitalised
                      f"{'they are' if len(missing) > 1 else 'it is'} in the per-cell table only.")
     if len({tuple(t) for t in tasks.values()}) > 1:
         notes.append("the algorithms ran different sets of envs: each aggregate is over its own algorithm's envs.")
