@@ -264,6 +264,24 @@ def test_a_plain_progress_line_fits_100_columns(tmp_path):
         "update 1220/12207  1.23M env steps/s  return -1178")
 
 
+def test_the_shown_speed_is_the_average_since_training_began(tmp_path, capsys):
+    """A run's last chunk may be partly masked (4 of 10 updates computed for nothing) and so
+    slow: the line shows the average over the session, which ends where summary.json's figure
+    does, while progress.jsonl keeps each chunk's own rate. Resumed at update 20: the average
+    counts only this session's updates."""
+    from scanrl.common.harness.logging import RunLogger
+
+    logger = RunLogger(algo="ppo", env="CartPole-v1", config={}, num_seeds=2, steps_per_update=500,
+                       num_updates=34, out_dir=str(tmp_path), resume_update=20)
+    chunk = lambda n: {"episode_return": np.ones((2, n))}  # noqa: E731
+    logger.on_chunk(30, chunk(10), seconds=1.0)  # 10 updates x 500 steps x 2 seeds in 1 s
+    logger.on_chunk(34, chunk(4), seconds=1.0)   # the last 4 updates cost a whole chunk
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[ppo")]
+    assert "10k env steps/s" in lines[0] and "7k env steps/s" in lines[1], lines  # 14 x 1000 / 2 s
+    records = [json.loads(r) for r in (logger.run_dir / "progress.jsonl").read_text().splitlines()]
+    assert [r["env_steps_per_second"] for r in records[-2:]] == [10_000, 4_000]
+
+
 @pytest.mark.slow
 def test_params_and_metrics_do_not_depend_on_log_every(logged_every_update, tmp_path):
     """--log-every only sets the chunk size: 4 chunks of 1 update, 2 of 3 (the last masked),

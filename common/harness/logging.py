@@ -170,10 +170,14 @@ class RunLogger:
         self._session_seconds += seconds
         remaining = self.num_updates - updates_done if self.num_updates else None
         eta = console.eta(self._session_seconds, updates_done - self._resumed_at, remaining)
+        # Shown: the average since this process started training, which ends at summary.json's
+        # figure; a chunk's own rate dips at the last, partly masked chunk (progress.jsonl keeps it).
+        average = (updates_done - self._resumed_at) * self.steps_per_update * self.num_seeds / self._session_seconds \
+            if self._session_seconds > 0 else float("nan")
         if self._bar is not None:
-            self._bar.update(updates_done, self._stats(sps, table))
+            self._bar.update(updates_done, self._stats(average, table))
         elif self.progress:
-            print(self._line(updates_done, steps, sps, table, eta), flush=True)
+            print(self._line(updates_done, steps, average, table, eta), flush=True)
         self._seconds += seconds
         record = {
             "update": updates_done,
