@@ -266,9 +266,9 @@ def test_a_plain_progress_line_fits_100_columns(tmp_path):
 
 def test_the_shown_speed_is_the_average_since_training_began(tmp_path, capsys):
     """A run's last chunk may be partly masked (4 of 10 updates computed for nothing) and so
-    slow: the line shows the average over the session, which ends where summary.json's figure
-    does, while progress.jsonl keeps each chunk's own rate. Resumed at update 20: the average
-    counts only this session's updates."""
+    slow: the line shows the average over the session, which ends at summary.json's figure,
+    while progress.jsonl keeps each chunk's own rate. Resumed at update 20: both count only
+    this process's updates."""
     from scanrl.common.harness.logging import RunLogger
 
     logger = RunLogger(algo="ppo", env="CartPole-v1", config={}, num_seeds=2, steps_per_update=500,
@@ -280,6 +280,9 @@ def test_the_shown_speed_is_the_average_since_training_began(tmp_path, capsys):
     assert "10k env steps/s" in lines[0] and "7k env steps/s" in lines[1], lines  # 14 x 1000 / 2 s
     records = [json.loads(r) for r in (logger.run_dir / "progress.jsonl").read_text().splitlines()]
     assert [r["env_steps_per_second"] for r in records[-2:]] == [10_000, 4_000]
+    summary = logger.finish(metrics={"episode_return": np.ones((2, 34))}, params={"w": np.zeros((2, 1))},
+                            total_timesteps=34 * 500, compile_seconds=1.0, run_seconds=2.0, wall_seconds=4.0)
+    assert summary["env_steps_per_second"] == 7_000
 
 
 @pytest.mark.slow

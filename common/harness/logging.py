@@ -261,7 +261,8 @@ class RunLogger:
         eval_return_mean = None
         if "eval_return" in metrics and not np.all(np.isnan(metrics["eval_return"])):
             eval_return_mean = _finite_or_none(latest_mean(metrics["eval_return"]))
-        steps_all_seeds = total_timesteps * self.num_seeds
+        # This process's steps: a resumed run's earlier updates took none of run_seconds.
+        steps_all_seeds = (total_timesteps - self._resumed_at * self.steps_per_update) * self.num_seeds
         summary = {
             "algo": self.algo,
             "env": self.env,
