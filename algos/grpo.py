@@ -15,6 +15,10 @@ Shao et al. 2024 (arXiv:2402.03300).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+    from scanrl.common import quiet_start
+    quiet_start()
+
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 

@@ -12,6 +12,10 @@ Paper: Espeholt et al. 2018 (arXiv:1802.01561).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+    from scanrl.common import quiet_start
+    quiet_start()
+
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 

@@ -11,6 +11,10 @@ dual clip: Ye et al. 2020 (arXiv:1912.09729).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+    from scanrl.common import quiet_start
+    quiet_start()
+
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 

@@ -21,6 +21,10 @@ Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXi
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+    from scanrl.common import quiet_start
+    quiet_start()
+
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 

@@ -19,6 +19,10 @@ metrics, --log-every and --eval-every). Continuous (Box) actions only.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+    from scanrl.common import quiet_start
+    quiet_start()
+
 import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -356,7 +360,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     env, env_params = envs.resolve(config.env, env, env_params)
     if envs.is_discrete(env, env_params):
         raise ValueError(f"SAC needs continuous (Box) actions and --env {config.env} has discrete ones; "
-                         "use algos/ppo.py, algos/impala.py or algos/grpo.py for it.")
+                         "use algos/ppo.py, algos/impala.py, algos/grpo.py or algos/ppo_rnn.py for it.")
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim, action_dim = vec_env.obs_dim, vec_env.action_dim
     # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled

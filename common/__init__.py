@@ -1,1 +1,19 @@
 """Small utilities the algorithm files share: envs, nets, devices, the loop, the run driver."""
+
+import os
+import signal
+
+
+def quiet_start() -> None:
+    """For `python algos/X.py`, called before its imports: until run.main's handlers take
+    over, Ctrl-C or SIGTERM while the imports run (JAX's take seconds) ends the process with
+    one line and exit 130 / 143 instead of a 30-line traceback. Nothing exists yet that could
+    be kept. The handler writes with os.write: print() is not safe inside a handler."""
+
+    def leave(sig, frame):
+        name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+        os.write(1, f"{name} before training started: stopped, nothing was written.\n".encode())
+        os._exit(128 + sig)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, leave)

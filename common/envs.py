@@ -83,6 +83,10 @@ def _adapter(env_id: str) -> types.ModuleType:
 def check_env_id(env_id: str) -> None:
     """Raise ValueError with close names when `env_id` names no environment."""
     suite, name = suite_of(env_id)
+    if not name.strip():  # before importing the suite (Brax's import alone can take a minute)
+        example = {"gymnax": "CartPole-v1"}.get(suite, f"{suite}/NAME")
+        raise ValueError(f"--env {env_id!r} names no environment: give one after the slash, e.g. --env {example} "
+                         f"(--env {suite}/x lists {suite}'s names).")
     known = registered_envs() if suite == "gymnax" else _adapter(env_id).NAMES()
     if name in known:
         return
@@ -188,8 +192,26 @@ def override_params(env_params: Any, overrides: dict[str, float], flag: str = "-
             if value != int(value):
                 raise ValueError(f"{flag} {name} must be a whole number, got {value}.")
             value = int(value)
+        check_param(name, value, flag)
         typed[name] = value
     return env_params.replace(**typed)
+
+
+TIME_LIMITS = ("max_steps", "time_limit", "episode_length", "horizon")  # in a parameter's name: a time limit
+POSITIVE = ("mass", "length", "tau", "dt")  # masses, lengths, time steps: above 0
+
+
+def check_param(name: str, value: float, flag: str = "--env-params") -> None:
+    """ValueError (flag, value, rule) for a value no env can take: not finite, a time limit
+    below 1 step (every step would end an episode), a mass, length or time step at or below 0."""
+    lower = name.lower()
+    if not math.isfinite(value):
+        raise ValueError(f"{flag} {name} must be a finite number, got {value}.")
+    if any(t in lower for t in TIME_LIMITS):
+        if value < 1:
+            raise ValueError(f"{flag} {name} is a time limit and must be at least 1 step, got {value}.")
+    elif any(p in lower for p in POSITIVE) and value <= 0:
+        raise ValueError(f"{flag} {name} must be above 0, got {value}.")
 
 
 def is_discrete(env: Any, env_params: Any) -> bool:

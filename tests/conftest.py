@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The one time limit a test's subprocess gets: only a hang reaches it (a slow, loaded machine
+# never should). No test checks wall time.
+HANG_GUARD = 1800
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="scanrl-test-cache-"))
 # MuJoCo picks its OpenGL platform when first imported, and a test may import Brax (and so
 # MuJoCo) before any adapter does: choose EGL here, as the Brax and Playground adapters do
@@ -30,7 +33,7 @@ devices.use_cpu_cores()  # as the command line does: one CPU device per core
 devices.enable_compile_cache()
 
 
-def run_python(args, env_extra=None, timeout=600, cwd=None):
+def run_python(args, env_extra=None, timeout=HANG_GUARD, cwd=None):
     """Run `python *args` in a new process; returns CompletedProcess (text)."""
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(

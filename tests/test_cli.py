@@ -2,12 +2,13 @@
 
 import dataclasses
 import json
+import os
 import re
 
 import numpy as np
 import pytest
 
-from conftest import REPO, run_python
+from conftest import HANG_GUARD, REPO, run_python
 
 from scanrl.algos import grpo, impala, ppo, sac
 
@@ -227,7 +228,7 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
         if not data:
             break
         chunks.append(data)
-    assert proc.wait(timeout=600) == 0
+    assert proc.wait(timeout=HANG_GUARD) == 0
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))  # no colours
     assert "compiling… CartPole-v1: 2 seeds" in shown and "compiled in" in shown
     assert "4/4 updates" in shown and "ETA" in shown and "env steps/s" in shown
@@ -243,13 +244,17 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
 
 
 def test_a_plain_progress_line_fits_100_columns(tmp_path):
-    """What does not fit is left out: steps per seed, the spread over seeds, the ETA, the eval."""
+    """What does not fit is left out: steps per seed, the spread over seeds, the other policy's
+    evaluation, the ETA, the eval. `evals`: the sampled policy's (shown as "eval", the default
+    --eval-policy), `mode`: the deterministic one's."""
     from scanrl.common.harness.logging import RunLogger
 
-    def line(env, returns, evals, eta, done=1220, total=12207):
+    def line(env, returns, evals, eta, done=1220, total=12207, mode=None):
         logger = RunLogger(algo="ppo", env=env, config={}, num_seeds=3, steps_per_update=512, num_updates=total,
                            out_dir=str(tmp_path))
-        table = {"episode_return": np.array(returns), "eval_return": np.array(evals)}
+        table = {"episode_return": np.array(returns), "eval_return_sampled": np.array(evals)}
+        if mode is not None:
+            table["eval_return"] = np.array(mode)
         shown = logger._line(done, done * 512, 1.234e6, table, eta=eta)
         assert len(shown) <= 100 and shown.startswith(f"[ppo {env}] update {done}/{total}  "), shown
         return shown
@@ -262,6 +267,10 @@ def test_a_plain_progress_line_fits_100_columns(tmp_path):
         "update 1220/12207  1.23M env steps/s  return -1178  eval -1111  ETA 1:02:05")
     assert line("craftax/Craftax-Classic-Symbolic-v1", [-1234.5, -1500.2, -800.1], [-1111.1] * 3, 3725.0).endswith(
         "update 1220/12207  1.23M env steps/s  return -1178")
+    assert line("Catch-bsuite", [0.5], [1.0], 25.0, 12, 97, mode=[-1.0]) == (
+        "[ppo Catch-bsuite] update 12/97  1.23M env steps/s  return 0.5  eval 1.0 (mode -1.0)  ETA 0:25")
+    assert line("navix/Navix-DoorKey-5x5-v0", [0.98] * 3, [1.0] * 3, 25.0, 12, 97, mode=[0.05] * 3) == (
+        "[ppo navix/Navix-DoorKey-5x5-v0] update 12/97  1.23M env steps/s  return 1.0  eval 1.0  ETA 0:25")
 
 
 def test_the_shown_speed_is_the_average_since_training_began(tmp_path, capsys):
@@ -317,3 +326,70 @@ def test_wandb_offline_writes_per_seed_keys_without_network(tmp_path):
     assert len(runs) == 1
     data = b"".join(p.read_bytes() for p in runs[0].glob("*.wandb"))
     assert b"seed_0/policy_loss" in data and b"seed_1/episode_return" in data and b"mean/policy_loss" in data
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 140])
+def test_the_bar_keeps_count_elapsed_eta_and_return_at_any_width(width):
+    """rich cut the update count and the ETA ('950/9… updates 0:01:38 ETA 0:00:…') once the
+    texts grew past the terminal: the bar is laid out for the width, and the label, the word
+    "updates", the last texts and the bar's length give way instead."""
+    from rich.console import Console
+
+    from scanrl.common.harness import console
+
+    screen = Console(width=width, force_terminal=True, file=open(os.devnull, "w"))
+    bar = console.Bar("ppo navix/Navix-DoorKey-5x5-v0", 9765, 0, screen=screen)
+    bar.update(950, 3723.0, ["return 0.98", "eval 1.0", "mode 0.1", "337k env steps/s"])
+    shot = Console(width=width, record=True, file=open(os.devnull, "w"))  # what the terminal shows, as text
+    shot.print(bar._progress.get_renderable())
+    bar.stop()
+    (line,) = [l for l in shot.export_text().splitlines() if l.strip()]
+    assert len(line) <= width and "950/9765" in line and "0:00:0" in line and "ETA 1:02:03  return 0.98" in line, line
+    assert ("eval 1.0" in line) == (width >= 80) and ("337k env steps/s" in line) == (width >= 140), line
+
+
+def test_what_xla_writes_during_the_compile_goes_to_the_log_not_the_terminal(capfd):
+    """XLA's C++ writes to file descriptor 2 (its slow-compile alarm) are kept in `text` for
+    the run's compile.log; Python's own stderr stays on the terminal."""
+    from scanrl.common.harness import console
+
+    with console.NativeStderr() as xla:
+        os.write(2, b"E0000 slow_operation_alarm.cc:73] Very slow compile? If you want to file a bug\n")
+    assert "Very slow compile" in xla.text
+    assert "Very slow compile" not in capfd.readouterr().err
+    os.write(2, b"after\n")  # fd 2 is the terminal's again
+    assert capfd.readouterr().err == "after\n"
+
+
+def test_resuming_another_algorithms_folder_names_it(cli_error, tmp_path):
+    """impala.py --resume <a PPO run> said "unknown key 'gae_lambda' ... did you mean
+    'vtrace_lambda'?": now one sentence naming the folder's algorithm and its command, from
+    config.json's "algo", or for a folder written before it was recorded, summary.json's."""
+    from scanrl.algos import impala
+
+    run_dir = tmp_path / "ppo__CartPole-v1__20260101-000000"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps({"algo": "ppo", **ppo.run.config_dict(ppo.default_config())}))
+    code, err = cli_error(impala.main, ["--resume", str(run_dir)])
+    assert code == 2 and err == (f"error: --resume {run_dir} is a ppo run, not a impala one: continue it with "
+                                 f"`python -m scanrl.algos.ppo --resume {run_dir}`."), err
+    code, err = cli_error(impala.main, ["--config", str(run_dir / "config.json")])
+    assert code == 2 and "is the config of a ppo run, not a impala one: train it with `python -m scanrl.algos.ppo" in err
+    old = tmp_path / "older"  # no "algo" in config.json: summary.json says it
+    old.mkdir()
+    (old / "config.json").write_text(json.dumps(ppo.run.config_dict(ppo.default_config())))
+    (old / "summary.json").write_text(json.dumps({"algo": "ppo"}))
+    code, err = cli_error(impala.main, ["--resume", str(old)])
+    assert code == 2 and f"--resume {old} is a ppo run" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--env-params", "max_steps_in_episode", "-1"],
+     "--env-params max_steps_in_episode is a time limit and must be at least 1 step, got -1."),
+    (["--eval-env-params", "length", "0"], "--eval-env-params length must be above 0, got 0.0."),
+    (["--env-params", "masspole", "nan"], "--env-params masspole must be a finite number, got nan."),
+])
+def test_env_parameters_outside_their_range_are_refused_before_compiling(cli_error, args, message):
+    """A negative time limit compiled and ended an episode on every step."""
+    code, err = cli_error(ppo.main, args)
+    assert code == 2 and err == f"error: {message}", err

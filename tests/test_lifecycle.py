@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import HANG_GUARD, REPO
 
 from scanrl.algos import grpo, impala, ppo, sac
 from scanrl.common.harness import checkpoint, devices
@@ -59,7 +59,7 @@ def signal_after_checkpoint(proc, out, sig, after=0):
         assert proc.poll() is None and time.time() < deadline, proc.communicate()[1][-3000:]
         time.sleep(0.01)
     proc.send_signal(sig)
-    return proc.communicate(timeout=300)
+    return proc.communicate(timeout=HANG_GUARD)
 
 
 def resume(run_dir):
@@ -96,7 +96,7 @@ def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
     assert json.loads((run_dir / "summary.json").read_text())["updates"] == stopped
 
     proc = resume(run_dir)
-    assert proc.wait(timeout=600) == 0, proc.communicate()[1][-3000:]
+    assert proc.wait(timeout=HANG_GUARD) == 0, proc.communicate()[1][-3000:]
     assert_same_run(reference, run_dir)
     assert json.loads((run_dir / "summary.json").read_text())["resumed_from"] == [stopped, killed_at]
 
@@ -130,11 +130,17 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, algo):
 STOP_RUN = ["--total-timesteps", "204800", "--num-seeds", "2", "--log-every", "5", "--eval-every", "5"]
 
 
-def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path):
-    summary = ppo.main([*STOP_RUN, "--stop-return", "150", "--out-dir", str(tmp_path)])
-    assert summary["stopped_by"] == "stop_return" and summary["updates"] < 400
+EVAL_METRIC = {"sampled": "eval_return_sampled", "deterministic": "eval_return"}  # --eval-policy -> metric
+
+
+@pytest.mark.parametrize("policy", ["sampled", "deterministic"])
+def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, policy):
+    """It reads the evaluation of --eval-policy (default sampled)."""
+    extra = [] if policy == "sampled" else ["--eval-policy", policy]
+    summary = ppo.main([*STOP_RUN, "--stop-return", "150", *extra, "--out-dir", str(tmp_path)])
+    assert summary["stopped_by"] == "stop_return" and summary["updates"] < 400 and summary["eval_policy"] == policy
     assert summary["total_timesteps"] == summary["updates"] * 512 < 204800
-    evals = np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]
+    evals = np.load(Path(summary["run_dir"]) / "metrics.npz")[EVAL_METRIC[policy]]
     means = np.nanmean(evals[:, ~np.isnan(evals).all(axis=0)], axis=0)
     reached = np.nonzero(means >= 150)[0]
     assert reached.size and reached[0] >= len(means) - 2  # stopped within a chunk (one evaluation) of reaching it
@@ -144,7 +150,7 @@ def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path):
 def test_stop_plateau_counts_evaluations_without_a_new_best(tmp_path):
     summary = ppo.main([*STOP_RUN, "--stop-plateau", "2", "--out-dir", str(tmp_path)])
     assert summary["stopped_by"] == "stop_plateau" and summary["updates"] < 400
-    evals = np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]
+    evals = np.load(Path(summary["run_dir"]) / "metrics.npz")[EVAL_METRIC[summary["eval_policy"]]]
     means = np.nanmean(evals[:, ~np.isnan(evals).all(axis=0)], axis=0)  # one evaluation per chunk
     best, since_best, held = -np.inf, 0, None
     for i, mean in enumerate(means):
@@ -304,7 +310,7 @@ def test_config_file_errors_name_the_key_and_the_file(cli_error, tmp_path):
 # update is traced (lowering), or half a second into XLA's compile (a fresh cache: the
 # compile takes seconds). A script file, not `python -c`, so the kept-programs path is taken.
 STARTUP = """
-import os, signal, sys, threading
+import os, signal, sys, threading, time
 from scanrl.algos import ppo
 from scanrl.common.harness import programs
 phase, sig, argv = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3:]
@@ -312,6 +318,15 @@ send = lambda: os.kill(os.getpid(), sig)
 if phase == "lowering":
     loss = ppo.ppo_loss
     ppo.ppo_loss = lambda *a, **k: (send(), loss(*a, **k))[1]
+elif phase == "gc":  # from inside a gc callback, whose exceptions Python prints and drops
+    import gc
+    def callback(stage, info):
+        if stage == "start":
+            gc.callbacks.remove(callback)
+            send()
+            time.sleep(0.2)  # the signal is handled while the callback still runs
+    loss = ppo.ppo_loss
+    ppo.ppo_loss = lambda *a, **k: (gc.callbacks.append(callback), gc.collect(), loss(*a, **k))[2]
 else:
     keep = programs.compile_and_keep
     programs.compile_and_keep = lambda *a, **k: (threading.Timer(0.5, send).start(), keep(*a, **k))[1]
@@ -321,6 +336,7 @@ ppo.main(argv)
 
 @pytest.mark.parametrize("phase, sig, background, extra", [
     ("lowering", "SIGINT", False, []),  # as from a terminal: the default handler gave a traceback
+    ("gc", "SIGINT", False, []),  # the handler raised into a gc callback: "Exception ignored", and the run trained
     ("compiling", "SIGINT", True, []),  # a script's background job starts with SIGINT ignored
     ("compiling", "SIGTERM", False, []),
     ("compiling", "SIGINT", False, ["--sweep", "learning_rate=1e-3,2e-3", "--sweep-mode", "loop"]),
@@ -336,7 +352,7 @@ def test_a_signal_before_training_exits_with_one_line_and_no_run_folder(tmp_path
                "--out-dir", str(tmp_path / "runs"), *extra]
     if background:  # `command &` in a script: bash starts it with SIGINT ignored
         command = ["bash", "-c", '"$@" & wait $!', "bash", *command]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=HANG_GUARD, cwd=tmp_path,
                           env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache")})
     number = getattr(signal, sig)
     assert proc.returncode == 128 + number, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
@@ -357,7 +373,7 @@ def test_ctrl_c_after_the_first_progress_line_keeps_the_run(tmp_path):
         if line.startswith("[ppo"):
             break
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-3000:]
     run_dir = run_dir_of(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -381,10 +397,14 @@ def test_a_second_signal_exits_at_once(monkeypatch):
     signals._handle(signal.SIGTERM, None)
     signals._handle(signal.SIGTERM, None)
     assert exits == [130, 143]
-    signals = run.Signals()  # before training: the first one stops the start at once
+    signals = run.Signals()  # before training: the handler only records; the waiting thread stops the start
+    signals._handle(signal.SIGTERM, None)
     with pytest.raises(run.Interrupted) as raised:
-        signals._handle(signal.SIGTERM, None)
+        signals.check()
     assert raised.value.sig == signal.SIGTERM and isinstance(raised.value, KeyboardInterrupt)
+    signals = run.Signals()
+    with pytest.raises(run.Interrupted):  # a signal during the work: interruptible raises it at once
+        run.interruptible(lambda: (signals._handle(signal.SIGINT, None), time.sleep(30)), signals)
 
 
 def test_a_checkpoint_fingerprint_leaves_out_object_addresses(tmp_path):
@@ -406,3 +426,55 @@ def test_a_checkpoint_fingerprint_leaves_out_object_addresses(tmp_path):
     checkpoint.verify(path, now)  # no ValueError
     with pytest.raises(ValueError, match="does not match"):
         checkpoint.verify(path, Node(jnp.ones(3), object()))
+
+
+def outcome_of_a_signal(tmp_path, delay, name, timesteps="20000"):
+    """`python algos/ppo.py` sent SIGINT `delay` seconds after it started: (exit code, stdout,
+    stderr, its out folder)."""
+    out = tmp_path / name
+    proc = subprocess.Popen([sys.executable, "algos/ppo.py", "--total-timesteps", timesteps, "--log-every", "5",
+                             "--out-dir", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    return proc.returncode, stdout, stderr, out
+
+
+def check_one_outcome(code, stdout, stderr, out):
+    """Whenever it came: no traceback and nothing Python dropped; before training one line,
+    exit 130 and no run folder; during training the run kept (its summary says interrupt)."""
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr[-3000:]
+    assert code in (0, 130), (code, stdout[-2000:], stderr[-2000:])
+    folders = list(out.iterdir()) if out.exists() else []
+    if code == 130 and stdout.strip().splitlines()[-1] == "Ctrl-C before training started: stopped, nothing was written.":
+        assert not folders
+    else:
+        (run_dir,) = folders
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["stopped_by"] == ("interrupt" if code == 130 else "budget"), (code, summary["stopped_by"])
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_imports_run_is_one_line(tmp_path):
+    """Half a second in, JAX is still importing: one line, exit 130, no traceback."""
+    code, stdout, stderr, out = outcome_of_a_signal(tmp_path, 0.5, "imports")
+    assert code == 130 and stderr == "" and not out.exists(), (stdout, stderr)
+    assert stdout == "Ctrl-C before training started: stopped, nothing was written.\n"
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_random_moments_never_loses_the_signal_or_prints_a_traceback(tmp_path):
+    """20 runs, each sent SIGINT at a seeded random moment of its first 12 seconds (imports,
+    parsing, lowering, compiling, the first chunks), two at a time: every one ends as
+    check_one_outcome says."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    delays = np.random.default_rng(0).uniform(0.0, 12.0, 20)
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda i: outcome_of_a_signal(tmp_path, delays[i], f"run{i}"), range(20)))
+    for delay, outcome in zip(delays, outcomes):
+        try:
+            check_one_outcome(*outcome)
+        except AssertionError as e:
+            raise AssertionError(f"SIGINT after {delay:.2f} s: {e}") from None

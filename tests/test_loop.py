@@ -15,7 +15,7 @@ import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common.harness import devices, loop
-from conftest import REPO, run_python
+from conftest import HANG_GUARD, REPO, run_python
 
 # Small configs that still exercise what matters: evaluation inside the chunks, padding
 # (3 seeds on 2 devices), IMPALA's lagged parameters, SAC's buffer and learning start.
@@ -172,7 +172,7 @@ def test_install_exposes_scanrl_and_no_top_level_algos_or_common(tmp_path):
         "import importlib.util as u, json, scanrl.algos.ppo, scanrl.common.harness.loop;"
         "print(json.dumps([u.find_spec('algos') is None, u.find_spec('common') is None]))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_GUARD)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [True, True]
     top_level = importlib.metadata.distribution("scanrl").read_text("top_level.txt")
@@ -183,7 +183,7 @@ def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
     """A regular (non-editable) build maps algos/ and common/ under scanrl/."""
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=HANG_GUARD,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = tmp_path.glob("scanrl-*.whl")
@@ -206,7 +206,7 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
         proc = subprocess.run(
             [sys.executable, "my_ppo.py", "--total-timesteps", "1024", "--num-steps", "64", "--eval-every", "0",
              "--log-every", "0", "--out-dir", name],
-            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            cwd=tmp_path, capture_output=True, text=True, timeout=HANG_GUARD,
             env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache")},
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -245,7 +245,7 @@ def test_programs_kept_by_an_importing_process_serve_a_main_process(tmp_path):
     env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache")}
 
     def run(*command, cwd):
-        proc = subprocess.run([sys.executable, *command], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+        proc = subprocess.run([sys.executable, *command], cwd=cwd, capture_output=True, text=True, timeout=HANG_GUARD, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
 
     def summary(out):
@@ -306,3 +306,65 @@ def test_a_kept_program_that_calls_lapack_runs_in_a_process_that_lowered_nothing
     assert run_python(["-c", KEEP_LAPACK, cache, "keep"]).returncode == 0
     loaded = run_python(["-c", KEEP_LAPACK, cache, "load"])
     assert loaded.returncode == 0 and loaded.stdout.strip() == "2.0", (loaded.returncode, loaded.stderr[-800:])
+
+
+def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
+    """A corridor where action 1 reaches the goal (return 1) and action 0 waits until the
+    10-step time limit (return 0). The policy's mode always waits; its samples take action 1
+    with probability 1/2, so nearly every sampled episode ends at the goal (1 - 2**-10). The
+    run's evaluation reports both: eval_return (the mode, as before) 0, eval_return_sampled
+    above 0.9; the final table says which one the stop conditions read and that they differ."""
+    import jax.numpy as jnp
+    from flax import struct
+    from gymnax.environments import environment, spaces
+
+    from scanrl.common.harness.logging import evaluation_lines
+
+    @struct.dataclass
+    class State(environment.EnvState):
+        pass
+
+    @struct.dataclass
+    class Params(environment.EnvParams):
+        max_steps_in_episode: int = 10
+
+    class Corridor(environment.Environment):
+        default_params = Params()
+
+        def step_env(self, key, state, action, params):
+            state = State(time=state.time + 1)
+            done = (action == 1) | (state.time >= params.max_steps_in_episode)
+            return jnp.zeros(1), state, (action == 1).astype(jnp.float32), done, {"discount": 1.0 - done}
+
+        def reset_env(self, key, params):
+            return jnp.zeros(1), State(time=0)
+
+        def action_space(self, params=None):
+            return spaces.Discrete(2)
+
+        def observation_space(self, params):
+            return spaces.Box(0.0, 1.0, (1,))
+
+    def make_algorithm(config, env, env_params):
+        def act(policy, obs, key, deterministic, mask=None):
+            waits = jnp.zeros(obs.shape[0], jnp.int32)
+            return waits if deterministic else jax.random.bernoulli(key, 0.5, waits.shape).astype(jnp.int32)
+
+        return loop.Algorithm(init=lambda key: {"w": jnp.zeros(1)}, update=lambda s, u: (s, {"episode_return": 0.0}),
+                              act=act, policy_params=lambda s: s, env=env, env_params=env_params, num_updates=2,
+                              steps_per_update=1)
+
+    config = ppo.default_config("CartPole-v1", num_seeds=2, eval_every=1, eval_episodes=64, log_every=0)
+    env = Corridor()
+    program = loop.build(make_algorithm, config, env, env.default_params)
+    metrics = jax.device_get(program.train(devices.seed_keys(0, 2))["metrics"])
+    np.testing.assert_array_equal(metrics["eval_return"], 0.0)
+    assert (metrics["eval_return_sampled"] > 0.9).all(), metrics["eval_return_sampled"]
+    summary = {"eval_return_mean": 0.0, "eval_return_sampled_mean": float(metrics["eval_return_sampled"].mean()),
+               "eval_policy": config.run.eval_policy}
+    first, note = evaluation_lines(summary)
+    sampled = f"{summary['eval_return_sampled_mean']:.2f}"
+    assert first == f"last evaluation, mean over seeds: sampled policy {sampled}, deterministic policy (its mode) 0.00"
+    assert note.startswith(f"note: the deterministic policy returns 0.00 where the sampled one returns {sampled};")
+    assert "(sampled here)" in note
+    assert evaluation_lines({**summary, "eval_return_mean": summary["eval_return_sampled_mean"]})[1:] == []

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import HANG_GUARD, REPO
 
 COMMON = ["--total-timesteps", "1536", "--num-steps", "32", "--eval-every", "2", "--log-every", "4",
           "--no-compile-cache"]
@@ -33,7 +33,7 @@ def clean_env(**extra):
     return {**env, **extra}
 
 
-def run_two_processes(out_dir, args, timeout=300, script="algos/ppo.py"):
+def run_two_processes(out_dir, args, timeout=HANG_GUARD, script="algos/ppo.py"):
     """Launch process 0 and 1 of one run; returns [(returncode, stdout, stderr)] * 2."""
     port = free_port()
     procs = []
@@ -60,7 +60,7 @@ def run_two_processes(out_dir, args, timeout=300, script="algos/ppo.py"):
 def run_one_process(out_dir, args, script="algos/ppo.py"):
     proc = subprocess.run(
         [sys.executable, script, "--out-dir", str(out_dir), *args], cwd=REPO, capture_output=True,
-        text=True, timeout=300, env=clean_env(XLA_FLAGS="--xla_force_host_platform_device_count=2"),
+        text=True, timeout=HANG_GUARD, env=clean_env(XLA_FLAGS="--xla_force_host_platform_device_count=2"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = out_dir.iterdir()
@@ -142,7 +142,7 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
             assert all(p.poll() is None for p in procs), procs[0].communicate()[1][-3000:]
             time.sleep(0.01)  # a busy wait would take a core from the two processes it waits for
         procs[1].send_signal(signal.SIGINT)
-        outputs = [p.communicate(timeout=300) for p in procs]
+        outputs = [p.communicate(timeout=HANG_GUARD) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:

@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import HANG_GUARD
+
 from scanrl.algos import ppo
 from scanrl.common import envs
 
@@ -459,7 +461,7 @@ def mujoco_draws() -> bool:
     failed context can abort the process that asks for it)."""
     probe = ("import mujoco; m = mujoco.MjModel.from_xml_string(\"<mujoco><worldbody><geom size='.1'/>"
              "</worldbody></mujoco>\"); mujoco.Renderer(m, 8, 8).render()")
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=120).returncode == 0
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=HANG_GUARD).returncode == 0
 
 
 @pytest.mark.parametrize("name", sorted(PICTURED))

@@ -161,6 +161,7 @@ def test_best_config_round_trips_through_config(sweep_dir):
     best = json.loads((sweep_dir / "sweep.json").read_text())["best"]["values"]
     config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--config", str(sweep_dir / "best_config.json")])
     saved = json.loads((sweep_dir / "config.json").read_text())
+    assert saved.pop("algo") == "ppo"  # config.json names the algorithm; a Config has no such field
     assert config.learning_rate == best["learning_rate"] and config.gamma == best["gamma"]
     assert config.run.sweep == () and config.run.num_seeds == 2
     now = run.config_dict(config)

@@ -157,7 +157,7 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a mapping of field names to values, not a {type(data).__name__}.")
-    data = {**{k: v for k, v in data.items() if k != "run"}, **(data.get("run") or {})}
+    data = {**{k: v for k, v in data.items() if k not in ("run", "algo")}, **(data.get("run") or {})}
     types, values = _field_types(config_cls), {}
     for key, value in data.items():
         if key in LAUNCH_FIELDS:
@@ -171,6 +171,43 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
         except ValueError as e:
             raise ValueError(f"key '{key}' in {path} must be {e}, got {value!r}.") from None
     return values
+
+
+def run_algorithm(run_dir: str | Path) -> str | None:
+    """The algorithm that wrote a run folder (or None where nothing says): config.json's
+    "algo", else summary.json's, else the folder name's `<algo>__<env>__<time>` prefix."""
+    run_dir = Path(run_dir)
+    for name in ("config.json", "summary.json"):
+        try:
+            algo = json.loads((run_dir / name).read_text()).get("algo")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if algo:
+            return str(algo)
+    return run_dir.name.split("__")[0] if run_dir.name.count("__") >= 2 else None
+
+
+def check_algorithm(argv: list[str], algo: str) -> None:
+    """`--resume` / `--config` of another algorithm's run: one sentence naming that algorithm
+    and the command that continues (or repeats) the run, before its keys are read (they
+    would only say 'unknown key', and suggest the wrong edit)."""
+    resume, config_file = flag_value(argv, "--resume"), flag_value(argv, "--config")
+    if resume:
+        theirs = run_algorithm(resume)
+        if theirs and theirs != algo:
+            fail(f"--resume {resume} is a {theirs} run, not a {algo} one: continue it with "
+                 f"`python -m scanrl.algos.{theirs} --resume {resume}`.")
+    elif config_file and Path(config_file).is_file():
+        try:
+            data = json.loads(Path(config_file).read_text()) if not config_file.endswith((".yaml", ".yml")) else {}
+        except ValueError:
+            return  # read_config_file says what is wrong with it
+        theirs = data.get("algo") if isinstance(data, dict) else None
+        if theirs is None and Path(config_file).name == "config.json" and (Path(config_file).parent / "summary.json").is_file():
+            theirs = run_algorithm(Path(config_file).parent)
+        if theirs and theirs != algo:
+            fail(f"--config {config_file} is the config of a {theirs} run, not a {algo} one: train it with "
+                 f"`python -m scanrl.algos.{theirs} --config {config_file}`.")
 
 
 # Reading argv before tyro does
@@ -309,7 +346,7 @@ HELP_GROUPS = {  # box -> (what it holds, its run settings); the algorithm's own
     "environment": ("the task", ("env", "env_params", "hide_obs", "eval_env_params")),
     "run": ("seeds and devices", ("seed", "num_seeds", "num_devices", "data_parallel", "distributed")),
     "lifecycle": ("evaluation, checkpoints, resume, stop conditions", (
-        "eval_every", "eval_episodes", "checkpoint_every", "resume", "config", "stop_return", "stop_minutes",
+        "eval_every", "eval_episodes", "eval_policy", "checkpoint_every", "resume", "config", "stop_return", "stop_minutes",
         "stop_plateau")),
     "logging": ("progress, run folder, wandb, compile cache",
                 ("log_every", "out_dir", "wandb_mode", "wandb_project", "compile_cache")),
@@ -379,9 +416,14 @@ class RunConfig:
     """drop these components of the (flattened) observation, for training and evaluation: partial
     observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""
     eval_every: int = 50
-    """evaluate the deterministic policy every this many updates, and after the last (0: never)."""
+    """evaluate the policy every this many updates, and after the last (0: never): its sampled
+    actions and its deterministic ones (the mode), both reported."""
     eval_episodes: int = 10
-    """episodes per evaluation (run in parallel)."""
+    """episodes per evaluation and policy (run in parallel)."""
+    eval_policy: Literal["sampled", "deterministic"] = "sampled"
+    """the evaluation --stop-return and --stop-plateau read, the progress shows first and a
+    sweep ranks by: sampled (the policy that trained; Brax's trainers' default) or deterministic
+    (its mode, or argmax; Stable-Baselines3's)."""
     eval_env_params: dict[str, float] = field(default_factory=dict)
     """evaluate on the default env with these parameters instead, e.g. --eval-env-params length 0.7."""
     log_every: int = 10
@@ -397,12 +439,12 @@ class RunConfig:
     """read settings from this JSON or YAML file first (any subset of fields; a run folder's
     config.json reproduces that run); flags given with it win."""
     stop_return: float | None = None
-    """stop once the mean over seeds of the latest evaluation return (episode return with
-    --eval-every 0) reaches this."""
+    """stop once the mean over seeds of the latest evaluation return (of --eval-policy; the
+    episode return with --eval-every 0) reaches this."""
     stop_minutes: float | None = None
     """stop after this many minutes of training (wall clock, this invocation)."""
     stop_plateau: int | None = None
-    """stop when this many evaluations in a row bring no new best mean evaluation return."""
+    """stop when this many evaluations in a row bring no new best mean evaluation return (of --eval-policy)."""
     num_devices: int = 0
     """devices to use (0: all; on CPU one device per core)."""
     data_parallel: int = 1
@@ -440,6 +482,11 @@ class RunConfig:
             raise ValueError(f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}.")
 
     @property
+    def eval_metric(self) -> str:
+        """The metric of the evaluation that --eval-policy names."""
+        return "eval_return_sampled" if self.eval_policy == "sampled" else "eval_return"
+
+    @property
     def has_stop_condition(self) -> bool:
         return any(v is not None for v in (self.stop_return, self.stop_minutes, self.stop_plateau))
 
@@ -448,7 +495,7 @@ RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
 # What each run setting touches, declared here once; every consumer reads these sets.
 LAUNCH_FIELDS = frozenset({"config", "resume"})  # how a run was started, not what it is: not in config.json
 OUTPUT_FIELDS = frozenset({"out_dir", "wandb_mode", "wandb_project", "compile_cache", "checkpoint_every", "distributed"})
-STOP_FIELDS = frozenset({"stop_return", "stop_minutes", "stop_plateau"})
+STOP_FIELDS = frozenset({"stop_return", "stop_minutes", "stop_plateau", "eval_policy"})  # read between chunks
 # The compiled program is the same whatever these are (common/harness/programs.py's key leaves them out).
 NOT_IN_PROGRAM = LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS | {"seed"}
 # --resume may change these: they change nothing a run computes (total_timesteps may only grow).

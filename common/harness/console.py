@@ -9,10 +9,13 @@ process 0 of a multi-process run shows anything.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import sys
+import tempfile
 import time
+from typing import Any
 
 import jax
 
@@ -48,25 +51,32 @@ def fit(*candidates: list[str], width: int = WIDTH) -> str:
 
 class Compiling:
     """From the start of tracing until the first state exists: a spinner on a terminal,
-    one "compiling…" line otherwise. `stop()` is safe to call at any time, twice included."""
+    one "compiling… <what>" line otherwise. The spinner keeps its elapsed seconds and, where
+    an earlier compile of the same algorithm and env took a known time, "last time 0:42",
+    visible at any width: `what` is cut to the terminal instead. `stop()` is safe to call at
+    any time, twice included."""
 
     def __init__(self) -> None:
         self._live = None
         self.started = None
 
-    def start(self, what: str) -> None:
+    def start(self, what: str, last_seconds: float | None = None) -> None:
         self.stop()
         self.started = time.perf_counter()
         if jax.process_index() != 0:
             return
+        past = f"last time {clock(last_seconds)}" if last_seconds else ""
         if not interactive():
-            print(f"compiling… {what}", flush=True)
+            print(f"compiling… {what}" + (f" ({past})" if past else ""), flush=True)
             return
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        self._live = Progress(SpinnerColumn(), TextColumn("compiling… {task.description}"), TimeElapsedColumn(),
+        self._live = Progress(SpinnerColumn(), TimeElapsedColumn(), TextColumn(past), TextColumn("{task.description}"),
                               transient=True)
-        self._live.add_task(what, total=None)
+        # spinner 1, elapsed 7, the estimate, 1 space between columns; what is left holds `what`
+        room = self._live.console.width - 1 - 7 - (len(past) + 1 if past else 0) - 3
+        text = f"compiling… {what}"
+        self._live.add_task(text if len(text) <= room else text[:max(room - 1, 10)] + "…", total=None)
         self._live.start()
 
     def stop(self, said: str | None = None) -> None:
@@ -81,22 +91,81 @@ class Compiling:
 COMPILING = Compiling()  # one compile at a time per process
 
 
+class NativeStderr:
+    """While XLA compiles: what C++ writes to file descriptor 2 (the "slow_operation_alarm ...
+    Very slow compile?" lines, which would print into the spinner) goes to a temporary file,
+    kept as `text` on exit; Python's own sys.stderr stays on the terminal. The run writes
+    `text` to its folder's compile.log."""
+
+    def __enter__(self):
+        self.text, self._python = "", None
+        sys.stderr.flush()
+        self._saved, self._file = os.dup(2), tempfile.TemporaryFile()
+        os.dup2(self._file.fileno(), 2)
+        try:
+            python_on_fd2 = sys.stderr.fileno() == 2
+        except (AttributeError, OSError, ValueError):  # pytest's capture, a StringIO: not fd 2
+            python_on_fd2 = False
+        if python_on_fd2:
+            self._python = sys.stderr
+            sys.stderr = io.TextIOWrapper(os.fdopen(os.dup(self._saved), "wb"), write_through=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self._python is not None:
+            sys.stderr.close()
+            sys.stderr = self._python
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.text = self._file.read().decode(errors="replace")
+        self._file.close()
+        if exc[0] is not None and exc[0] is not KeyboardInterrupt and not issubclass(exc[0], KeyboardInterrupt):
+            sys.stderr.write(self.text)  # a failed compile: what XLA said may be why
+
+
 class Bar:
-    """rich's progress bar over a run's updates (total None: a run until a stop condition)."""
+    """rich's progress bar over a run's updates (total None: a run until a stop condition):
+    `label  [bar]  done/total updates  elapsed  ETA  texts...`, laid out for the terminal's
+    width at every update. The update count, the elapsed time (rich's, ticking between
+    updates), the ETA and the first text (the latest return) stay at any width from 60
+    columns; the label, the word "updates", the last texts and the bar's length give way
+    first, in that order (rich would otherwise cut the count and the ETA)."""
 
-    def __init__(self, label: str, total: int | None, done: int):
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+    def __init__(self, label: str, total: int | None, done: int, screen: Any = None):
+        """screen: a rich Console to draw on (default: the terminal)."""
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._progress = Progress(
-            TextColumn(f"[bold]{label}[/]"), BarColumn(bar_width=24), MofNCompleteColumn(), TextColumn("updates"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
-        )
-        self._task = self._progress.add_task(label, total=total, completed=done, stats="")
+        self.label, self.total = label, total
+        self._progress = Progress(TextColumn("{task.fields[head]}"), BarColumn(bar_width=24),
+                                  TextColumn("{task.fields[count]}"), TimeElapsedColumn(), TextColumn("{task.fields[tail]}"),
+                                  console=screen)
+        self._bar = self._progress.columns[1]
+        self._task = self._progress.add_task(label, total=total, completed=done, head="", count="", tail="")
+        self.update(done, math.nan, [])
         self._progress.start()
 
-    def update(self, done: int, stats: str) -> None:
-        self._progress.update(self._task, completed=done, stats=stats)
+    def layout(self, done: int, eta_seconds: float, texts: list[str], width: int) -> tuple[str, int, str, str]:
+        """(head, bar length, count, tail) for a terminal `width` columns wide: the fullest
+        line that fits (see the class docstring for what gives way first)."""
+        count = f"{done}/{self.total}" if self.total else f"{done}"
+        left = f"ETA {clock(eta_seconds)}" if math.isfinite(eta_seconds) else "ETA -:--"
+        texts = [t for t in texts if t]
+        tries = [(self.label, 24, " updates", texts), ("", 24, " updates", texts), ("", 24, "", texts)]
+        tries += [("", 24, "", texts[:n]) for n in range(len(texts) - 1, 0, -1)]
+        tries += [("", bar, "", texts[:1]) for bar in (16, 10)]
+        for head, bar, word, kept in tries:
+            tail = "  ".join([left, *kept])
+            # columns: head, bar, count, elapsed (h:mm:ss, 7), tail; one space between each
+            used = (len(head) + 1 if head else 1) + bar + 1 + len(count + word) + 1 + 7 + 1 + len(tail)
+            if used <= width:
+                break
+        return head, bar, count + word, tail
+
+    def update(self, done: int, eta_seconds: float, texts: list[str]) -> None:
+        head, bar, count, tail = self.layout(done, eta_seconds, texts, self._progress.console.width)
+        self._bar.bar_width = bar
+        self._progress.update(self._task, completed=done, head=head, count=count, tail=tail)
 
     def stop(self) -> None:
         self._progress.stop()

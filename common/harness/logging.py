@@ -33,6 +33,9 @@ def _finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+EVAL_METRICS = frozenset({"eval_return", "eval_return_sampled"})  # the deterministic and the sampled policy's
+
+
 def _last_finite(x: np.ndarray) -> np.ndarray:
     """Per row of [seeds, n], the last non-NaN value (NaN if none)."""
     out = np.full(x.shape[0], np.nan)
@@ -62,6 +65,28 @@ def latest_mean(x: np.ndarray | None) -> float | None:
         return None
     columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
     return float(nanmean(x[:, columns[-1]])) if columns.size else None
+
+
+def evaluation_lines(summary: dict[str, Any]) -> list[str]:
+    """The final table's evaluation: both policies' latest mean return, --eval-policy's first,
+    and one more line where they differ widely (an argmax policy that loops where its samples
+    reach the goal; a mode that never explores its way out)."""
+    sampled, mode = summary.get("eval_return_sampled_mean"), summary.get("eval_return_mean")
+    if sampled is None and mode is None:
+        return []
+    parts = [("sampled policy", sampled), ("deterministic policy (its mode)", mode)]
+    if summary.get("eval_policy") == "deterministic":
+        parts.reverse()
+    lines = ["last evaluation, mean over seeds: " + ", ".join(f"{n} {v:.2f}" for n, v in parts if v is not None)]
+    if sampled is not None and mode is not None and differ_widely(sampled, mode):
+        lines.append(f"note: the deterministic policy returns {mode:.2f} where the sampled one returns {sampled:.2f}; "
+                     f"--eval-policy picks the one the stop conditions read ({summary.get('eval_policy')} here).")
+    return lines
+
+
+def differ_widely(a: float, b: float) -> bool:
+    """Two returns more than 25% of the larger magnitude apart (and not both about 0)."""
+    return abs(a - b) > 0.25 * max(abs(a), abs(b)) and abs(a - b) > 1e-3
 
 
 def final_returns(episode_return: np.ndarray) -> np.ndarray:
@@ -115,13 +140,15 @@ class RunLogger:
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed, self.progress = first_seed, progress
         self.active = jax.process_index() == 0
-        self._bar, self._resumed_at, self._session_seconds, self._last_eval = None, resume_update, 0.0, ""
+        self._bar, self._resumed_at, self._session_seconds, self._last_eval = None, resume_update, 0.0, ("", "")
+        # the evaluation shown first (and read by the stop conditions): --eval-policy's
+        self.eval_policy = config.get("eval_policy", "sampled")
         self.run_dir = Path(run_dir) if run_dir else new_run_dir(out_dir, algo, env)
         self._wandb = None
         if not self.active:
             return
         self.run_dir.mkdir(parents=True, exist_ok=bool(run_dir))
-        (self.run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
+        (self.run_dir / "config.json").write_text(json.dumps({"algo": algo, **config}, indent=2, default=str) + "\n")
         progress_file = self.run_dir / "progress.jsonl"
         self._seconds = 0.0  # training seconds so far (compile excluded), over every resume
         if run_dir and progress_file.exists():  # drop what was logged after the checkpoint: it is redone
@@ -164,9 +191,9 @@ class RunLogger:
         steps = updates_done * self.steps_per_update
         sps = n * self.steps_per_update * self.num_seeds / seconds if seconds > 0 else float("nan")
         with np.errstate(all="ignore"):  # a metric that is NaN over the whole chunk stays NaN
-            table = {k: nanmean(v, axis=1) for k, v in metrics.items() if k != "eval_return"}
-            if "eval_return" in metrics:  # the chunk's latest evaluation
-                table["eval_return"] = _last_finite(metrics["eval_return"])
+            table = {k: nanmean(v, axis=1) for k, v in metrics.items() if k not in EVAL_METRICS}
+            for k in EVAL_METRICS & set(metrics):  # the chunk's latest evaluation
+                table[k] = _last_finite(metrics[k])
         self._session_seconds += seconds
         remaining = self.num_updates - updates_done if self.num_updates else None
         eta = console.eta(self._session_seconds, updates_done - self._resumed_at, remaining)
@@ -175,7 +202,7 @@ class RunLogger:
         average = (updates_done - self._resumed_at) * self.steps_per_update * self.num_seeds / self._session_seconds \
             if self._session_seconds > 0 else float("nan")
         if self._bar is not None:
-            self._bar.update(updates_done, self._stats(average, table))
+            self._bar.update(updates_done, eta, self._stats(average, table))
         elif self.progress:
             print(self._line(updates_done, steps, average, table, eta), flush=True)
         self._seconds += seconds
@@ -206,35 +233,45 @@ class RunLogger:
         seed = f"seed_{self.first_seed + i % self.seeds_per_config}"
         return f"config_{i // self.seeds_per_config}/{seed}" if self.num_configs > 1 else seed
 
-    @staticmethod
-    def _returns(table: dict[str, np.ndarray]) -> tuple[str, str, str]:
-        """('return 123.4' or 'return -', ' [min, max]' over seeds, 'eval 500.0' or '')."""
-        ret, evals = table.get("episode_return"), table.get("eval_return")
-        shown, spread, evaluated = "return -", "", ""
+    def _returns(self, table: dict[str, np.ndarray]) -> tuple[str, str, str, str]:
+        """('return 123.4' or 'return -', '[min, max]' over seeds, 'eval 500.0' (of --eval-policy)
+        or '', the other policy's evaluation 'mode 9.5' / 'sampled 500.0' or '')."""
+        ret = table.get("episode_return")
+        shown, spread, evaluated, other = "return -", "", "", ""
         if ret is not None and not np.all(np.isnan(ret)):
             shown = f"return {_short(nanmean(ret))}"
             spread = f"[{_short(np.nanmin(ret))}, {_short(np.nanmax(ret))}]" if ret.size > 1 else ""
-        if evals is not None and not np.all(np.isnan(evals)):
-            evaluated = f"eval {_short(nanmean(evals))}"
-        return shown, spread, evaluated
+        first, second, name = ("eval_return_sampled", "eval_return", "mode") if self.eval_policy == "sampled" else \
+            ("eval_return", "eval_return_sampled", "sampled")
+        for key, label in ((first, "eval"), (second, name)):
+            values = table.get(key)
+            if values is not None and not np.all(np.isnan(values)):
+                text = f"{label} {_short(nanmean(values))}"
+                evaluated, other = (text, other) if key == first else (evaluated, text)
+        return shown, spread, evaluated, other
 
-    def _stats(self, sps: float, table: dict[str, np.ndarray]) -> str:
-        """The bar's text after it: env steps/s, the latest return and evaluation."""
-        shown, _, evaluated = self._returns(table)
-        self._last_eval = evaluated = evaluated or self._last_eval  # the bar keeps the latest evaluation
+    def _stats(self, sps: float, table: dict[str, np.ndarray]) -> list[str]:
+        """The bar's texts after the update count, elapsed time and ETA, the most important
+        first: the latest return, evaluation (the bar keeps the latest), the other policy's
+        evaluation, env steps/s."""
+        shown, _, evaluated, other = self._returns(table)
+        self._last_eval = evaluated, other = (evaluated, other) if evaluated else self._last_eval
         speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
-        return "  ".join(t for t in (speed, shown, evaluated) if t)
+        return [shown, evaluated, other, speed]
 
     def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray], eta: float) -> str:
         """One plain progress line of at most console.WIDTH characters: what does not fit is
-        left out, steps per seed first, then the spread over seeds, the ETA, the evaluation."""
+        left out, steps per seed first, then the spread over seeds, the other policy's
+        evaluation, the ETA, the evaluation."""
         total = f"/{self.num_updates}" if self.num_updates else ""
         head = f"[{self.algo} {self.env}] update {update}{total}"
         speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
-        shown, spread, evaluated = self._returns(table)
+        shown, spread, evaluated, other = self._returns(table)
+        evals = f"{evaluated} ({other})" if evaluated and other else evaluated
         left = f"ETA {console.clock(eta)}" if math.isfinite(eta) else ""
-        return console.fit([head, f"{console.si(steps)} steps/seed", speed, f"{shown} {spread}".strip(), evaluated, left],
-                           [head, speed, f"{shown} {spread}".strip(), evaluated, left],
+        return console.fit([head, f"{console.si(steps)} steps/seed", speed, f"{shown} {spread}".strip(), evals, left],
+                           [head, speed, f"{shown} {spread}".strip(), evals, left],
+                           [head, speed, shown, evals, left],
                            [head, speed, shown, evaluated, left],
                            [head, speed, shown, evaluated],
                            [head, speed, shown])
@@ -258,9 +295,8 @@ class RunLogger:
         self.stop_display()
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         final = final_returns(metrics["episode_return"])  # over the updates trained
-        eval_return_mean = None
-        if "eval_return" in metrics and not np.all(np.isnan(metrics["eval_return"])):
-            eval_return_mean = _finite_or_none(latest_mean(metrics["eval_return"]))
+        latest = {k: _finite_or_none(latest_mean(metrics[k])) if k in metrics and not np.all(np.isnan(metrics[k]))
+                  else None for k in ("eval_return", "eval_return_sampled")}
         # This process's steps: a resumed run's earlier updates took none of run_seconds.
         steps_all_seeds = (total_timesteps - self._resumed_at * self.steps_per_update) * self.num_seeds
         summary = {
@@ -272,7 +308,9 @@ class RunLogger:
             "final_return_per_seed": [_finite_or_none(x) for x in final],
             "final_return_mean": _finite_or_none(nanmean(final)),
             "final_return_std": _finite_or_none(np.nanstd(final)) if not np.all(np.isnan(final)) else None,
-            "eval_return_mean": eval_return_mean,
+            "eval_return_mean": latest["eval_return"],  # the deterministic policy's
+            "eval_return_sampled_mean": latest["eval_return_sampled"],
+            "eval_policy": self.eval_policy,  # the one the stop conditions read
             "env_steps_per_second": steps_all_seeds / run_seconds,
             "compile_seconds": compile_seconds,
             "run_seconds": run_seconds,
@@ -312,8 +350,9 @@ class RunLogger:
             mean, std = summary["final_return_mean"], summary["final_return_std"]
             if mean is not None:
                 print(f"  mean {mean:10.2f}  std {std:.2f}", file=out)
-        if summary["eval_return_mean"] is not None and self.num_configs == 1:
-            print(f"  last evaluation (deterministic policy), mean over seeds: {summary['eval_return_mean']:.2f}", file=out)
+        if self.num_configs == 1:
+            for line in evaluation_lines(summary):
+                print(f"  {line}", file=out)
         print(
             f"  {summary['env_steps_per_second']:,.0f} env steps/s (all seeds, compile excluded); "
             f"compile {summary['compile_seconds']:.1f} s; wall {summary['wall_seconds']:.1f} s",

@@ -21,9 +21,12 @@ axis on it (`envs.shard_envs`), and the partitioner splits that work and inserts
 reductions. The algorithm's code is the same single-device code either way.
 
 Evaluation lives here, the same for every algorithm: every `eval_every` updates and after
-the last, `eval_episodes` episodes of `act(..., deterministic=True)` on the evaluation
-env (`--eval-env-params`), keyed by `fold_in(fold_in(seed key, EVAL_STREAM), update)`,
-so it never draws from the training randomness and can be replayed from a run folder.
+the last, `eval_episodes` episodes of the deterministic policy (`act(..., deterministic=True)`,
+metric `eval_return`) and as many of the sampled one (`deterministic=False`, metric
+`eval_return_sampled`) on the evaluation env (`--eval-env-params`), keyed by
+`fold_in(fold_in(seed key, EVAL_STREAM), update)` (the sampled ones fold in SAMPLED_TAG
+too), so it never draws from the training randomness and can be replayed from a run folder.
+The two can differ widely: an argmax policy may loop where its samples reach the goal.
 
 No host callbacks: every program can be stored by JAX's persistent compilation cache.
 """
@@ -46,6 +49,7 @@ from scanrl.common import envs
 from scanrl.common.harness import devices, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
+SAMPLED_TAG = 1  # fold_in tag of the sampled policy's evaluation keys (the deterministic one keeps its own)
 
 
 class Algorithm(NamedTuple):
@@ -136,8 +140,13 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
     seed (one sweep row): the algorithm's update, the non-finite watch and the evaluation."""
 
     def evaluate(algo, train_state, key):
-        carry, act = acting(algo, algo.policy_params(train_state), True, eval_env.num_envs)
-        return envs.evaluate(eval_env, act, key, carry)
+        """(deterministic, sampled) mean evaluation returns."""
+        policy = algo.policy_params(train_state)
+        returns = []
+        for deterministic, policy_key in ((True, key), (False, jax.random.fold_in(key, SAMPLED_TAG))):
+            carry, act = acting(algo, policy, deterministic, eval_env.num_envs)
+            returns.append(envs.evaluate(eval_env, act, policy_key, carry))
+        return tuple(returns)
 
     def init_one(key, hp):
         return SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp)
@@ -152,7 +161,9 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
         if run.eval_every:
             due = ((u + 1) % run.eval_every == 0) | (u == num_updates - 1)
             key = jax.random.fold_in(state.eval_key, u)
-            metrics["eval_return"] = jax.lax.cond(due, lambda: evaluate(algo, train, key), lambda: jnp.float32(jnp.nan))
+            nan = jnp.float32(jnp.nan)
+            metrics["eval_return"], metrics["eval_return_sampled"] = jax.lax.cond(
+                due, lambda: evaluate(algo, train, key), lambda: (nan, nan))
         return state._replace(train=train), {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
 
     return init_one, update_one

@@ -177,6 +177,21 @@ def _write(path: Path, content: Any) -> None:
                   f"the next start compiles again.", file=sys.stderr)
 
 
+def past_compile_seconds(label: str) -> float | None:
+    """Seconds the last compile of `label` (algorithm and env) took here, or None: the compile
+    spinner's estimate."""
+    where = folder()
+    times = _read(where / "compile-seconds.pkl") if where else None
+    return times.get(label) if isinstance(times, dict) else None
+
+
+def remember_compile_seconds(label: str, seconds: float) -> None:
+    where = folder()
+    if where is not None:
+        times = _read(where / "compile-seconds.pkl")
+        _write(where / "compile-seconds.pkl", {**(times if isinstance(times, dict) else {}), label: seconds})
+
+
 @functools.cache
 def lapack_ready() -> None:
     """Set up jaxlib's LAPACK kernels in this process. A kept program may call them (MuJoCo

@@ -39,7 +39,8 @@ import tyro
 
 from scanrl.common.harness import checkpoint, console, devices, loop, programs, sweeps
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
-    INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_budget, check_flag_names,
+    INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_algorithm, check_budget,
+    check_flag_names,
     check_pairs,
     check_values, fail, flag, flag_value, grouped_help, read_config_file, tyro_error_sentence, updates_for, whole_numbers,
 )
@@ -56,10 +57,14 @@ def config_dict(config: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str, argv: list[str] | None = None):
+def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str, argv: list[str] | None = None,
+                 algo: str | None = None):
     """`--resume RUN_DIR` / `--config FILE`, then flags -> Config. `default_config(env, **values)`
-    supplies the defaults (presets for the env, then the file's values) that --help shows."""
+    supplies the defaults (presets for the env, then the file's values) that --help shows;
+    `algo`: the algorithm's name, which a resumed folder or config file must match."""
     argv = sys.argv[1:] if argv is None else argv
+    if algo is not None:
+        check_algorithm(argv, algo)
     if devices.distributed_requested(argv):
         devices.initialize_distributed()  # before anything below touches JAX
     else:
@@ -119,17 +124,15 @@ def check_resume(saved: dict[str, Any], config: Any) -> None:
 def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: Callable, doc: str,
          argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
     """An algorithm file's command line: parse, check, train, write. Returns summary.json's content.
-    Ctrl-C / SIGTERM at any moment of it is honoured (Signals)."""
+    Ctrl-C / SIGTERM at any moment of it is honoured (Signals): parsing, the checks and lowering
+    run on a worker thread (`interruptible`) so that this one only waits, and sees a signal at once."""
     with Signals() as signals:
         try:
-            config = parse_config(config_cls, default_config, doc, argv)
+            config = interruptible(lambda: parse_config(config_cls, default_config, doc, argv, algo), signals)
             if config.run.sweep and config.run.sweep_mode == "loop":
                 summary = loop_sweep(algo, config, make_algorithm, extra_summary, signals)
             else:
-                try:
-                    prepared = prepare(config, make_algorithm)
-                except ValueError as e:
-                    fail(str(e))
+                prepared = interruptible(lambda: prepare_or_fail(config, make_algorithm), signals)
                 summary = execute(algo, config, prepared, extra_summary=extra_summary, signals=signals)
         except Interrupted as e:
             stop_before_training(e.sig)
@@ -138,6 +141,14 @@ def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: 
     if summary["exit_code"]:
         raise SystemExit(summary["exit_code"])
     return summary
+
+
+def prepare_or_fail(config: Any, make_algorithm: Callable) -> Prepared:
+    """`prepare`, with a ValueError as the command line's one sentence and exit code 2."""
+    try:
+        return prepare(config, make_algorithm)
+    except ValueError as e:
+        fail(str(e))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +271,8 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
         raise ValueError(f"--resume {run.resume}: the run already trained all {program.num_updates} updates; "
                          f"raise --total-timesteps to extend it.")
-    console.COMPILING.start(_what_compiles(config, program))  # tracing, lowering, compiling: seconds (cached: ~1)
+    # tracing, lowering, compiling: seconds (cached: ~1); "last time" where this algorithm and env compiled before
+    console.COMPILING.start(_what_compiles(config, program), programs.past_compile_seconds(compile_label(config)))
     t0 = time.perf_counter()
     num_local = len(program.layout.mesh.local_devices)
     source = programs.source_key(config_dict(config), sweep.values if sweep else None, make_algorithm,
@@ -309,6 +321,12 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
             f"of {program.steps_per_update:,} env steps; {folder}")
 
 
+def compile_label(config: Any) -> str:
+    """'<algorithm file> <env>': the programs whose past compile time estimates this one's."""
+    module = sys.modules.get(type(config).__module__)
+    return f"{Path(getattr(module, '__file__', None) or type(config).__module__).stem} {config.env}"
+
+
 def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> None:
     if ckpt is not None:
         try:
@@ -332,13 +350,17 @@ class Interrupted(KeyboardInterrupt):
 class Signals:
     """Ctrl-C / SIGTERM from the start of `main` to the end of the run.
 
-    Before training (parsing, lowering, compiling, loading kept programs) nothing is computed
-    that could be kept, so the first signal raises Interrupted at once: `main` says one line
-    and exits 130 / 143 with no run folder written (a resumed run's folder stays as it was).
-    Once training (`training = True`), the first asks the driver to stop after the current
-    chunk (it checkpoints and writes everything); a second one exits at once. The handlers
-    replace an inherited "ignore" too (a script's background job starts with SIGINT ignored),
-    so the key does the same wherever the run was started."""
+    The handler only records the signal: an exception raised from a handler lands in whatever
+    Python code the main thread runs, and where that is a gc callback, a `__del__` or a weakref
+    finaliser, Python prints and drops it, and the interrupt is lost. The main thread looks at
+    the record at its own wait points instead. Before training (parsing, lowering, compiling,
+    loading kept programs, all on a worker thread while the main thread waits: `interruptible`)
+    nothing is computed that could be kept: the wait raises Interrupted at once, and `main`
+    says one line and exits 130 / 143 with no run folder written (a resumed run's folder stays
+    as it was). Once training (`training = True`), the driver stops after the chunk in flight
+    (it checkpoints and writes everything); a second signal exits at once. The handlers replace
+    an inherited "ignore" too (a script's background job starts with SIGINT ignored), so the
+    key does the same wherever the run was started."""
 
     NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
@@ -351,12 +373,15 @@ class Signals:
                 self.previous[sig] = signal.signal(sig, self._handle)
         return self
 
-    def _handle(self, sig, frame):  # no printing here: the main thread may be inside print()
+    def _handle(self, sig, frame):  # record only: no raising, no printing (the main thread may be inside print())
         if self.received is not None:
             os._exit(128 + sig)  # the second one: leave now (the last checkpoint stays)
         self.received = sig
-        if not self.training:
-            raise Interrupted(sig)
+
+    def check(self) -> None:
+        """At a wait point before training: Interrupted if a signal arrived."""
+        if self.received is not None and not self.training:
+            raise Interrupted(self.received)
 
     def announce(self) -> None:
         """Say once, between chunks, that a signal arrived."""
@@ -370,13 +395,15 @@ class Signals:
             signal.signal(sig, handler)
 
 
-_COMPILING: list[threading.Event] = []  # set when its compile has returned (see interruptible)
+_WORKING: list[threading.Event] = []  # set when its work has returned (see interruptible)
 
 
-def interruptible(work: Callable[[], Any]) -> Any:
-    """work(), run on a worker thread while this one waits in short slices. XLA compiles in
-    C++ without returning to Python, so a signal handler could not run (nor the run stop)
-    until the compile ends; waiting here it runs at once. (An Event, not Thread.join: in
+def interruptible(work: Callable[[], Any], signals: Signals | None = None) -> Any:
+    """work(), run on a worker thread while this one waits in short slices and checks
+    `signals` (Interrupted as soon as one arrived before training). Tracing, lowering and
+    XLA's compile run for seconds to minutes without returning to this thread's code, so a
+    signal could not be seen (nor the run stop) until they end. The worker's exception,
+    SystemExit of a refused flag included, is raised here. (An Event, not Thread.join: in
     Python 3.11 a join interrupted by a handler's exception marks the thread stopped.)"""
     out: dict[str, Any] = {}
     finished = threading.Event()
@@ -389,11 +416,14 @@ def interruptible(work: Callable[[], Any]) -> Any:
         finally:
             finished.set()
 
-    _COMPILING.append(finished)
-    threading.Thread(target=target, name="scanrl-compile", daemon=True).start()
+    _WORKING.append(finished)
+    threading.Thread(target=target, name="scanrl-start", daemon=True).start()
     while not finished.wait(0.05):
-        pass
-    _COMPILING.remove(finished)
+        if signals is not None:
+            signals.check()
+    _WORKING.remove(finished)
+    if signals is not None:
+        signals.check()  # one that came as the work ended: still before training
     if "error" in out:
         raise out["error"]
     return out["value"]
@@ -406,8 +436,8 @@ def stop_before_training(sig: int) -> typing.NoReturn:
     sys.stderr.flush()
     code = 128 + sig
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    if any(not finished.is_set() for finished in _COMPILING) and main_file:
-        os._exit(code)  # a compile still runs in C++ on its thread: a normal exit would wait for it or crash
+    if any(not finished.is_set() for finished in _WORKING) and main_file:
+        os._exit(code)  # the worker still traces or compiles (in C++): a normal exit would wait for it or crash
     raise SystemExit(code)
 
 
@@ -425,7 +455,7 @@ class StopConditions:
     def check(self, metrics: dict[str, np.ndarray]) -> str | None:
         """metrics: name -> [seeds, n] of one chunk. Returns the condition that holds, or None."""
         run, reached = self.run, None
-        evals = metrics.get("eval_return")
+        evals = metrics.get(run.eval_metric)
         for column in range(evals.shape[1]) if evals is not None else ():
             if np.isnan(evals[:, column]).all():
                 continue
@@ -519,12 +549,17 @@ def seconds_since_process_start() -> float:
 def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None,
              run_dir: Path | None, signals: Signals) -> dict:
     t0 = time.perf_counter()
-    start, advance, metric_names = interruptible(prepared.compile)  # the run folder comes after: see Signals
+    with console.NativeStderr() as xla:
+        start, advance, metric_names = interruptible(prepared.compile, signals)  # the run folder comes after
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
+    if prepared.cache in ("miss", "off"):  # compiled here (not loaded): the next start's estimate
+        programs.remember_compile_seconds(compile_label(config), compile_seconds)
     signals.training = True
     logger = _logger(algo, config, prepared.program, run_dir, checkpoint.update_of(prepared.checkpoint)
                      if prepared.checkpoint is not None else 0)
     signals.say = logger.say
+    if xla.text.strip() and logger.active:
+        (logger.run_dir / "compile.log").write_text(xla.text)
     t0 = time.perf_counter()
     try:
         progress = _first_state(config.run, prepared, start, metric_names, logger)
@@ -560,10 +595,18 @@ def _first_state(run: RunConfig, prepared: Prepared, start: Callable, metric_nam
     else:
         state = start(row_keys(run, prepared.program))
     return Progress(
-        state=state, done=done, chunks=[{k: extra[f"metric_{k}"] for k in metric_names}] if done else [],
+        state=state, done=done, chunks=[_saved_metrics(extra, metric_names)] if done else [],
         resumed_from=[int(u) for u in extra.get("resumed_from", [])] + ([done] if done else []),
         stops=StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0))),
     )
+
+
+def _saved_metrics(extra: dict, metric_names: list[str]) -> dict[str, np.ndarray]:
+    """A checkpoint's metrics so far [rows, done]; NaN for one it predates (a checkpoint of a
+    version without the sampled evaluation: that metric starts at the resume)."""
+    shape = np.shape(next(v for k, v in extra.items() if k.startswith("metric_")))
+    return {k: extra[f"metric_{k}"] if f"metric_{k}" in extra else np.full(shape, np.nan, np.float32)
+            for k in metric_names}
 
 
 def _save_checkpoint(logger: RunLogger, progress: Progress, metric_names: list[str]) -> None:
@@ -639,7 +682,7 @@ def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable 
     )
     if logger.active and program.sweep:
         shaped = {k: list(v.reshape(program.sweep.size, run.num_seeds, -1)) for k, v in metrics.items()}
-        write_sweep(logger.run_dir, program.sweep, shaped["episode_return"], shaped.get("eval_return"), config,
+        write_sweep(logger.run_dir, program.sweep, shaped["episode_return"], shaped.get(run.eval_metric), config,
                     [program.steps_per_update] * program.sweep.size)
     elif logger.active:
         draw_curves(logger.run_dir)
@@ -680,7 +723,8 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
     else:
         sweep_dir = new_run_dir(run.out_dir, algo, config.env)
         sweep_dir.mkdir(parents=True)
-        (sweep_dir / "config.json").write_text(json.dumps(config_dict(config), indent=2, default=str) + "\n")
+        (sweep_dir / "config.json").write_text(json.dumps({"algo": algo, **config_dict(config)}, indent=2, default=str)
+                                               + "\n")
     summaries, exit_code = [], 0
     for c, setting in enumerate(settings):
         sub = sweep_dir / f"config_{c}"
@@ -695,7 +739,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
         print(f"sweep config {c + 1}/{sweep.size}: "
               + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()), flush=True)
         try:
-            prepared = prepare(setting, make_algorithm)
+            prepared = interruptible(lambda: prepare(setting, make_algorithm), signals)
             summary = execute(algo, setting, prepared, extra_summary, run_dir=sub, signals=signals)
         except ValueError as e:
             fail(f"sweep config {c} ({sweep.config_values(c)}): {e}")
@@ -731,7 +775,8 @@ def _report_loop_sweep(sweep_dir: Path, sweep: sweeps.Sweep, done: list[dict], c
     part = sweeps.Sweep({k: v[:len(done)] for k, v in sweep.values.items()}, sweep.log_fields)
     loaded = [np.load(sweep_dir / f"config_{c}" / "metrics.npz") for c in range(len(done))]
     returns = [m["episode_return"] for m in loaded]
-    evals = [m["eval_return"] for m in loaded] if all("eval_return" in m.files for m in loaded) else None
+    metric = config.run.eval_metric
+    evals = [m[metric] for m in loaded] if all(metric in m.files for m in loaded) else None
     write_sweep(sweep_dir, part, returns, evals, config, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
     if len({r.shape for r in returns}) == 1:
         np.savez(sweep_dir / "metrics.npz", **{k: np.stack([m[k] for m in loaded]) for k in loaded[0].files})

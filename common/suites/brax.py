@@ -32,8 +32,12 @@ def brax_envs():
     return envs
 
 
+TEST_ENVS = {"fast"}  # in Brax's registry for Brax's own tests: no physics to learn
+
+
 def NAMES() -> list[str]:
-    return sorted(brax_envs()._envs)  # Brax's registry (brax.envs.register_environment adds to it)
+    # Brax's registry (brax.envs.register_environment adds to it), without its test envs
+    return sorted(set(brax_envs()._envs) - TEST_ENVS)
 
 
 class BraxEnv(RawStateEnv):
