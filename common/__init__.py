@@ -15,5 +15,10 @@ def quiet_start() -> None:
         os.write(1, f"{name} before training started: stopped, nothing was written.\n".encode())
         os._exit(128 + sig)
 
+    global QUIET_HANDLER
+    QUIET_HANDLER = leave
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, leave)
+
+
+QUIET_HANDLER = None  # quiet_start's handler: run.main's Signals does not put it back when the run ends

@@ -364,7 +364,7 @@ def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
                "eval_policy": config.run.eval_policy}
     first, note = evaluation_lines(summary)
     sampled = f"{summary['eval_return_sampled_mean']:.2f}"
-    assert first == f"last evaluation, mean over seeds: sampled policy {sampled}, deterministic policy (its mode) 0.00"
+    assert first == f"last evaluation, mean over seeds: sampled {sampled}, deterministic 0.00"
     assert note.startswith(f"note: the deterministic policy returns 0.00 where the sampled one returns {sampled};")
     assert "(sampled here)" in note
     assert evaluation_lines({**summary, "eval_return_mean": summary["eval_return_sampled_mean"]})[1:] == []

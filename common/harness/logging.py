@@ -74,7 +74,7 @@ def evaluation_lines(summary: dict[str, Any]) -> list[str]:
     sampled, mode = summary.get("eval_return_sampled_mean"), summary.get("eval_return_mean")
     if sampled is None and mode is None:
         return []
-    parts = [("sampled policy", sampled), ("deterministic policy (its mode)", mode)]
+    parts = [("sampled", sampled), ("deterministic", mode)]
     if summary.get("eval_policy") == "deterministic":
         parts.reverse()
     lines = ["last evaluation, mean over seeds: " + ", ".join(f"{n} {v:.2f}" for n, v in parts if v is not None)]
