@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import HANG_GUARD, REPO
 from test_lifecycle import assert_same_run, signal_after_checkpoint
 
 from scanrl.common.harness import bench, stats
@@ -121,6 +121,8 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in result.stdout
     assert f"cell 2/2: ppo on Catch-bsuite: resuming {interrupted}" in result.stdout
+    assert "bootstrapping… IQMs of 2 cells, then the aggregates, 200 resamples per interval\n" in result.stdout
+    assert "bootstrapped 3 steps in " in result.stdout  # not a terminal: plain lines, no bar
     assert files_of(out / "runs" / "ppo__CartPole-v1") == finished  # not rewritten
     assert_same_run(run_dir(original, "ppo__Catch-bsuite"), interrupted)
     assert json.loads((interrupted / "summary.json").read_text())["stopped_by"] == "budget"
@@ -180,5 +182,5 @@ def test_scanrl_bench_is_installed_as_a_console_script():
     script = Path(sys.executable).parent / "scanrl-bench"
     path = str(script) if script.is_file() else shutil.which("scanrl-bench")
     assert path, f"scanrl-bench is not installed beside {sys.executable} (pip install -e .)"
-    result = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=HANG_GUARD)
     assert result.returncode == 0 and "usage: scanrl-bench" in result.stdout and "--dry-run" in result.stdout

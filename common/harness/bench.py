@@ -393,22 +393,29 @@ def report(suite: Suite, runs: list[dict[str, Any]], reps: int = stats.REPS, see
     stats.write_results(suite.out_dir / "results.json", results)
     metric = suite.metric
     rows = []
-    for r in runs:
-        s, x = r["summary"], r[metric]
-        point = stats.reference_point(r["env"], suite.points)
-        raw = stats.iqm_interval(x, reps, seed) if x is not None else None
-        normalised = stats.iqm_interval(stats.normalise(x, r["env"], suite.points), reps, seed) \
-            if x is not None and point else None
-        finite = x[np.isfinite(x)] if x is not None else np.zeros(0)
-        rows.append({
-            "algo": r["algo"], "env": r["env"], "seeds": len(r["seeds"]), "scored": int(finite.size),
-            "steps_per_seed": s["total_timesteps"], "iqm": raw.as_list() if raw else None,
-            "normalised_iqm": normalised.as_list() if normalised else None,
-            "mean": float(finite.mean()) if finite.size else None, "std": float(finite.std()) if finite.size else None,
-            "wall_seconds": s["wall_seconds"], "compile_seconds": s["compile_seconds"],
-            "env_steps_per_second": s["env_steps_per_second"], "stopped_by": s["stopped_by"], "run_dir": s["run_dir"],
-        })
-    aggregate, notes = _aggregates(results, metric, suite.points, reps, seed)
+    progress = stats.Progress(f"IQMs of {len(runs)} cell{'s' if len(runs) > 1 else ''}, then the aggregates, "
+                              f"{reps:,} resamples per interval", len(runs) + 1)
+    with progress:
+        for r in runs:
+            progress.step(f"{r['algo']} on {r['env']}")
+            s, x = r["summary"], r[metric]
+            point = stats.reference_point(r["env"], suite.points)
+            raw = stats.iqm_interval(x, reps, seed) if x is not None else None
+            normalised = stats.iqm_interval(stats.normalise(x, r["env"], suite.points), reps, seed) \
+                if x is not None and point else None
+            finite = x[np.isfinite(x)] if x is not None else np.zeros(0)
+            rows.append({
+                "algo": r["algo"], "env": r["env"], "seeds": len(r["seeds"]), "scored": int(finite.size),
+                "steps_per_seed": s["total_timesteps"], "iqm": raw.as_list() if raw else None,
+                "normalised_iqm": normalised.as_list() if normalised else None,
+                "mean": float(finite.mean()) if finite.size else None,
+                "std": float(finite.std()) if finite.size else None,
+                "wall_seconds": s["wall_seconds"], "compile_seconds": s["compile_seconds"],
+                "env_steps_per_second": s["env_steps_per_second"], "stopped_by": s["stopped_by"],
+                "run_dir": s["run_dir"],
+            })
+        progress.step("aggregates and performance profiles")
+        aggregate, notes = _aggregates(results, metric, suite.points, reps, seed)
     content = {"suite": str(suite.path), "metric": metric, "metric_means": stats.METRICS[metric],
                "interval": f"95%, rliable stratified bootstrap (percentile), {reps:,} resamples, numpy seed {seed}",
                "cells": rows,

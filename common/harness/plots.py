@@ -153,10 +153,11 @@ def curves(run_dir: str | Path, out: str | Path | None = None, smooth_bins: int 
     ax = fig.add_subplot(grid[0, :])
     x, values = binned(m["episode_return"])
     band(ax, run.steps(x), smooth(values, smooth_bins), "episode return (training)")
-    if "eval_return" in m:
-        evaluated = ~np.isnan(m["eval_return"]).all(axis=0)
-        band(ax, run.steps(np.nonzero(evaluated)[0] + 1.0), m["eval_return"][:, evaluated],
-             "evaluation return (deterministic)", marker="o", markersize=3, seed_lines=False)
+    for key, name, marker in (("eval_return_sampled", "sampled", "s"), ("eval_return", "deterministic", "o")):
+        if key in m:
+            evaluated = ~np.isnan(m[key]).all(axis=0)
+            band(ax, run.steps(np.nonzero(evaluated)[0] + 1.0), m[key][:, evaluated],
+                 f"evaluation return ({name})", marker=marker, markersize=3, seed_lines=False)
     ax.set(xlabel="env steps per seed", ylabel="episode return",
            title=f"{run.summary['algo']} on {run.summary['env']}: {seeds} seed{'s' if seeds > 1 else ''} "
                  f"(mean{'; band: 95% bootstrap CI; faint: each seed' if seeds > 1 else ''}"
@@ -281,7 +282,7 @@ def compare_statistics(args) -> None:
     if args.reps is not None and args.reps < 1:
         fail(f"--reps takes a number of resamples >= 1, got {args.reps}.")
     try:
-        result = stats.compare_groups(args.compare, args.vs, metric, args.reps or stats.REPS)
+        result = stats.compare_groups(args.compare, args.vs, metric, args.reps or stats.REPS, progress=True)
     except ValueError as e:
         fail(str(e))
     print(f"A: {' '.join(args.compare)}\nB: {' '.join(args.vs)}")

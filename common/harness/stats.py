@@ -23,9 +23,15 @@ episodes, from metrics.npz).
   from run folders and results files (marl-eval's layout), as rliable's arrays.
 - `compare_groups(a, b)`: what `scanrl-plot --compare` prints and draws.
 
-rliable's bootstrap draws its resamples from numpy's global random state (np.random.choice).
-Each function here seeds it (`seed`, default 0) around its rliable call and restores it
-afterwards: the same call gives the same interval, and a caller's own stream is untouched.
+rliable's bootstrap (arch's, through rliable's StratifiedBootstrap) draws one resample at a
+time from numpy's global random state and calls the statistic once per resample in Python:
+10,000 resamples of the probability of improvement took minutes. Here the same resamples are
+drawn, from the same stream in the same order, all at once, and the statistic (rliable's,
+written along a leading resample axis) runs on all of them at once; the intervals are
+rliable's to the last bit (tests/test_stats.py checks them against rliable's own calls).
+Each function seeds the global state (`seed`, default 0) around its bootstrap and restores
+it afterwards: the same call gives the same interval, and a caller's own stream is untouched.
+`Progress` shows what is being bootstrapped while a tool waits on it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -59,11 +66,11 @@ CURVE_POINTS = 20  # step_k entries of a results file when a run did not evaluat
 # rliable, seeded
 # ---------------------------------------------------------------------------------------------
 def _rliable():
-    """rliable's library and metrics, imported on first use (arch, statsmodels and pandas take
-    about a second to import)."""
-    from rliable import library, metrics
+    """rliable's metrics, imported on first use (with scipy.stats: about a second). Its library
+    module (arch, statsmodels, pandas: as long again) is not needed: the bootstrap is `_bootstrap`."""
+    from rliable import metrics
 
-    return library, metrics
+    return metrics
 
 
 @contextlib.contextmanager
@@ -99,22 +106,99 @@ def _num(x: float) -> float | None:
 def aggregates(scores: np.ndarray) -> np.ndarray:
     """[runs, tasks] -> [4]: rliable's IQM, mean, median and optimality gap (threshold 1, for
     normalised scores), in the order of AGGREGATES."""
-    _, metrics = _rliable()
+    metrics = _rliable()
     return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_mean(scores),
                      metrics.aggregate_median(scores), metrics.aggregate_optimality_gap(scores)])
 
 
+# ---------------------------------------------------------------------------------------------
+# rliable's stratified bootstrap, all resamples at once
+# ---------------------------------------------------------------------------------------------
+CHUNK = 1 << 21  # resampled scores held at once (16 MB of float64): 10,000 resamples of 200 runs x tasks
+
+
+def _resamples(arrays: list[np.ndarray], reps: int):
+    """Yields tuples of [k, runs_i, tasks] arrays, k resamples at a time, `reps` in all: each
+    array's runs drawn with replacement within each task, as rliable's StratifiedBootstrap
+    (one array) and StratifiedIndependentBootstrap (several) draw them: per resample
+    np.random.choice(runs_i, shape_i) for each array in turn, which is
+    np.random.randint(0, runs_i, shape_i), element after element from the global stream. So
+    k resamples of arrays with equal numbers of runs are one randint call, split; arrays with
+    different numbers (different bounds, interleaved) take one call per array per resample
+    (0.4 s for 10,000 resamples of two arrays)."""
+    size = sum(x.size for x in arrays)
+    k = max(1, CHUNK // max(size, 1))
+    tasks = [np.arange(x.shape[1]) for x in arrays]
+    ends = np.cumsum([x.size for x in arrays])[:-1]
+    for start in range(0, reps, k):
+        n = min(k, reps - start)
+        if len({x.shape[0] for x in arrays}) == 1:
+            drawn = np.split(np.random.randint(0, arrays[0].shape[0], (n, size)), ends, axis=1)
+            index = [i.reshape(n, *x.shape) for i, x in zip(drawn, arrays)]
+        else:
+            index = [np.empty((n, *x.shape), np.int64) for x in arrays]
+            for r in range(n):
+                for i, x in enumerate(arrays):
+                    index[i][r] = np.random.randint(0, x.shape[0], x.shape)
+        yield tuple(x[i, t] for x, i, t in zip(arrays, index, tasks))
+
+
+def _bootstrap(arrays: list[np.ndarray], statistic, reps: int) -> np.ndarray:
+    """statistic: [k, runs_i, tasks] per array -> [k, P]. Returns [2, P]: the 95% percentile
+    interval over `reps` resamples, as arch's conf_int(method="percentile") computes it."""
+    values = np.concatenate([statistic(*batch) for batch in _resamples(arrays, reps)])
+    alpha = (1.0 - CONFIDENCE) / 2  # arch's arithmetic, so the percentiles are the same floats
+    return np.percentile(values, [100 * alpha, 100 * (1.0 - alpha)], axis=0)
+
+
+# rliable's metrics along a leading resample axis: the same numpy and scipy reductions over the
+# same axes of each resample, so each value equals rliable's on that resample.
+def _iqm(s: np.ndarray) -> np.ndarray:
+    """[k, runs, tasks] -> [k]: metrics.aggregate_iqm of each (scipy's 25% trimmed mean)."""
+    from scipy.stats import trim_mean
+
+    return trim_mean(s.reshape(len(s), -1), proportiontocut=0.25, axis=1)
+
+
+def _aggregates(s: np.ndarray) -> np.ndarray:
+    """[k, runs, tasks] -> [k, 4]: `aggregates` of each resample."""
+    task_means = s.mean(axis=1)
+    return np.stack([_iqm(s), task_means.mean(axis=1), np.median(task_means, axis=1),
+                     1 - np.minimum(s.reshape(len(s), -1), 1).mean(axis=1)], axis=1)
+
+
+def _improvement(sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+    """[k, runs_x, tasks], [k, runs_y, tasks] -> [k, 1]: metrics.probability_of_improvement of
+    each pair (scipy's Mann-Whitney U over runs, / (n_x n_y), averaged over tasks; rliable's 0.5
+    for equal columns is what U gives them)."""
+    from scipy.stats import mannwhitneyu
+
+    u = mannwhitneyu(sx, sy, axis=1, method="asymptotic").statistic  # U alone: the p-value's method is unused
+    return (u / (sx.shape[1] * sy.shape[1])).mean(axis=1)[:, None]
+
+
+def _profile(taus: np.ndarray):
+    """[k, runs, tasks] -> [k, T]: rliable's score_distributions (fraction of runs above each tau)."""
+    def profile(s: np.ndarray) -> np.ndarray:
+        flat = s.reshape(len(s), -1)
+        # a loop over taus: [k, n, T] at once would hold T times the resamples
+        return np.stack([(flat > tau).mean(axis=1) for tau in taus], axis=1)
+
+    return profile
+
+
 def interval_estimates(scores: dict[str, np.ndarray], reps: int = REPS, seed: int = SEED) -> dict[str, dict[str, Estimate]]:
     """scores: name -> [runs, tasks]. Returns name -> {aggregate: Estimate} for AGGREGATES, each
-    with its stratified-bootstrap 95% interval. Each name is bootstrapped with the same seed,
-    so its interval does not depend on which other names are passed."""
-    library, _ = _rliable()
+    with its stratified-bootstrap 95% interval (rliable.library.get_interval_estimates'). Each
+    name is bootstrapped with the same seed, so its interval does not depend on which other
+    names are passed."""
     out = {}
     for name, x in scores.items():
+        x = np.asarray(x, np.float64)
+        points = aggregates(x)
         with seeded(seed):
-            points, intervals = library.get_interval_estimates(
-                {name: np.asarray(x, np.float64)}, aggregates, reps=reps, confidence_interval_size=CONFIDENCE)
-        out[name] = {a: Estimate(float(points[name][i]), float(intervals[name][0, i]), float(intervals[name][1, i]))
+            intervals = _bootstrap([x], _aggregates, reps)
+        out[name] = {a: Estimate(float(points[i]), float(intervals[0, i]), float(intervals[1, i]))
                      for i, a in enumerate(AGGREGATES)}
     return out
 
@@ -122,30 +206,27 @@ def interval_estimates(scores: dict[str, np.ndarray], reps: int = REPS, seed: in
 def iqm_interval(x: np.ndarray, reps: int = REPS, seed: int = SEED) -> Estimate | None:
     """[runs] (one task, e.g. one config's seeds; NaN runs left out) -> rliable's IQM with its
     95% interval, or None when no run has a score."""
-    library, metrics = _rliable()
+    metrics = _rliable()
     x = np.asarray(x, np.float64)
-    x = x[np.isfinite(x)]
+    x = x[np.isfinite(x)][:, None]
     if not x.size:
         return None
     with seeded(seed):
-        points, intervals = library.get_interval_estimates(
-            {"x": x[:, None]}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=reps,
-            confidence_interval_size=CONFIDENCE)
-    return Estimate(float(points["x"][0]), float(intervals["x"][0, 0]), float(intervals["x"][1, 0]))
+        interval = _bootstrap([x], lambda s: _iqm(s)[:, None], reps)
+    return Estimate(float(metrics.aggregate_iqm(x)), float(interval[0, 0]), float(interval[1, 0]))
 
 
 def performance_profiles(scores: dict[str, np.ndarray], taus: np.ndarray, reps: int = PROFILE_REPS,
                          seed: int = SEED) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """scores: name -> [runs, tasks]; taus: [T] thresholds. Returns (profiles name -> [T], the
     fraction of all runs and tasks scoring above each tau; intervals name -> [2, T], low and
-    high), rliable's score distributions."""
-    library, _ = _rliable()
+    high), rliable.library.create_performance_profile's score distributions."""
     profiles, intervals = {}, {}
     for name, x in scores.items():
+        x = np.asarray(x, np.float64)
+        profiles[name] = _profile(taus)(x[None])[0]
         with seeded(seed):
-            p, ci = library.create_performance_profile({name: np.asarray(x, np.float64)}, taus, reps=reps,
-                                                       confidence_interval_size=CONFIDENCE)
-        profiles[name], intervals[name] = p[name], ci[name]
+            intervals[name] = _bootstrap([x], _profile(taus), reps)
     return profiles, intervals
 
 
@@ -154,13 +235,63 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = REPS, s
     per task the probability that a run of X scores above a run of Y (Mann-Whitney U / (n_x
     n_y), ties counting half), averaged over tasks; its interval resamples each array's runs
     independently within each task."""
-    library, metrics = _rliable()
+    metrics = _rliable()
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     with seeded(seed):
-        points, intervals = library.get_interval_estimates(
-            {"x,y": [np.asarray(x, np.float64), np.asarray(y, np.float64)]},
-            lambda a, b: np.array([metrics.probability_of_improvement(a, b)]), reps=reps,
-            confidence_interval_size=CONFIDENCE)
-    return Estimate(float(points["x,y"][0]), float(intervals["x,y"][0, 0]), float(intervals["x,y"][1, 0]))
+        interval = _bootstrap([x, y], _improvement, reps)
+    return Estimate(float(metrics.probability_of_improvement(x, y)), float(interval[0, 0]), float(interval[1, 0]))
+
+
+PLAIN_EVERY = 2.0  # seconds between plain progress lines: a quick bootstrap says only when it starts and ends
+
+
+class Progress:
+    """What a statistics tool shows while it bootstraps `total` steps (an interval or a few):
+    "bootstrapping… <what>" once, then on a terminal rich's transient bar (steps done/total,
+    elapsed, the step in hand), otherwise (CI, `| tee`, a log) a plain line of at most
+    console.WIDTH characters when a step starts PLAIN_EVERY seconds or more after the last
+    line, as console.py shows a run. Both end with one line: how many steps, how long. A
+    context manager; call `step(label)` before each step."""
+
+    def __init__(self, what: str, total: int):
+        self.what, self.total, self.done = what, total, 0
+        self._live = None
+
+    def __enter__(self) -> Progress:
+        from scanrl.common.harness import console
+
+        self.started = self._said = time.perf_counter()
+        print(console.fit([f"bootstrapping… {self.what}"]), flush=True)  # kept above the bar: it is wider
+        if console.interactive():
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn)
+
+            self._live = Progress(SpinnerColumn(), TextColumn("bootstrapping…"), BarColumn(bar_width=24),
+                                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                                  transient=True)
+            self._task = self._live.add_task("", total=self.total)
+            self._live.start()
+        return self
+
+    def step(self, label: str) -> None:
+        from scanrl.common.harness import console
+
+        now = time.perf_counter()
+        if self._live is not None:
+            self._live.update(self._task, completed=self.done, description=label)
+        elif now - self._said >= PLAIN_EVERY:
+            print(console.fit([f"  bootstrapping {self.done + 1}/{self.total}", console.clock(now - self.started),
+                               label]), flush=True)
+            self._said = now
+        self.done += 1
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        if exc[0] is None:
+            print(f"bootstrapped {self.total} step{'s' if self.total > 1 else ''} in "
+                  f"{time.perf_counter() - self.started:.1f} s", flush=True)
 
 
 def profile_taus(scores: dict[str, np.ndarray], num: int = 101) -> np.ndarray:
@@ -436,11 +567,12 @@ class Comparison:
 
 
 def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "return", reps: int = REPS,
-                   seed: int = SEED) -> Comparison:
+                   seed: int = SEED, progress: bool = False) -> Comparison:
     """Group A (run folders and/or results files) against group B on the same envs: the
     probability of improvement P(A > B), the IQM of each group and their performance profiles,
     each with 95% intervals. Scores are normalised when every env has reference points.
-    ValueError with one sentence when the groups cannot be compared."""
+    `progress`: show the bootstrap's (`Progress`). ValueError with one sentence when the
+    groups cannot be compared."""
     if metric not in METRICS:
         raise ValueError(f"--metric {metric}: the comparison reads {' or '.join(METRICS)}.")
     ga, gb = group_scores(a, metric), group_scores(b, metric)
@@ -453,13 +585,20 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
         ga = {env: normalise(x, env) for env, x in ga.items()}
         gb = {env: normalise(x, env) for env, x in gb.items()}
     xa, xb = _matrix(ga, "group A"), _matrix(gb, "group B")
-    improvement = probability_of_improvement(xa, xb, reps, seed)
-    iqm = None
-    if normalised or len(tasks) == 1:
-        estimates = interval_estimates({"A": xa, "B": xb}, reps, seed)
-        iqm = {k: v["IQM"] for k, v in estimates.items()}
-    taus = profile_taus({"A": xa, "B": xb})
-    profiles, intervals = performance_profiles({"A": xa, "B": xb}, taus, seed=seed)
+    iqm, with_iqm = None, normalised or len(tasks) == 1
+    what = (f"P(A > B){', IQMs' if with_iqm else ''} and performance profiles of {xa.shape[0]} and {xb.shape[0]} "
+            f"runs x {len(tasks)} env{'s' if len(tasks) > 1 else ''}, {reps:,} resamples")
+    with Progress(what, 2 + with_iqm) if progress else contextlib.nullcontext() as shown:
+        step = shown.step if shown else lambda label: None
+        step("P(A > B)")
+        improvement = probability_of_improvement(xa, xb, reps, seed)
+        if with_iqm:
+            step("IQM of A and of B")
+            estimates = interval_estimates({"A": xa, "B": xb}, reps, seed)
+            iqm = {k: v["IQM"] for k, v in estimates.items()}
+        step("performance profiles")
+        taus = profile_taus({"A": xa, "B": xb})
+        profiles, intervals = performance_profiles({"A": xa, "B": xb}, taus, seed=seed)
     return Comparison(tasks, normalised, xa, xb, improvement, iqm, taus, profiles, intervals, metric)
 
 
