@@ -17,7 +17,7 @@ from scanrl.common import envs
 from scanrl.common.harness import evaluate, plots, render
 from scanrl.common.harness.run import train_and_write
 
-from conftest import check_run_tools, run_python
+from conftest import HANG_GUARD, check_run_tools, run_python
 
 
 # --- registry -----------------------------------------------------------------------------------
@@ -95,10 +95,17 @@ def test_the_band_is_a_95_percent_bootstrap_interval_of_the_mean():
 
 
 def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
+    """Both policies: the table (deterministic; --sample: sampled) per seed, and both means."""
     result = evaluate.main([run_dir, "--checkpoint", "2", "--out", f"{run_dir}/eval2.json"])
     assert result["update"] == 2 and result["policy"] == "checkpoints/update_2.npz"
     metrics = np.load(f"{run_dir}/metrics.npz")
     np.testing.assert_allclose([r["mean"] for r in result["per_seed"]], metrics["eval_return"][:, 1], rtol=1e-6)
+    np.testing.assert_allclose(result["mean_return_deterministic"], metrics["eval_return"][:, 1].mean(), rtol=1e-6)
+    np.testing.assert_allclose(result["mean_return_sampled"], metrics["eval_return_sampled"][:, 1].mean(), rtol=1e-6)
+    sampled = evaluate.main([run_dir, "--checkpoint", "2", "--sample", "--out", f"{run_dir}/eval3.json"])
+    np.testing.assert_allclose([r["mean"] for r in sampled["per_seed"]], metrics["eval_return_sampled"][:, 1],
+                               rtol=1e-6)
+    assert sampled["mean_return_deterministic"] == result["mean_return_deterministic"]
 
 
 def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
@@ -114,7 +121,11 @@ def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
 
 
 @pytest.mark.slow
-def test_gif_has_one_frame_per_step_of_the_episode(run_dir, tmp_path):
+def test_gif_draws_each_state_of_the_episode_under_its_own_caption(run_dir, tmp_path):
+    """An L-step episode is L + 1 frames: frame t is the state after t steps (frame 0 the reset
+    state, the last the episode's end), captioned "step t  return R" with R the return of
+    those t steps. L is the evaluation program's own count for the same episode; each frame is
+    the one drawn here from that state with that caption (the last a terminal state)."""
     gif = tmp_path / "episode.gif"
     evaluate.main([run_dir, "--gif", str(gif), "--seed-index", "1", "--out", str(tmp_path / "e.json")])
     # The same episode, counted by the evaluation program: seed 1's key, one environment.
@@ -123,10 +134,22 @@ def test_gif_has_one_frame_per_step_of_the_episode(run_dir, tmp_path):
     algo = module.make_algorithm(config, env, params)
     policy, update = evaluate.load_policy(run_dir, algo, 2)
     keys = evaluate.evaluation_keys(0, 2, update - 1)
-    returns, lengths = evaluate.run_episodes(algo, params, jax.tree.map(lambda x: x[1:], policy), keys[1:], 1)
-    with Image.open(gif) as image:
-        assert image.n_frames == lengths[0, 0] > 1
+    one = jax.tree.map(lambda x: x[1:], policy)
+    returns, lengths = evaluate.run_episodes(algo, params, one, keys[1:], 1)
+    states, obs, rewards = evaluate.record_episode(algo, params, jax.tree.map(lambda x: x[0], one), keys[1], True, 500)
+    length = int(lengths[0, 0])
+    assert len(rewards) == length > 1 and float(rewards.sum()) == float(returns[0, 0])
+    at = lambda t: jax.tree.map(lambda x: x[t], states)  # noqa: E731
+    assert bool(env.is_terminal(at(length), params)) and not bool(env.is_terminal(at(length - 1), params))
+    captions = [f"CartPole-v1  seed 1  step {t}  return {float(rewards[:t].sum()):.1f}" for t in range(length + 1)]
+    expected = [render.frame(env, params, at(t), obs[t], caption) for t, caption in enumerate(captions)]
+    render.write_gif(tmp_path / "expected.gif", expected)  # the same palette reduction as the GIF's
+    with Image.open(gif) as image, Image.open(tmp_path / "expected.gif") as want:
+        assert image.n_frames == want.n_frames == length + 1
         assert image.size == (render.WIDTH, render.HEIGHT)
+        for t in range(length + 1):
+            image.seek(t), want.seek(t)
+            assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(want.convert("RGB"))), t
 
 
 def test_minatar_frames_draw_the_grid_and_other_envs_are_declined(tmp_path):
@@ -185,7 +208,7 @@ def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
              for tool, path in scripts.items() if path}
     assert set(helps) == set(scripts), f"not installed as console scripts beside {sys.executable}: {set(scripts) - set(helps)}"
     for tool, proc in helps.items():
-        stdout, stderr = proc.communicate(timeout=120)
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD)
         assert proc.returncode == 0 and "usage" in stdout.lower(), (tool, stderr[-2000:])
     for main, args, message in [
         (plots.main, [str(tmp_path)], f"{tmp_path} is not a finished run folder (it has no config.json"),

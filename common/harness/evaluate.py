@@ -1,15 +1,17 @@
 """`scanrl-eval RUN_DIR`: reload a run's policy, evaluate it, optionally render an episode.
 
 The policy is rebuilt from the folder alone: config.json gives the algorithm's Config (the
-algorithm's name comes from summary.json, or the folder's name `<algo>__<env>__<time>`),
+algorithm's name comes from config.json, summary.json, or the folder's name `<algo>__<env>__<time>`),
 params.npz the final policy of every seed, or `--checkpoint N` the one saved at update N.
 All seeds run `--episodes` episodes each in one jitted program, on the env the run evaluated
 on (its `--eval-env-params`, else its `--env-params`), with `--env-params KEY VALUE ...` on
 top to test how the policy generalises.
 
-By default each seed's evaluation key is the one the run's own evaluation after its last
-update used, and the episode count is the run's `--eval-episodes`; so, unchanged, this
-reproduces the run's last `eval_return` per seed (same policy, same program). `--key K`
+Both policies run: the deterministic one (the mode) and the sampled one. By default each
+seed's evaluation keys are those the run's own evaluation after its last update used, and the
+episode count is the run's `--eval-episodes`; so, unchanged, this reproduces the run's last
+`eval_return` and `eval_return_sampled` per seed (same policy, same program). The table shows
+the deterministic policy (`--sample`: the sampled one), a line gives the other's mean. `--key K`
 draws other episodes.
 
 Writes `eval.json` (or `--out`) and prints a per-seed table; `--gif FILE` renders one episode
@@ -31,6 +33,7 @@ import numpy as np
 
 from scanrl.common import envs
 from scanrl.common.harness import checkpoint, configs, devices, loop
+from scanrl.common.harness.logging import differ_widely
 
 
 def run_algorithm(run_dir: str | Path) -> str:
@@ -38,10 +41,7 @@ def run_algorithm(run_dir: str | Path) -> str:
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise configs.RunFolderError(f"{run_dir} is not a run folder (it has no config.json).")
-    summary = run_dir / "summary.json"
-    if summary.is_file():
-        return json.loads(summary.read_text())["algo"]
-    return run_dir.name.split("__")[0]
+    return configs.run_algorithm(run_dir) or run_dir.name.split("__")[0]
 
 
 def load_config(run_dir: str | Path) -> tuple[Any, Any]:
@@ -114,13 +114,20 @@ def run_episodes(algo: loop.Algorithm, env_params: Any, policy: Any, keys: jax.A
     return np.asarray(returns, np.float64), np.asarray(lengths)
 
 
-def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
-                   max_steps: int = 1000) -> tuple[list[Any], np.ndarray, np.ndarray]:
-    """One episode of one seed's policy (leaves unbatched): the env state and observation the
-    policy acted on at each step, and the rewards [L]; at most `max_steps` steps."""
-    vec_env = envs.VecEnv(algo.env, env_params, 1)
+QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
-    @jax.jit
+
+def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
+                   max_steps: int = 1000) -> tuple[Any, np.ndarray, np.ndarray]:
+    """One episode of one seed's policy (leaves unbatched), at most `max_steps` steps: the
+    L + 1 states it passes through (leaves [L + 1, ...]: the reset state, then the state after
+    each step, the last one the episode's end), their observations [L + 1, *obs] and the
+    rewards [L]. One jitted scan; the env does not start a new episode when this one ends
+    (`_KeepEnd`), so the end is kept (an env that resets inside its own `step` in another
+    way ends on its last state before the end: L states, L - 1 rewards drawn)."""
+    env = _keep_end(algo.env)
+    vec_env = envs.VecEnv(algo.env if env is None else env, env_params, 1)
+
     def rollout(policy, key):
         k_reset, k_steps = jax.random.split(key)
         obs, state = vec_env.reset(k_reset)
@@ -133,13 +140,57 @@ def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.
             next_obs, next_state, info = vec_env.step(k_step, state, action)
             return (next_obs, next_state, policy_carry), (state.env_state, obs, info.reward, info.terminated | info.truncated)
 
-        return jax.lax.scan(step, (obs, state, policy_carry), jax.random.split(k_steps, max_steps))[1]
+        (obs, state, _), (states, observations, rewards, done) = jax.lax.scan(
+            step, (obs, state, policy_carry), jax.random.split(k_steps, max_steps))
+        last = lambda xs, x: jnp.concatenate([xs, x[None]])  # noqa: E731 - the state after the last step
+        return jax.tree.map(last, states, state.env_state), last(observations, obs), rewards, done
 
-    states, obs, rewards, done = jax.device_get(rollout(policy, key))
+    lowered = jax.jit(rollout).lower(policy, key)
+    try:  # the episode runs in milliseconds, its compile took seconds: compile it with less optimisation
+        compiled = lowered.compile(compiler_options=QUICK_COMPILE)
+    except Exception:  # noqa: BLE001 - a backend without these options compiles as usual
+        compiled = lowered.compile()
+    states, obs, rewards, done = jax.device_get(compiled(policy, key))
     ends = np.nonzero(done[:, 0])[0]
     length = int(ends[0]) + 1 if ends.size else max_steps
-    frames = [jax.tree.map(lambda x: x[t, 0], states) for t in range(length)]
-    return frames, obs[:length, 0], rewards[:length, 0]
+    kept = length + 1 if env is not None else length
+    return jax.tree.map(lambda x: x[:kept, 0], states), obs[:kept, 0], rewards[:kept - 1, 0]
+
+
+class _KeepEnd:
+    """`env` whose step does not reset when an episode ends (gymnax's `step` replaces the end
+    state by a fresh start), so a recording can draw the end. Every other step gives exactly
+    what `env.step` gives: the same step key (gymnax splits the key into step and reset keys)
+    and the same values."""
+
+    def __init__(self, env: Any, resets: bool):
+        self.env, self.resets, self.reset_ratio = env, resets, None  # reset_ratio: VecEnv's resets off
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
+        if not self.resets:  # a `reset_ratio` env (Craftax): its own step does not reset
+            return self.env.step(key, state, action, params)
+        params = self.env.default_params if params is None else params
+        obs, state, reward, terminated, info = self.env.step_env(jax.random.split(key)[0], state, action, params)
+        truncated = self.env.is_truncated(state, params)
+        return obs, state, reward, terminated, truncated, {**info, "final_observation": obs}
+
+
+def _keep_end(env: Any) -> Any:
+    """`env` (or the env inside --hide-obs) stepping without resets; None if scanrl does not
+    know how its step resets."""
+    if isinstance(env, envs.HiddenObs):
+        inner = _keep_end(env.env)
+        return None if inner is None else envs.HiddenObs(inner, env.hidden, inner.default_params)
+    from gymnax.environments import environment
+
+    if getattr(type(env), "step", None) is environment.Environment.step and callable(getattr(env, "step_env", None)):
+        return _KeepEnd(env, resets=True)
+    if getattr(env, "reset_ratio", None) is not None:
+        return _KeepEnd(env, resets=False)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +201,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("run_dir", help="a run folder (runs/<algo>__<env>__<time>)")
     parser.add_argument("--episodes", type=int, help="episodes per seed (default: the run's --eval-episodes)")
     parser.add_argument("--checkpoint", type=int, metavar="N", help="use the checkpoint at update N, not the final policy")
-    parser.add_argument("--sample", action="store_true", help="sample actions (default: the deterministic policy)")
+    parser.add_argument("--sample", action="store_true", help="show the sampled policy's table (default: the deterministic policy's); both policies' means are printed and saved")
     parser.add_argument("--env-params", nargs="+", default=[], metavar="KEY VALUE",
                         help="change env parameters on top of the run's evaluation env, e.g. --env-params length 0.7")
     parser.add_argument("--key", type=int, help="draw other episodes (default: the run's last evaluation's key)")
@@ -186,7 +237,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         configs.fail(str(e))
     episodes = args.episodes or run.eval_episodes
     keys = evaluation_keys(run.seed, run.num_seeds, update - 1, args.key)
-    returns, lengths = run_episodes(algo, eval_params, policy, keys, episodes, not args.sample)
+    # both policies, each on the keys of its evaluation in the run (the sampled one's fold in SAMPLED_TAG)
+    sampled_keys = jax.vmap(lambda k: jax.random.fold_in(k, loop.SAMPLED_TAG))(keys)
+    returns, lengths = run_episodes(algo, eval_params, policy, sampled_keys if args.sample else keys, episodes,
+                                    not args.sample)
+    other, _ = run_episodes(algo, eval_params, policy, keys if args.sample else sampled_keys, episodes, args.sample)
+    sampled, deterministic = (returns, other) if args.sample else (other, returns)
 
     rows = [{"seed": run.seed + i, "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()),
              "max": float(r.max()), "mean_length": float(l.mean()), "returns": r.tolist()}
@@ -197,6 +253,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "episodes": episodes, "deterministic": not args.sample, "env_params": args.env_params,
         "key": "the run's last evaluation" if args.key is None else args.key,
         "mean_return": float(returns.mean()), "per_seed": rows,
+        # both policies' mean over seeds and episodes, whichever the table shows
+        "mean_return_deterministic": float(deterministic.mean()), "mean_return_sampled": float(sampled.mean()),
     }
     print(f"{result['algo']} on {config.env}, policy after update {update}: {episodes} episode(s) per seed, "
           f"{'deterministic' if not args.sample else 'sampled'} actions"
@@ -206,6 +264,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  {row['seed']:>4} {row['mean']:10.2f} {row['std']:9.2f} {row['min']:10.2f} {row['max']:10.2f} "
               f"{row['mean_length']:8.1f}")
     print(f"  mean {result['mean_return']:10.2f}")
+    shown, hidden = ("sampled", "deterministic") if args.sample else ("deterministic", "sampled")
+    print(f"  {hidden} actions instead: mean {result[f'mean_return_{hidden}']:.2f}"
+          + (f" (the {shown} table above: {result['mean_return']:.2f}; they differ widely)"
+             if differ_widely(result["mean_return"], result[f"mean_return_{hidden}"]) else ""))
     out = Path(args.out) if args.out else Path(args.run_dir) / "eval.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  wrote {out}")
@@ -229,20 +291,20 @@ def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: An
     one = jax.tree.map(lambda x: x[i], policy)
     max_steps = int(getattr(env_params, "max_steps_in_episode", 1000))
     states, obs, rewards = record_episode(algo, env_params, one, keys[i], not args.sample, max_steps)
-    returns = np.cumsum(rewards)
+    returns = np.concatenate([[0.0], np.cumsum(rewards, dtype=np.float64)])  # [t]: after t steps, as frame t shows
+    titles = [f"{config.env}  seed {config.run.seed + i}  step {t}  return {r:.1f}" for t, r in enumerate(returns)]
     try:  # a suite's own renderer may need what this machine lacks (MuJoCo: an EGL or X display)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # matplotlib's "non-interactive backend" (Jumanji)
-            frames = [render.frame(algo.env, env_params, s, o, f"{config.env}  seed {config.run.seed + i}  "
-                                   f"step {t + 1}  return {r:.1f}") for t, (s, o, r) in enumerate(zip(states, obs, returns))]
+            frames = render.frames(algo.env, env_params, states, obs, titles)
     except Exception as error:  # noqa: BLE001 - any renderer failure is reported, the evaluation stands
         first = (str(error).strip().splitlines() or [""])[0][:160]
         print(f"  --gif: {config.env} cannot be drawn on this machine ({type(error).__name__}: {first}); "
               f"no GIF written, the numbers above stand.")
         return None
     render.write_gif(args.gif, frames, 50 if config.env in render.CLASSIC else 100)
-    print(f"  wrote {args.gif}: {len(frames)} frames, one per step, return {returns[-1]:.1f} "
-          f"({time.perf_counter() - start:.1f} s)")
+    print(f"  wrote {args.gif}: {len(frames)} frames (the start, then the state after each of {len(frames) - 1} "
+          f"steps), return {returns[-1]:.1f} ({time.perf_counter() - start:.1f} s)")
     return str(args.gif)
 
 

@@ -32,6 +32,8 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+PICTURE_PIXELS = 240  # render_rgb's longer side: scanrl-eval's GIF shows pictures at most 360 x 220
+
 
 def NAMES() -> list[str]:
     import jumanji
@@ -147,12 +149,26 @@ class JumanjiEnv(environment.Environment):
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         return spaces.Box(-jnp.inf, jnp.inf, self.obs_shape, jnp.float32)
 
+    _figure: Any = None  # the viewer's figure, once sized for pictures (render_rgb)
+
     def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
-        """Jumanji's own picture (its matplotlib viewer), read back from the figure it draws."""
+        """Jumanji's own picture (its matplotlib viewer), read back from the figure it draws,
+        [H, W, 3] about PICTURE_PIXELS high."""
         import matplotlib.pyplot as plt
 
+        viewer = getattr(self.env, "_viewer", None)
+        if callable(getattr(viewer, "_display", None)):
+            # Its "human" mode draws the figure for a window too; drawing it once, here, halves the cost.
+            viewer._display = lambda figure: None
         self.env.render(state.inner)
         figure = plt.gcf()
+        if figure is not self._figure:
+            # Drawn at the size the GIF shows (not 1000 pixels shrunk to ~220), and laid out once:
+            # constrained layout's per-picture pass cost more than the drawing itself.
+            figure.set_dpi(PICTURE_PIXELS / max(figure.get_size_inches()))
+            figure.canvas.draw()
+            figure.set_layout_engine("none")
+            self._figure = figure
         figure.canvas.draw()
         return np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
 

@@ -49,6 +49,7 @@ class NavixEnv(environment.Environment):
 
         super().__init__()
         self.navix_name, self.env = name, navix.make(name)
+        self._render = None  # render_rgb's jitted picture, made at the first one
 
     @property
     def default_params(self) -> EnvParams:
@@ -77,11 +78,18 @@ class NavixEnv(environment.Environment):
         space = self.env.observation_space
         return spaces.Box(0.0, float(space.maximum), tuple(space.shape), jnp.float32)
 
-    def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
-        """Navix's own picture of the whole grid (`navix.observations.rgb`)."""
+    def render_rgb_jax(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """Navix's own picture of the whole grid (`navix.observations.rgb`), [H, W, 3] uint8;
+        traceable, so scanrl-eval --gif draws a whole episode in one jitted, vmapped call."""
         import navix
 
-        return np.asarray(navix.observations.rgb(jax.tree.map(jnp.asarray, state.timestep.state)))  # it needs jax arrays
+        return navix.observations.rgb(jax.tree.map(jnp.asarray, state.timestep.state))  # it needs jax arrays
+
+    def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
+        """The same picture of one state, [H, W, 3]; jitted (op by op, a picture takes seconds to start)."""
+        if self._render is None:
+            self._render = jax.jit(self.render_rgb_jax)
+        return np.asarray(self._render(state, params))
 
     @property
     def name(self) -> str:
