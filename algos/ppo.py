@@ -4,7 +4,7 @@ Collect `num_steps` x `num_envs` transitions, estimate advantages with GAE (a ti
 bootstraps from V(final observation); only a true termination zeroes it), then run
 `num_epochs` epochs of minibatch Adam steps on the clipped surrogate + value + entropy loss.
 Papers: Schulman et al. 2017 (arXiv:1707.06347); GAE: Schulman et al. 2016 (arXiv:1506.02438);
-dual clip: Ye et al. 2020 (arXiv:1912.09729).
+dual clip: Ye et al. 2020 (arXiv:1912.09729); tanh squashing: Haarnoja et al. 2018 (arXiv:1801.01290).
 
     python algos/ppo.py --env CartPole-v1 --num-seeds 8
 """
@@ -86,6 +86,12 @@ class Config:
     mlp: flatten them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
+    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
+    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    min_std: float = 0.001
+    """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
     run: RunConfig = field(default_factory=RunConfig)
     """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
@@ -96,7 +102,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
-                            "target_kl"),
+                            "target_kl", "min_std"),
             nonnegative=("ent_coef", "vf_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.batch_size % self.num_minibatches:
@@ -127,19 +133,23 @@ def default_config(env: str = "CartPole-v1", **overrides) -> Config:
 
 # ---------------------------------------------------------------------------------------------
 # Network: separate policy and value MLPs, behind one shared conv torso for image observations
-# (the convolutions are most of the compute, as in CleanRL's Atari PPO); a state-independent
-# log-std for continuous actions
+# (the convolutions are most of the compute, as in CleanRL's Atari PPO); continuous actions: a
+# state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal)
 # ---------------------------------------------------------------------------------------------
+SQUASH = distrax.Block(distrax.Tanh(), 1)  # u [..., A] -> tanh(u); log|det J| = sum log(1 - tanh(u)^2), stably
+
+
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params, in_dim = {}, vec_env.obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     k_actor, k_critic = jax.random.split(key)
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
     params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
     params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
-    if not vec_env.discrete:
+    if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
@@ -149,13 +159,25 @@ def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
     return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
 
 
-def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
+           action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
     """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
-    action_mask [..., A]: the valid discrete actions, where the env has an action mask."""
+    action_mask [..., A]: the valid discrete actions, where the env has an action mask.
+    tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
+    scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
     out = mlp_apply(params["actor"], features(params, obs, activation), activation)
+    if action_dist == "tanh_normal":
+        loc, raw_scale = jnp.split(out, 2, axis=-1)
+        return distrax.MultivariateNormalDiag(loc, jax.nn.softplus(raw_scale) + min_std)
     if "log_std" not in params:
         return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
+
+
+def to_bounds(u: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
+    """Pre-tanh actions u [..., A] -> tanh(u) mapped from [-1, 1] onto [low, high] [A]; clipped,
+    so that rounding (or tanh(u) = +-1 for huge u) never puts an action outside the bounds."""
+    return jnp.clip(low + 0.5 * (high - low) * (jnp.tanh(u) + 1.0), low, high)
 
 
 def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
@@ -213,6 +235,14 @@ def approx_kl(log_ratio: jax.Array) -> jax.Array:
     return (jnp.exp(log_ratio) - 1.0 - log_ratio).mean()
 
 
+def squashed_entropy(dist: distrax.MultivariateNormalDiag, noise: jax.Array) -> jax.Array:
+    """One-sample estimate [...] of the entropy of a = tanh(u), u ~ dist (the pre-tanh normal, batch [...]),
+    as Brax's PPO: H(a) = H(u) + E[sum log(1 - tanh(u)^2)], the expectation taken at the one sample
+    u = loc + scale * noise (noise [..., A] standard normal, so the gradient reaches loc and scale).
+    The Jacobian term is <= 0 and falls as |u| grows: the bonus does not reward saturated actions."""
+    return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
+
+
 def normalize_advantages(advantages: jax.Array) -> jax.Array:
     """Zero mean, unit (population) std over one minibatch [B]."""
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
@@ -222,24 +252,25 @@ class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
     obs: jax.Array  # observations as the policy saw them (normalised if enabled)
-    action: jax.Array
-    log_prob: jax.Array  # log pi_old(action | obs)
+    action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
+    log_prob: jax.Array  # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
     value: jax.Array  # V_old(obs)
     advantage: jax.Array
     target: jax.Array  # GAE value target
     action_mask: jax.Array | None = None  # valid actions [B, A] where the env has an action mask
+    noise: jax.Array | None = None  # tanh_normal: standard normal [B, A] for the entropy estimate
 
 
 def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
     """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy.
     batch.advantage is used as given (minibatch_gradient normalises it)."""
-    dist = policy(params, batch.obs, config.activation, batch.action_mask)
+    dist = policy(params, batch.obs, config.activation, batch.action_mask, config.action_dist, config.min_std)
     log_ratio = dist.log_prob(batch.action) - batch.log_prob
     ratio = jnp.exp(log_ratio)
     policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps, config.dual_clip_param)
     v_clip = config.clip_eps if config.clip_value_loss else None
     v_loss = value_loss(value(params, batch.obs, config.activation), batch.value, batch.target, v_clip)
-    entropy = dist.entropy().mean()
+    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
              "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean()}
     return policy_loss + config.vf_coef * v_loss - config.ent_coef * entropy, stats
@@ -307,6 +338,7 @@ class Transition(NamedTuple):
     info: envs.StepInfo
     discounted_return: jax.Array  # running discounted return, for reward scaling
     action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
+    noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
 
 
 class TrainState(NamedTuple):
@@ -326,7 +358,16 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     env, env_params = envs.resolve(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn = config.activation
+    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
+    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
+        if vec_env.discrete:
+            raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {config.env} has "
+                             "discrete ones; leave --action-dist at gaussian.")
+        low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
+        if not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
+            raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {config.env}'s are "
+                             f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
+    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
@@ -349,18 +390,31 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
 
-        # 1. Rollout: num_steps steps of num_envs envs with the current policy.
+        # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
+        #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
+        def sample(k, o, m):  # one env's action and its log-prob
+            dist = dist_of(params, o, m)
+            if not tanh_normal:
+                return dist.sample_and_log_prob(seed=k)
+            # the log-prob of u as stored: sample_and_log_prob's is of u before rounding, which near
+            # saturation (|loc| >> scale) is ulps away, and the ratio would not start at 1
+            u = dist.sample(seed=k)
+            return u, dist.log_prob(u)
+
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
-            k_action, k_env = jax.random.split(step_key)
+            if tanh_normal:
+                k_action, k_env, k_noise = jax.random.split(step_key, 3)
+            else:
+                k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action, log_prob = jax.vmap(lambda k, o, m: policy(params, o, act_fn, m).sample_and_log_prob(seed=k))(
-                jax.random.split(k_action, config.num_envs), policy_obs, action_mask
-            )
-            next_obs, env_state, info = vec_env.step(k_env, env_state, action)
+            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+            env_action = to_bounds(action, low, high) if tanh_normal else action
+            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             discounted_return = discounted_return * config.gamma + info.reward
+            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             transition = Transition(obs=policy_obs, action=action, log_prob=log_prob, action_mask=action_mask, info=info,
-                                    discounted_return=discounted_return)
+                                    discounted_return=discounted_return, noise=noise)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -381,7 +435,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         if config.normalize_obs:  # new statistics take effect from the next rollout
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
         batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
-                      advantage=advantages, target=targets, action_mask=traj.action_mask)
+                      advantage=advantages, target=targets, action_mask=traj.action_mask, noise=traj.noise)
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
@@ -395,9 +449,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
                           return_stats=return_stats, discounted_return=discounted_return, key=key), metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample."""
-        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn, mask)
-        return dist.mode() if deterministic else dist.sample(seed=key)
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample
+        (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the bounds)."""
+        dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
+        action = dist.mode() if deterministic else dist.sample(seed=key)
+        return to_bounds(action, low, high) if tanh_normal else action
 
     return loop.Algorithm(
         init=init, update=update, act=act,

@@ -83,6 +83,124 @@ def test_ppo_loss_combines_the_pieces_by_hand():
     assert float(total) == pytest.approx(-2.0 + 0.5 * 0.5 - 0.01 * math.log(2), rel=1e-6)
 
 
+# --- tanh-squashed normal (--action-dist tanh_normal) ---------------------------------------
+def _tanh_params(loc, raw_scale, obs_dim=3):
+    """A one-layer actor whose output is [loc, raw scale] whatever the observation."""
+    bias = jnp.concatenate([jnp.asarray(loc, jnp.float32), jnp.asarray(raw_scale, jnp.float32)])
+    return {"actor": [{"w": jnp.zeros((obs_dim, bias.shape[0])), "b": bias}]}
+
+
+def _tanh_policy(params, obs):
+    return ppo.policy(params, obs, "tanh", action_dist="tanh_normal", min_std=0.001)
+
+
+def test_tanh_normal_log_prob_by_hand_up_to_saturation():
+    """log pi(tanh(u)) = log N(u; loc, scale) - sum log(1 - tanh(u)^2), scale = softplus(raw) + min_std,
+    against float64 with log(1 - tanh(u)^2) = -2 log cosh(u); distrax's Transformed (which inverts
+    tanh with atanh) agrees where tanh(u) is not rounded to +-1."""
+    loc, raw = np.array([0.3, -1.0]), np.array([0.0, -2.0])
+    scale = np.log1p(np.exp(raw)) + 0.001
+    u = np.array([[0.0, 0.0], [0.5, -2.0], [3.0, -4.0], [9.0, -12.0], [15.0, -20.0]])  # the last rows: tanh(u) = +-1 in float32
+    dist = _tanh_policy(_tanh_params(loc, raw), jnp.ones((len(u), 3)))
+    np.testing.assert_allclose(dist.scale_diag[0], scale, rtol=1e-6)
+    log_prob = dist.log_prob(jnp.asarray(u, jnp.float32)) - ppo.SQUASH.forward_log_det_jacobian(jnp.asarray(u, jnp.float32))
+    gaussian = (-0.5 * ((u - loc) / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)).sum(-1)
+    expected = gaussian + (2 * np.log(np.cosh(u))).sum(-1)
+    assert np.isfinite(log_prob).all()
+    np.testing.assert_allclose(log_prob, expected, rtol=1e-5)
+    import distrax
+    squashed = distrax.Transformed(dist, ppo.SQUASH)
+    np.testing.assert_allclose(squashed.log_prob(jnp.tanh(jnp.asarray(u, jnp.float32)))[:3], log_prob[:3], rtol=1e-4)
+    # the smallest std is min_std
+    tiny = _tanh_policy(_tanh_params(loc, [-100.0, -100.0]), jnp.ones((1, 3)))
+    np.testing.assert_allclose(tiny.scale_diag, 0.001, rtol=1e-6)
+
+
+def test_tanh_normal_entropy_estimate():
+    """H(tanh(u)) = H(u) + E[sum log(1 - tanh(u)^2)]: the one-sample estimate averaged over many
+    samples meets the expectation by quadrature; it is below the unsquashed normal's entropy,
+    very negative for a tiny std, and its gradient pulls a saturating mean back towards 0."""
+    n = 200_000
+    noise = jax.random.normal(jax.random.key(0), (n, 1))
+    obs = jnp.ones((n, 3))
+    # init: loc 0, raw scale 0 (the actor's output layer starts near 0): scale = softplus(0) + min_std
+    dist = _tanh_policy(_tanh_params([0.0], [0.0]), obs)
+    samples = np.asarray(ppo.squashed_entropy(dist, noise), np.float64)
+    scale = math.log(2.0) + 0.001
+    grid = np.linspace(-12 * scale, 12 * scale, 200_001)
+    density = np.exp(-0.5 * (grid / scale) ** 2) / (scale * math.sqrt(2 * math.pi))
+    gaussian_entropy = 0.5 * math.log(2 * math.pi * math.e) + math.log(scale)
+    expected = gaussian_entropy + np.sum(density * -2 * np.log(np.cosh(grid))) * (grid[1] - grid[0])
+    # the estimate's mean over n samples has standard error std / sqrt(n) (about 1e-3 here); 5 of them
+    # leave a false failure at odds of about 1 in 10^6, and the quadrature's own error is far smaller
+    tolerance = 5 * samples.std() / math.sqrt(n)
+    assert abs(samples.mean() - expected) < tolerance, (samples.mean(), expected, tolerance)
+    assert expected < gaussian_entropy - 0.2  # the Jacobian term matters at the init std
+    # a tiny std: the normal's entropy 0.5 log(2 pi e) + log(0.001) = -5.49, tanh adds nearly nothing at 0
+    tiny = ppo.squashed_entropy(_tanh_policy(_tanh_params([0.0], [-100.0]), obs[:100]), noise[:100])
+    np.testing.assert_allclose(tiny, 0.5 * math.log(2 * math.pi * math.e) + math.log(0.001), atol=1e-3)
+    # saturated at tanh(5): another 2 log cosh(5) = 8.6 lower; the gradient in loc points back to 0
+    def mean_entropy(loc):
+        return ppo.squashed_entropy(_tanh_policy(_tanh_params(loc, [-100.0]), obs[:100]), noise[:100]).mean()
+    saturated = float(mean_entropy(jnp.array([5.0])))
+    assert saturated == pytest.approx(float(tiny.mean()) - 2 * math.log(math.cosh(5.0)), abs=1e-2)
+    assert float(jax.grad(mean_entropy)(jnp.array([5.0]))[0]) < -1.0
+    assert float(jax.grad(mean_entropy)(jnp.array([-5.0]))[0]) > 1.0
+
+
+def test_tanh_normal_actions_stay_in_the_bounds():
+    low, high = jnp.array([-1.0, 0.0]), jnp.array([3.0, 0.5])
+    u = jnp.array([[-1e30, -1e30], [-20.0, 20.0], [0.0, 0.0], [1e30, 1e30], [-jnp.inf, jnp.inf]])
+    a = ppo.to_bounds(u, low, high)
+    assert ((a >= low) & (a <= high)).all()
+    np.testing.assert_array_equal(a[0], low)
+    np.testing.assert_array_equal(a[3], high)
+    np.testing.assert_allclose(a[2], (low + high) / 2)
+    # through the algorithm's act (what evaluation gives the env), for a huge loc and scale
+    config = ppo.default_config("Pendulum-v1", action_dist="tanh_normal", num_envs=4, num_steps=8, num_minibatches=1,
+                                total_timesteps=32)
+    algorithm = ppo.make_algorithm(config)
+    state = jax.jit(algorithm.init)(jax.random.key(0))
+    act = jax.jit(algorithm.act, static_argnums=3)
+    params = {**state.params, "actor": jax.tree.map(lambda x: x * 0, state.params["actor"])}
+    for loc, raw in ((1e4, 1e4), (-1e4, 1e4), (0.0, 1e4)):
+        params["actor"][-1]["b"] = jnp.array([loc, raw])
+        policy_params = algorithm.policy_params(state._replace(params=params))
+        obs = jnp.ones((64, 3))
+        for deterministic in (False, True):
+            actions = act(policy_params, obs, jax.random.key(1), deterministic)
+            assert actions.shape == (64, 1)
+            assert bool(((actions >= -2.0) & (actions <= 2.0)).all()), actions
+
+
+def test_tanh_normal_ratio_is_one_on_its_own_rollout():
+    """One update of 1 epoch x 1 minibatch: its loss stats are those at the rollout's own parameters,
+    and with clip_eps 1e-6 clip_fraction counts every ratio further than 1e-6 from 1. Also with the
+    mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken through atanh(a) breaks;
+    there the output layer's weights are zeroed, so that loc is exactly 30 in the rollout and the
+    loss alike (near 30 one float32 ulp of loc, from matmuls of other shapes, moves log N(u) by 1e-5)."""
+    config = ppo.default_config("Pendulum-v1", action_dist="tanh_normal", num_envs=4, num_steps=16, num_epochs=1,
+                                num_minibatches=1, clip_eps=1e-6, total_timesteps=64)
+    algorithm = ppo.make_algorithm(config)
+    update = jax.jit(algorithm.update)
+    state = jax.jit(algorithm.init)(jax.random.key(0))
+    saturated = jax.tree.map(lambda x: x, state.params)
+    saturated["actor"][-1] = {"w": jnp.zeros_like(saturated["actor"][-1]["w"]), "b": jnp.array([30.0, -3.0])}
+    for params in (state.params, saturated):
+        _, metrics = update(state._replace(params=params), 0)
+        assert float(metrics["clip_fraction"]) == 0.0
+        assert float(metrics["approx_kl"]) < 1e-10
+        assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
+
+
+def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
+    code, stderr = cli_error(ppo.main, ["--action-dist", "tanh_normal"])
+    assert code == 2 and "--action-dist tanh_normal needs continuous (Box) actions" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    code, stderr = cli_error(ppo.main, ["--env", "Pendulum-v1", "--action-dist", "tanh_normal", "--min-std", "0"])
+    assert code == 2 and "--min-std must be positive" in stderr, stderr
+
+
 # --- reproducibility --------------------------------------------------------------------------
 SMALL = dict(total_timesteps=4 * 32 * 6, num_envs=4, num_steps=32, eval_every=3, eval_episodes=2, log_every=0)
 
@@ -154,6 +272,18 @@ def test_eval_env_params_override_only_changes_evaluation():
     evaluated = ~np.isnan(base["metrics"]["eval_return"])
     np.testing.assert_array_equal(evaluated, ~np.isnan(heavy["metrics"]["eval_return"]))
     assert not np.array_equal(base["metrics"]["eval_return"][evaluated], heavy["metrics"]["eval_return"][evaluated])
+
+
+@pytest.mark.slow
+def test_tanh_normal_trains_on_pendulum_without_nan():
+    """6 updates of the continuous preset (10 epochs x 32 minibatches) on 4 x 32 steps, 2 seeds: finite
+    losses, parameters and evaluation returns (Pendulum's cost is at most 16.3 a step: returns in [-3260, 0])."""
+    out = run(2, env="Pendulum-v1", action_dist="tanh_normal")
+    for k in ("policy_loss", "value_loss", "entropy", "approx_kl"):  # no episode ends in 192 steps: see eval
+        assert np.isfinite(out["metrics"][k]).all(), k
+    evaluated = out["metrics"]["eval_return"][:, -1]
+    assert np.isfinite(evaluated).all() and (evaluated <= 0).all() and (evaluated > -3260).all(), evaluated
+    assert np.isfinite(jax.tree.leaves(out["policy"])[0]).all()
 
 
 # --- learning ---------------------------------------------------------------------------------
