@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         module, config = load_config(args.run_dir)
         run = config.run
+        devices.enable_compile_cache(run.compile_cache)  # as the run does: a second look compiles nothing
         if not 0 <= args.seed_index < run.num_seeds:
             configs.fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
         env, base_params = loop.environment(config)
