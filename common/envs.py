@@ -84,7 +84,9 @@ def check_env_id(env_id: str) -> None:
     """Raise ValueError with close names when `env_id` names no environment."""
     suite, name = suite_of(env_id)
     if not name.strip():  # before importing the suite (Brax's import alone can take a minute)
-        example = {"gymnax": "CartPole-v1"}.get(suite, f"{suite}/NAME")
+        from scanrl.common.suites import EXAMPLES
+
+        example = EXAMPLES.get(suite, f"{suite}/NAME")
         raise ValueError(f"--env {env_id!r} names no environment: give one after the slash, e.g. --env {example} "
                          f"(--env {suite}/x lists {suite}'s names).")
     known = registered_envs() if suite == "gymnax" else _adapter(env_id).NAMES()

@@ -393,3 +393,25 @@ def test_env_parameters_outside_their_range_are_refused_before_compiling(cli_err
     """A negative time limit compiled and ended an episode on every step."""
     code, err = cli_error(ppo.main, args)
     assert code == 2 and err == f"error: {message}", err
+
+
+def test_a_suite_without_a_name_is_refused_before_the_suite_is_imported(cli_error, monkeypatch):
+    """`--env brax/` spent Brax's whole import (106 s under load) before saying the name is empty."""
+    from scanrl.common import envs
+
+    def imported(env_id):
+        raise AssertionError(f"the suite of {env_id} was imported")
+
+    monkeypatch.setattr(envs, "_adapter", imported)
+    code, err = cli_error(ppo.main, ["--env", "brax/"])
+    assert code == 2 and err == ("error: --env 'brax/' names no environment: give one after the slash, e.g. --env "
+                                 "brax/ant (--env brax/x lists brax's names)."), err
+
+
+def test_brax_lists_no_test_env():
+    """Brax registers `fast`, an env for its own tests with no physics to learn."""
+    pytest.importorskip("brax")
+    from scanrl.common.suites import brax
+
+    names = brax.NAMES()
+    assert "fast" not in names and "ant" in names

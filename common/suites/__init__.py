@@ -21,3 +21,7 @@ SUITES = {
     "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
     "xminigrid": ("scanrl.common.suites.xminigrid", "xminigrid", "xminigrid"),
 }
+# one environment of each, for messages that need an example
+EXAMPLES = {"gymnax": "CartPole-v1", "brax": "brax/ant", "craftax": "craftax/Craftax-Classic-Symbolic-v1",
+            "jumanji": "jumanji/Snake-v1", "navix": "navix/Navix-DoorKey-5x5-v0", "playground": "playground/CheetahRun",
+            "xminigrid": "xminigrid/XLand-MiniGrid-R1-9x9"}
