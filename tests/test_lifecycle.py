@@ -133,7 +133,7 @@ STOP_RUN = ["--total-timesteps", "204800", "--num-seeds", "2", "--log-every", "5
 EVAL_METRIC = {"sampled": "eval_return_sampled", "deterministic": "eval_return"}  # --eval-policy -> metric
 
 
-@pytest.mark.parametrize("policy", ["sampled", "deterministic"])
+@pytest.mark.parametrize("policy", ["sampled", pytest.param("deterministic", marks=pytest.mark.slow)])
 def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, policy):
     """It reads the evaluation of --eval-policy (default sampled)."""
     extra = [] if policy == "sampled" else ["--eval-policy", policy]

@@ -308,6 +308,7 @@ def test_a_kept_program_that_calls_lapack_runs_in_a_process_that_lowered_nothing
     assert loaded.returncode == 0 and loaded.stdout.strip() == "2.0", (loaded.returncode, loaded.stderr[-800:])
 
 
+@pytest.mark.slow
 def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
     """A corridor where action 1 reaches the goal (return 1) and action 0 waits until the
     10-step time limit (return 0). The policy's mode always waits; its samples take action 1
