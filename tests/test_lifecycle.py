@@ -134,11 +134,13 @@ EVAL_METRIC = {"sampled": "eval_return_sampled", "deterministic": "eval_return"}
 
 
 @pytest.mark.parametrize("policy", ["sampled", pytest.param("deterministic", marks=pytest.mark.slow)])
-def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, policy):
+def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, policy, capsys):
     """It reads the evaluation of --eval-policy (default sampled)."""
     extra = [] if policy == "sampled" else ["--eval-policy", policy]
     summary = ppo.main([*STOP_RUN, "--stop-return", "150", *extra, "--out-dir", str(tmp_path)])
     assert summary["stopped_by"] == "stop_return" and summary["updates"] < 400 and summary["eval_policy"] == policy
+    assert f"Stopped after update {summary['updates']}: the {policy} policy's mean evaluation return reached " \
+           f"--stop-return 150." in capsys.readouterr().out
     assert summary["total_timesteps"] == summary["updates"] * 512 < 204800
     evals = np.load(Path(summary["run_dir"]) / "metrics.npz")[EVAL_METRIC[policy]]
     means = np.nanmean(evals[:, ~np.isnan(evals).all(axis=0)], axis=0)

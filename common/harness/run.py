@@ -477,6 +477,17 @@ class StopConditions:
         return reached
 
 
+def stop_sentence(run: RunConfig, reason: str) -> str:
+    """What a stop condition read, in words (the evaluation of --eval-policy, or the training return)."""
+    evaluation = f"the {run.eval_policy} policy's mean evaluation return"
+    if reason == "stop_return":
+        read = evaluation if run.eval_every else "the mean training episode return"
+        return f"{read} reached --stop-return {run.stop_return:g}"
+    if reason == "stop_plateau":
+        return f"{run.stop_plateau} evaluations in a row brought no new best of {evaluation} (--stop-plateau)"
+    return f"--stop-minutes {run.stop_minutes:g} of training passed"
+
+
 def first_nonfinite(metrics: dict[str, np.ndarray], first_update: int) -> tuple[int, int, list[str]] | None:
     """(seed index, update, metric names) where a seed's policy first went non-finite, or None."""
     finite = metrics["_policy_finite"]
@@ -691,6 +702,8 @@ def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable 
     elif logger.active:
         draw_curves(logger.run_dir)
     summary = {**summary, "exit_code": 0}
+    if p.reason in ("stop_return", "stop_plateau", "stop_minutes"):
+        logger.say(f"Stopped after update {p.done}: {stop_sentence(run, p.reason)}.")
     if p.reason == "interrupt":
         command = sys.argv[0] if sys.argv[0].endswith(".py") else f"-m scanrl.algos.{algo}"
         logger.say(f"Interrupted after update {p.done}: continue with `python {command} --resume {logger.run_dir}`.")
