@@ -140,7 +140,8 @@ def test_a_sweep_writes_its_table_best_config_and_plot(sweep_dir):
         np.testing.assert_allclose(row["final_return_per_seed"], final[c])
         np.testing.assert_allclose(row["final_return_mean"], final[c].mean())
         np.testing.assert_allclose(row["final_return_min"], final[c].min())
-        evaluated = metrics["eval_return"][c][:, [3, 7]]  # after updates 4 and 8
+        # after updates 4 and 8; of the policy --eval-policy names (default: sampled)
+        evaluated = metrics["eval_return_sampled"][c][:, [3, 7]]
         np.testing.assert_allclose(row["best_eval_return"], evaluated.mean(axis=0).max())
     best = max(rows, key=lambda r: r["final_return_mean"])
     assert report["best"] == best
