@@ -176,6 +176,7 @@ def logged_every_update(tmp_path_factory):
     return run_cli(tmp_path_factory.mktemp("log1"))
 
 
+@pytest.mark.slow
 def test_run_folder_contents(logged_every_update):
     proc, run_dir = logged_every_update
     names = {p.name for p in run_dir.iterdir()}

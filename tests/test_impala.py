@@ -179,6 +179,7 @@ def test_no_lag_one_epoch_one_minibatch_has_ratios_of_one(env):
 LAGGED = dict(actor_lag=2, num_epochs=1, num_minibatches=1)
 
 
+@pytest.mark.slow
 def test_same_key_identical_and_seeds_differ():
     """The lagged 2-seed CartPole run above (one compiled program for both tests)."""
     a, b = run(2, **LAGGED), run(2, **LAGGED)

@@ -133,7 +133,8 @@ STOP_RUN = ["--total-timesteps", "204800", "--num-seeds", "2", "--log-every", "5
 EVAL_METRIC = {"sampled": "eval_return_sampled", "deterministic": "eval_return"}  # --eval-policy -> metric
 
 
-@pytest.mark.parametrize("policy", ["sampled", pytest.param("deterministic", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("policy", ["sampled", "deterministic"])
+@pytest.mark.slow
 def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, policy, capsys):
     """It reads the evaluation of --eval-policy (default sampled)."""
     extra = [] if policy == "sampled" else ["--eval-policy", policy]
@@ -149,6 +150,7 @@ def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, polic
     assert json.loads((Path(summary["run_dir"]) / "config.json").read_text())["total_timesteps"] == 204800
 
 
+@pytest.mark.slow
 def test_stop_plateau_counts_evaluations_without_a_new_best(tmp_path):
     summary = ppo.main([*STOP_RUN, "--stop-plateau", "2", "--out-dir", str(tmp_path)])
     assert summary["stopped_by"] == "stop_plateau" and summary["updates"] < 400

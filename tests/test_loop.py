@@ -234,6 +234,7 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
     assert not all(np.array_equal(params[k], changed[k]) for k in params)
 
 
+@pytest.mark.slow
 def test_programs_kept_by_an_importing_process_serve_a_main_process(tmp_path):
     """Programs kept by a script that imports scanrl.algos.ppo are reused by `python
     algos/ppo.py`, whose classes live in `__main__`: a resume there (state rebuilt from the

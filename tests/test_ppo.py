@@ -237,6 +237,7 @@ def test_seed_i_of_a_sweep_equals_a_single_seed_run(env):
         )
 
 
+@pytest.mark.slow
 def test_different_seeds_differ():
     out = run(2)
     assert not np.allclose(out["metrics"]["policy_loss"][0], out["metrics"]["policy_loss"][1])

@@ -467,6 +467,7 @@ def mujoco_draws() -> bool:
     return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=HANG_GUARD).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PICTURED))
 def test_each_suite_draws_a_state_with_its_own_renderer(name):
     """The picture scanrl-eval --gif writes comes from the suite's own renderer (MuJoCo's for

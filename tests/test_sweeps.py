@@ -69,6 +69,7 @@ def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_erro
     assert code == 2 and "a swept field (kl_coef) drives Python control flow" in err, err
 
 
+@pytest.mark.slow
 def test_max_grad_norm_varies_inside_one_program():
     """0 turns PPO's clipping off as an infinite bound, not a Python branch: max_grad_norm is a
     traced value like any float, and a tight bound changes the update."""
@@ -154,6 +155,7 @@ def test_a_sweep_writes_its_table_best_config_and_plot(sweep_dir):
         assert image.size[0] >= 800
 
 
+@pytest.mark.slow
 def test_best_config_round_trips_through_config(sweep_dir):
     """--config best_config.json gives the sweep's Config with the best config's values and no
     sweep: the single run that the sweep's rows of that config equal (tested above)."""
@@ -186,6 +188,7 @@ def test_an_interrupted_sweep_resumes_to_the_uninterrupted_result(sweep_dir, tmp
     assert json.loads((run_dir / "sweep.json").read_text()) == json.loads((sweep_dir / "sweep.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_run_tools_point_a_sweep_folder_elsewhere(sweep_dir, capsys):
     from scanrl.common.harness import evaluate, plots
 

@@ -94,6 +94,7 @@ def test_the_band_is_a_95_percent_bootstrap_interval_of_the_mean():
     np.testing.assert_allclose([low, high], 5.0)
 
 
+@pytest.mark.slow
 def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
     """Both policies: the table (deterministic; --sample: sampled) per seed, and both means."""
     result = evaluate.main([run_dir, "--checkpoint", "2", "--out", f"{run_dir}/eval2.json"])
@@ -108,6 +109,7 @@ def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
     assert sampled["mean_return_deterministic"] == result["mean_return_deterministic"]
 
 
+@pytest.mark.slow
 def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
     base = evaluate.main([run_dir, "--out", f"{run_dir}/e0.json"])
     longer = evaluate.main([run_dir, "--env-params", "length", "2.0", "--out", f"{run_dir}/e1.json"])
@@ -225,6 +227,7 @@ def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
 
 
+@pytest.mark.slow
 def test_a_renderer_that_fails_here_is_one_sentence_and_the_evaluation_stands(run_dir, tmp_path, monkeypatch, capsys):
     """A suite's renderer may need what a machine lacks (MuJoCo: an EGL or X display): the GIF
     is declined in one sentence naming the reason; the evaluation is still written."""
