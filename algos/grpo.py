@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.algos.ppo import learn, make_optimizer
-from scanrl.common import envs
+from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
-from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
+                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 
 import distrax
 import jax
@@ -56,6 +57,8 @@ class Config:
     """minibatches per epoch; must divide num_envs * num_steps."""
     learning_rate: float = 3e-4
     """Adam step size."""
+    adam_eps: float = 1e-5
+    """Adam's epsilon (CleanRL's and PureJaxRL's 1e-5; Brax's trainers use optax's 1e-8)."""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the run."""
     gamma: float = 0.99
@@ -89,6 +92,12 @@ class Config:
     them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
+    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
+    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    min_std: float = 0.001
+    """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
     run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
     """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
@@ -99,7 +108,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps",
-                            "target_kl"),
+                            "target_kl", "adam_eps", "min_std"),
             nonnegative=("kl_coef", "ent_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.group_size < 2:
@@ -124,35 +133,43 @@ PRESETS = {
 }
 
 
-def default_config(env: str = "CartPole-v1", **overrides) -> Config:
+def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
-    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win."""
+    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
+    has none for grpo yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **overrides, "env": env})
+    return run.build_config(Config, {**preset, **recipes.lookup("grpo", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: a policy MLP only (no critic), behind a conv torso for image observations; a
-# state-independent log-std for continuous actions
+# Network: a policy MLP only (no critic), behind a conv torso for image observations; continuous
+# actions: a state-independent log-std (gaussian), or a state-dependent std before a tanh
+# (tanh_normal: common/nets.py's pre_tanh_normal, to_bounds, squashed_entropy)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params, in_dim = {}, vec_env.obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
     params["actor"] = mlp_init(key, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
-    if not vec_env.discrete:
+    if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
 
-def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
+           action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
     """obs [..., obs_dim] or images [..., H, W, C] (read by the conv torso) -> action distribution
-    with batch shape [...]; log-std clamped to [-5, 2]; action_mask [..., A]: the valid discrete
-    actions, where the env has an action mask."""
+    with batch shape [...]; gaussian: log-std clamped to [-5, 2]; action_mask [..., A]: the valid discrete
+    actions, where the env has an action mask. tanh_normal: the normal of the pre-tanh action u
+    (the actor outputs [loc, raw scale], scale = softplus(raw) + min_std); the env gets tanh(u)
+    rescaled (`to_bounds`)."""
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     out = mlp_apply(params["actor"], x, activation)
+    if action_dist == "tanh_normal":
+        return pre_tanh_normal(out, min_std)
     if "log_std" not in params:
         return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(jnp.clip(params["log_std"], -5.0, 2.0)))
@@ -210,12 +227,13 @@ class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
     obs: jax.Array  # observations as the policy saw them (normalised if enabled)
-    action: jax.Array
-    log_prob: jax.Array  # log pi_old(action | obs)
-    ref_log_prob: jax.Array  # log pi_ref(action | obs), the initial policy (0 when kl_coef is 0)
+    action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
+    log_prob: jax.Array  # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
+    ref_log_prob: jax.Array  # log pi_ref(action | obs), the initial policy (0 when kl_coef is 0); tanh_normal: of u
     advantage: jax.Array
     mask: jax.Array  # 1.0 for steps that train, 0.0 for masked ones
     action_mask: jax.Array | None = None  # valid actions [B, A] where the env has an action mask
+    noise: jax.Array | None = None  # tanh_normal: standard normal [B, A] for the entropy estimate
 
 
 def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> tuple[jax.Array, dict]:
@@ -224,7 +242,7 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     Each term is sum(mask * term) * weight; the caller sets weight = 1 / (valid steps in the
     whole minibatch), so masked steps contribute nothing and the denominator counts valid steps only.
     """
-    dist = policy(params, batch.obs, config.activation, batch.action_mask)
+    dist = policy(params, batch.obs, config.activation, batch.action_mask, config.action_dist, config.min_std)
     log_prob = dist.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
     ratio = jnp.exp(log_ratio)
@@ -232,7 +250,8 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     surrogate = jnp.minimum(ratio * batch.advantage, clipped * batch.advantage)
     masked_mean = lambda x: (batch.mask * x).sum() * weight
     policy_loss = -masked_mean(surrogate)
-    entropy = masked_mean(dist.entropy())
+    tanh_normal = config.action_dist == "tanh_normal"
+    entropy = masked_mean(squashed_entropy(dist, batch.noise) if tanh_normal else dist.entropy())
     total = policy_loss - config.ent_coef * entropy
     stats = {"policy_loss": policy_loss, "entropy": entropy,
              "clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
@@ -272,6 +291,7 @@ class Transition(NamedTuple):
     log_prob: jax.Array
     info: envs.StepInfo
     action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
+    noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
 
 
 class TrainState(NamedTuple):
@@ -290,7 +310,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     env, env_params = envs.resolve(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn = config.activation
+    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
+    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
+        low, high = tanh_normal_bounds(vec_env, config.env)
+    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
@@ -311,21 +334,36 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_reset, k_rollout, k_epochs = jax.random.split(state.key, 4)
+        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
         obs, env_state = state.obs, state.env_state
         if config.reset_every_rollout:
             obs, env_state = reset_groups(vec_env, k_reset, config)
 
-        # 1. Rollout: num_steps steps of num_envs envs with the current policy.
+        # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
+        #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
+        def sample(k, o, m):  # one env's action and its log-prob
+            dist = dist_of(params, o, m)
+            if not tanh_normal:
+                return dist.sample_and_log_prob(seed=k)
+            # the log-prob of u as stored (sample_and_log_prob's is of u before rounding, ulps away
+            # near saturation), so that the ratio starts at 1
+            u = dist.sample(seed=k)
+            return u, dist.log_prob(u)
+
         def env_step(carry, step_key):
             env_state, obs = carry
-            k_action, k_env = jax.random.split(step_key)
+            if tanh_normal:
+                k_action, k_env, k_noise = jax.random.split(step_key, 3)
+            else:
+                k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action, log_prob = jax.vmap(lambda k, o, m: policy(params, o, act_fn, m).sample_and_log_prob(seed=k))(
-                jax.random.split(k_action, config.num_envs), policy_obs, action_mask
-            )
-            next_obs, env_state, info = vec_env.step(k_env, env_state, action)
+            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+            env_action = to_bounds(action, low, high) if tanh_normal else action
+            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
+            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             return (env_state, next_obs), Transition(obs=policy_obs, action=action, log_prob=log_prob,
-                                                     action_mask=action_mask, info=info)
+                                                     action_mask=action_mask, info=info, noise=noise)
 
         (env_state, next_obs), traj = jax.lax.scan(env_step, (env_state, obs), jax.random.split(k_rollout, config.num_steps))
         info = traj.info
@@ -337,12 +375,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         done = info.terminated | info.truncated
         ref_log_prob = jnp.zeros_like(traj.log_prob)
         if config.kl_coef > 0:
-            ref_log_prob = policy(state.ref_params, traj.obs, act_fn, traj.action_mask).log_prob(traj.action)
+            ref_log_prob = dist_of(state.ref_params, traj.obs, traj.action_mask).log_prob(traj.action)
         returns = step_returns(info.reward, done, config.gamma)
         mask = first_episode_mask(done) if config.truncate_at_first_done else jnp.ones_like(returns)
         advantages = group_advantages(returns, mask, config.group_size, config.eps)
         batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, ref_log_prob=ref_log_prob,
-                      advantage=advantages, mask=mask, action_mask=traj.action_mask)
+                      advantage=advantages, mask=mask, action_mask=traj.action_mask, noise=traj.noise)
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
@@ -356,9 +394,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
                           obs=next_obs, obs_stats=obs_stats, key=key), metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample."""
-        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn, mask)
-        return dist.mode() if deterministic else dist.sample(seed=key)
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample
+        (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the bounds)."""
+        dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
+        action = dist.mode() if deterministic else dist.sample(seed=key)
+        return to_bounds(action, low, high) if tanh_normal else action
 
     return loop.Algorithm(
         init=init, update=update, act=act,

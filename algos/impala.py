@@ -19,10 +19,11 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import envs
+from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
-from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
+                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 
 import distrax
 import jax
@@ -90,6 +91,12 @@ class Config:
     mlp: flatten them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
+    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
+    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    min_std: float = 0.001
+    """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
     run: RunConfig = field(default_factory=lambda: RunConfig(log_every=20))
     """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
@@ -100,7 +107,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
-                            "clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold"),
+                            "clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "min_std"),
             nonnegative=("actor_lag", "max_grad_norm", "ent_coef", "vf_coef"),
             within={"gamma": "(0, 1]", "vtrace_lambda": "[0, 1]"},
         )
@@ -122,17 +129,19 @@ PRESETS = {
 }
 
 
-def default_config(env: str = "CartPole-v1", **overrides) -> Config:
+def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
-    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win."""
+    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
+    has none for impala yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **overrides, "env": env})
+    return run.build_config(Config, {**preset, **recipes.lookup("impala", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
 # Network: separate policy and value MLPs, behind one shared conv torso for image observations
-# (the convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own network); a state-independent
-# log-std for continuous actions
+# (the convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own network); continuous
+# actions: a state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal:
+# common/nets.py's pre_tanh_normal, to_bounds, squashed_entropy)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params, in_dim = {}, vec_env.obs_dim
@@ -140,10 +149,11 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     k_actor, k_critic = jax.random.split(key)
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
     params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
     params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
-    if not vec_env.discrete:
+    if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
@@ -153,10 +163,15 @@ def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
     return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
 
 
-def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
+           action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
     """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
-    action_mask [..., A]: the valid discrete actions, where the env has an action mask."""
+    action_mask [..., A]: the valid discrete actions, where the env has an action mask.
+    tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
+    scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
     out = mlp_apply(params["actor"], features(params, obs, activation), activation)
+    if action_dist == "tanh_normal":
+        return pre_tanh_normal(out, min_std)
     if "log_std" not in params:
         return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
@@ -222,12 +237,13 @@ class Batch(NamedTuple):
 
     obs: jax.Array  # observations as the behaviour policy saw them (normalised if enabled)
     next_obs: jax.Array  # the observation each step reached (final one before a reset), same normalisation
-    action: jax.Array
-    log_prob: jax.Array  # log mu(action | obs), the behaviour policy
+    action: jax.Array  # tanh_normal: the pre-tanh sample u [T, B, A]
+    log_prob: jax.Array  # log mu(action | obs), the behaviour policy; tanh_normal: of u (the Jacobian cancels in rho)
     reward: jax.Array  # scaled if normalize_reward
     terminated: jax.Array
     done: jax.Array
     action_mask: jax.Array | None = None  # valid actions [T, B, A] where the env has an action mask
+    noise: jax.Array | None = None  # tanh_normal: standard normal [T, B, A] for the entropy estimate
 
 
 def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
@@ -238,7 +254,7 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
     advantage statistics cover the whole minibatch.
     """
     act = config.activation
-    dist = policy(params, batch.obs, act, batch.action_mask)
+    dist = policy(params, batch.obs, act, batch.action_mask, config.action_dist, config.min_std)
     log_prob = dist.log_prob(batch.action)
     log_rho = log_prob - batch.log_prob
     rhos = jax.lax.stop_gradient(jnp.exp(log_rho))
@@ -259,7 +275,7 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
         advantage = (advantage - mean) / (jnp.sqrt(jnp.maximum(mean_sq - mean**2, 0.0)) + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
     value_loss = 0.5 * ((values - vs) ** 2).mean()
-    entropy = dist.entropy().mean()
+    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
     total = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
     stats = {
         "policy_loss": policy_loss,
@@ -326,6 +342,7 @@ class Transition(NamedTuple):
     info: envs.StepInfo
     discounted_return: jax.Array  # running discounted return, for reward scaling
     action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
+    noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
 
 
 class TrainState(NamedTuple):
@@ -346,7 +363,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     env, env_params = envs.resolve(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn = config.activation
+    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
+    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
+        low, high = tanh_normal_bounds(vec_env, config.env)
+    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
@@ -372,19 +392,28 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         # The behaviour policy: the parameters of actor_lag updates ago (clamped at the start).
         behaviour = jax.tree.map(lambda x: x[0], state.lagged_params) if config.actor_lag else state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
+        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
 
-        # 1. Rollout: num_steps steps of num_envs envs with the behaviour policy.
+        # 1. Rollout: num_steps steps of num_envs envs with the behaviour policy. tanh_normal keeps
+        #    the pre-tanh sample u for the importance ratios; the env gets tanh(u) rescaled.
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
-            k_action, k_env = jax.random.split(step_key)
+            if tanh_normal:
+                k_action, k_env, k_noise = jax.random.split(step_key, 3)
+            else:
+                k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action = jax.vmap(lambda k, o, m: policy(behaviour, o, act_fn, m).sample(seed=k))(
+            action = jax.vmap(lambda k, o, m: dist_of(behaviour, o, m).sample(seed=k))(
                 jax.random.split(k_action, config.num_envs), policy_obs, action_mask
             )
-            next_obs, env_state, info = vec_env.step(k_env, env_state, action)
+            env_action = to_bounds(action, low, high) if tanh_normal else action
+            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             discounted_return = discounted_return * config.gamma + info.reward
+            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             transition = Transition(obs=policy_obs, next_obs=observe(state.obs_stats, info.final_obs), action=action,
-                                    action_mask=action_mask, info=info, discounted_return=discounted_return)
+                                    action_mask=action_mask, info=info, discounted_return=discounted_return,
+                                    noise=noise)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -394,7 +423,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         info = traj.info
         # log mu(a|x) over the whole [T, N] rollout, as the learner computes log pi: without
         # lag, one epoch and one minibatch the importance ratios are then exactly 1
-        behaviour_log_prob = policy(behaviour, traj.obs, act_fn, traj.action_mask).log_prob(traj.action)
+        behaviour_log_prob = dist_of(behaviour, traj.obs, traj.action_mask).log_prob(traj.action)
 
         # 2. Normalisers, then the batch.
         rewards, return_stats, obs_stats = info.reward, state.return_stats, state.obs_stats
@@ -405,7 +434,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
         batch = Batch(obs=traj.obs, next_obs=traj.next_obs, action=traj.action, log_prob=behaviour_log_prob,
                       reward=rewards, terminated=info.terminated, done=info.terminated | info.truncated,
-                      action_mask=traj.action_mask)
+                      action_mask=traj.action_mask, noise=traj.noise)
 
         # 3. num_epochs epochs of num_minibatches Adam steps; V-trace inside every loss.
         learning_rate = schedule(update_index)
@@ -423,9 +452,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
                           key=key), metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample."""
-        dist = policy(policy_params["params"], observe(policy_params["obs_stats"], obs), act_fn, mask)
-        return dist.mode() if deterministic else dist.sample(seed=key)
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample
+        (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the bounds)."""
+        dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
+        action = dist.mode() if deterministic else dist.sample(seed=key)
+        return to_bounds(action, low, high) if tanh_normal else action
 
     return loop.Algorithm(
         init=init, update=update, act=act,

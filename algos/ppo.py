@@ -18,10 +18,12 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import envs
+from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
-from scanrl.common.nets import cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, use_cnn
+# the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
+from scanrl.common.nets import (SQUASH, cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
+                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 
 import distrax
 import jax
@@ -49,6 +51,8 @@ class Config:
     """minibatches per epoch; must divide num_envs * num_steps."""
     learning_rate: float = 2.5e-4
     """Adam step size."""
+    adam_eps: float = 1e-5
+    """Adam's epsilon (CleanRL's and PureJaxRL's 1e-5; Brax's trainers use optax's 1e-8)."""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the run."""
     gamma: float = 0.99
@@ -75,6 +79,9 @@ class Config:
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
     normalize_reward: bool = False
     """scale rewards by the running std of the discounted return."""
+    reward_scale: float = 1.0
+    """multiply every reward by this constant before the advantages (Brax's `reward_scaling`: 10 for Ant, 0.1
+    for Humanoid); with --normalize-reward, before the running statistics."""
     actor_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of the policy MLP."""
     critic_hidden: tuple[int, ...] = (64, 64)
@@ -102,7 +109,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
-                            "target_kl", "min_std"),
+                            "target_kl", "min_std", "reward_scale", "adam_eps"),
             nonnegative=("ent_coef", "vf_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.batch_size % self.num_minibatches:
@@ -124,21 +131,21 @@ PRESETS = {
 }
 
 
-def default_config(env: str = "CartPole-v1", **overrides) -> Config:
+def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: PureJaxRL's CartPole settings, or PRESETS["continuous"] for Box actions,
-    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win."""
+    PRESETS["minatar"] for MinAtar, then the suite's published recipe for `env` where
+    common/recipes.py has one (`recipe`: auto, published, cpu, none); `overrides`
+    (hyperparameters or run settings, flat) win."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **overrides, "env": env})
+    return run.build_config(Config, {**preset, **recipes.lookup("ppo", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
 # Network: separate policy and value MLPs, behind one shared conv torso for image observations
 # (the convolutions are most of the compute, as in CleanRL's Atari PPO); continuous actions: a
-# state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal)
+# state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal:
+# common/nets.py's SQUASH, pre_tanh_normal, to_bounds, squashed_entropy)
 # ---------------------------------------------------------------------------------------------
-SQUASH = distrax.Block(distrax.Tanh(), 1)  # u [..., A] -> tanh(u); log|det J| = sum log(1 - tanh(u)^2), stably
-
-
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params, in_dim = {}, vec_env.obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
@@ -167,17 +174,10 @@ def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array
     scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
     out = mlp_apply(params["actor"], features(params, obs, activation), activation)
     if action_dist == "tanh_normal":
-        loc, raw_scale = jnp.split(out, 2, axis=-1)
-        return distrax.MultivariateNormalDiag(loc, jax.nn.softplus(raw_scale) + min_std)
+        return pre_tanh_normal(out, min_std)
     if "log_std" not in params:
         return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
-
-
-def to_bounds(u: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
-    """Pre-tanh actions u [..., A] -> tanh(u) mapped from [-1, 1] onto [low, high] [A]; clipped,
-    so that rounding (or tanh(u) = +-1 for huge u) never puts an action outside the bounds."""
-    return jnp.clip(low + 0.5 * (high - low) * (jnp.tanh(u) + 1.0), low, high)
 
 
 def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
@@ -235,14 +235,6 @@ def approx_kl(log_ratio: jax.Array) -> jax.Array:
     return (jnp.exp(log_ratio) - 1.0 - log_ratio).mean()
 
 
-def squashed_entropy(dist: distrax.MultivariateNormalDiag, noise: jax.Array) -> jax.Array:
-    """One-sample estimate [...] of the entropy of a = tanh(u), u ~ dist (the pre-tanh normal, batch [...]),
-    as Brax's PPO: H(a) = H(u) + E[sum log(1 - tanh(u)^2)], the expectation taken at the one sample
-    u = loc + scale * noise (noise [..., A] standard normal, so the gradient reaches loc and scale).
-    The Jacobian term is <= 0 and falls as |u| grows: the bonus does not reward saturated actions."""
-    return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
-
-
 def normalize_advantages(advantages: jax.Array) -> jax.Array:
     """Zero mean, unit (population) std over one minibatch [B]."""
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
@@ -294,7 +286,7 @@ def make_optimizer(config: Config) -> optax.GradientTransformation:
     def chain(learning_rate):
         # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
         max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=1e-5),
+        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps),
                            optax.scale_by_learning_rate(learning_rate))
     return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
 
@@ -360,13 +352,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     optimizer = make_optimizer(config)
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
-        if vec_env.discrete:
-            raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {config.env} has "
-                             "discrete ones; leave --action-dist at gaussian.")
-        low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
-        if not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
-            raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {config.env}'s are "
-                             f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
+        low, high = tanh_normal_bounds(vec_env, config.env)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
@@ -389,6 +375,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
+        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
 
         # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
         #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
@@ -411,7 +399,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
             action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
             env_action = to_bounds(action, low, high) if tanh_normal else action
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
-            discounted_return = discounted_return * config.gamma + info.reward
+            discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             transition = Transition(obs=policy_obs, action=action, log_prob=log_prob, action_mask=action_mask, info=info,
                                     discounted_return=discounted_return, noise=noise)
@@ -426,7 +414,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         # 2. Advantages: V(s'_t) of the final observation, so truncations bootstrap.
         old_values = value(params, traj.obs, act_fn)
         next_values = value(params, observe(state.obs_stats, info.final_obs), act_fn)
-        rewards, return_stats, obs_stats = info.reward, state.return_stats, state.obs_stats
+        rewards, return_stats, obs_stats = info.reward * config.reward_scale, state.return_stats, state.obs_stats
         if config.normalize_reward:
             return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.algos.ppo import approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages, value_loss
-from scanrl.common import envs
+from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
-from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mask_logits, mlp_apply, mlp_init, use_cnn
+from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mask_logits, mlp_apply, mlp_init,
+                                pre_tanh_normal, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 
 import distrax
 import jax
@@ -64,6 +65,8 @@ class Config:
     """minibatches per epoch, each a set of whole sequences; must divide num_envs * num_steps / seq_len."""
     learning_rate: float = 4e-3
     """Adam step size."""
+    adam_eps: float = 1e-5
+    """Adam's epsilon (CleanRL's and PureJaxRL's 1e-5; Brax's trainers use optax's 1e-8)."""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the run."""
     gamma: float = 0.99
@@ -99,6 +102,12 @@ class Config:
     them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
+    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
+    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    min_std: float = 0.001
+    """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
     run: RunConfig = field(default_factory=RunConfig)
     """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
@@ -110,7 +119,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",
-                            "target_kl"),
+                            "target_kl", "adam_eps", "min_std"),
             nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm"),
             within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
@@ -135,17 +144,19 @@ PRESETS = {
 }
 
 
-def default_config(env: str = "CartPole-v1", **overrides) -> Config:
+def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env` (PRESETS["continuous"] for Box actions, PRESETS["minatar"] for MinAtar);
-    `overrides` (hyperparameters or run settings, flat) win."""
+    `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
+    has none for ppo_rnn yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **overrides, "env": env})
+    return run.build_config(Config, {**preset, **recipes.lookup("ppo_rnn", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
 # Network: (conv torso for image observations ->) encoder MLP -> GRU -> policy and value heads;
-# a state-independent log-std for continuous actions. One GRU serves both heads (one state to
-# store and replay).
+# continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
+# tanh (tanh_normal: the policy head's output; common/nets.py's pre_tanh_normal, to_bounds,
+# squashed_entropy). One GRU serves both heads (one state to store and replay).
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params, in_dim = {}, vec_env.obs_dim
@@ -153,13 +164,14 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     k_enc, k_gru, k_actor, k_critic = jax.random.split(key, 4)
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
     enc_out = config.encoder_hidden[-1] if config.encoder_hidden else in_dim
     params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) if config.encoder_hidden else []
     params["gru"] = gru_init(k_gru, enc_out, config.gru_size)
     params["actor"] = mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim), output_gain=0.01)
     params["critic"] = mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1), output_gain=1.0)
-    if not vec_env.discrete:
+    if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
@@ -174,10 +186,15 @@ def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, acti
     return gru_apply(params["gru"], hidden, x)
 
 
-def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Array | None = None) -> distrax.Distribution:
+def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Array | None = None,
+           action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
     """GRU state [..., H] -> action distribution with batch shape [...]; action_mask [..., A]:
-    the valid discrete actions, where the env has an action mask."""
+    the valid discrete actions, where the env has an action mask. tanh_normal: the normal of the
+    pre-tanh action u (the head outputs [loc, raw scale], scale = softplus(raw) + min_std); the
+    env gets tanh(u) rescaled (`to_bounds`)."""
     out = mlp_apply(params["actor"], hidden, activation)
+    if action_dist == "tanh_normal":
+        return pre_tanh_normal(out, min_std)
     if "log_std" not in params:
         return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
@@ -207,8 +224,8 @@ class Sequences(NamedTuple):
     hidden: jax.Array  # [S, H] GRU state stored at the first step (of the burn-in, if any)
     obs: jax.Array
     start: jax.Array  # obs begins an episode
-    action: jax.Array
-    log_prob: jax.Array  # log pi_old(action | history)
+    action: jax.Array  # tanh_normal: the pre-tanh sample u [S, L, A]
+    log_prob: jax.Array  # log pi_old(action | history); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
     value: jax.Array  # V_old
     advantage: jax.Array
     target: jax.Array  # GAE value target
@@ -216,6 +233,7 @@ class Sequences(NamedTuple):
     burn_start: jax.Array
     burn_valid: jax.Array  # [S, B] steps that exist (the rollout's first sequence has none before it)
     action_mask: jax.Array | None = None  # [S, L, A] valid actions where the env has an action mask
+    noise: jax.Array | None = None  # tanh_normal: standard normal [S, L, A] for the entropy estimate
 
 
 def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
@@ -237,7 +255,7 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy, over every step
     of the replayed sequences; seqs.advantage is used as given (minibatch_gradient normalises it)."""
     states = replay(params, seqs, config)  # [S, L, H]
-    dist = policy(params, states, config.activation, seqs.action_mask)
+    dist = policy(params, states, config.activation, seqs.action_mask, config.action_dist, config.min_std)
     log_ratio = dist.log_prob(seqs.action) - seqs.log_prob
     ratio = jnp.exp(log_ratio).reshape(-1)
     advantage = seqs.advantage.reshape(-1)
@@ -245,7 +263,7 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     v_clip = config.clip_eps if config.clip_value_loss else None
     values = value(params, states, config.activation).reshape(-1)
     v_loss = value_loss(values, seqs.value.reshape(-1), seqs.target.reshape(-1), v_clip)
-    entropy = dist.entropy().mean()
+    entropy = (squashed_entropy(dist, seqs.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
              "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean(),
              # 0 at an update's first minibatch: the replay reproduces the rollout's log-probabilities
@@ -285,7 +303,7 @@ def to_sequences(traj: "Transition", values, advantages, targets, config: Config
     return Sequences(hidden=hidden, obs=cut(traj.obs), start=cut(traj.start), action=cut(traj.action),
                      log_prob=cut(traj.log_prob), value=cut(values), advantage=cut(advantages), target=cut(targets),
                      burn_obs=burn(traj.obs), burn_start=burn(traj.start), burn_valid=burn_valid,
-                     action_mask=jax.tree.map(cut, traj.action_mask))
+                     action_mask=jax.tree.map(cut, traj.action_mask), noise=jax.tree.map(cut, traj.noise))
 
 
 class Transition(NamedTuple):
@@ -295,10 +313,11 @@ class Transition(NamedTuple):
     state: jax.Array  # [T, N, H] the GRU state after the step, which the policy acted on
     obs: jax.Array  # [T, N, obs_dim]
     start: jax.Array  # obs begins an episode (the state resets to zeros before this step)
-    action: jax.Array
+    action: jax.Array  # tanh_normal: the pre-tanh sample u [T, N, A]
     log_prob: jax.Array
     info: envs.StepInfo
     action_mask: jax.Array | None = None  # [T, N, A] valid actions (None: no action mask)
+    noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
 
 
 def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, config: Config):
@@ -329,7 +348,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     env, env_params = envs.resolve(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn = config.activation
+    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
+    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
+        low, high = tanh_normal_bounds(vec_env, config.env)
+    dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask, config.action_dist, config.min_std)
     # what the network reads: flat vectors, or images for the conv torso (ValueError for cnn without images)
     observe = (lambda obs: obs) if use_cnn(config.torso, vec_env.obs_shape) else vec_env.flat_obs
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
@@ -347,20 +369,28 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
+        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
 
-        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state.
+        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state. tanh_normal keeps the
+        #    pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
         def env_step(carry, step_key):
             env_state, obs, start, hidden = carry
-            k_action, k_env = jax.random.split(step_key)
+            if tanh_normal:
+                k_action, k_env, k_noise = jax.random.split(step_key, 3)
+            else:
+                k_action, k_env = jax.random.split(step_key)
             new_hidden = core(params, hidden, observe(obs), start, act_fn)
             action_mask = vec_env.action_mask(env_state)
-            dist = policy(params, new_hidden, act_fn, action_mask)
-            action = jax.vmap(lambda k, h, m: policy(params, h, act_fn, m).sample(seed=k))(
+            dist = dist_of(params, new_hidden, action_mask)
+            action = jax.vmap(lambda k, h, m: dist_of(params, h, m).sample(seed=k))(
                 jax.random.split(k_action, config.num_envs), new_hidden, action_mask)
             log_prob = dist.log_prob(action)  # as the replay computes it, so that the ratio is exactly 1
-            next_obs, env_state, info = vec_env.step(k_env, env_state, action)
+            env_action = to_bounds(action, low, high) if tanh_normal else action
+            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
+            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             transition = Transition(hidden=hidden, state=new_hidden, obs=observe(obs), start=start,
-                                    action=action, log_prob=log_prob, action_mask=action_mask, info=info)
+                                    action=action, log_prob=log_prob, action_mask=action_mask, info=info, noise=noise)
             return (env_state, next_obs, info.terminated | info.truncated, new_hidden), transition
 
         carry = (state.env_state, state.obs, state.start, state.hidden)
@@ -385,11 +415,13 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array, mask=None):
         """obs [N, *obs], hidden [N, H] (zeros at an episode's first step), mask [N, A] or None
-        -> (actions [N, ...], hidden)."""
+        -> (actions [N, ...], hidden); tanh_normal: tanh of the pre-tanh normal's mode or sample,
+        rescaled to the bounds."""
         params = policy_params["params"]
         hidden = core(params, hidden, observe(obs), jnp.zeros(obs.shape[0], bool), act_fn)
-        dist = policy(params, hidden, act_fn, mask)
-        return (dist.mode() if deterministic else dist.sample(seed=key)), hidden
+        dist = dist_of(params, hidden, mask)
+        action = dist.mode() if deterministic else dist.sample(seed=key)
+        return (to_bounds(action, low, high) if tanh_normal else action), hidden
 
     return loop.Algorithm(
         init=init, update=update, act=act, policy_params=lambda state: {"params": state.params},

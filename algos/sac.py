@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import envs
+from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import mlp_apply, mlp_init
@@ -71,7 +71,12 @@ class Config:
     alpha: float = 1.0
     """initial temperature when autotuned; the fixed temperature otherwise."""
     target_entropy: float | None = None
-    """entropy the temperature aims at, in nats (None: -action_dim)."""
+    """entropy the temperature aims at, in nats (None: -target_entropy_scale x action_dim)."""
+    target_entropy_scale: float = 1.0
+    """without --target-entropy, the target is -scale x the action dimension (Haarnoja et al.'s -A at 1;
+    Brax's SAC uses 0.5)."""
+    reward_scale: float = 1.0
+    """multiply every reward by this constant in the critic's target (Brax's `reward_scaling`)."""
     log_std_min: float = -5.0
     """lower bound of the actor's log standard deviation (before tanh)."""
     log_std_max: float = 2.0
@@ -100,7 +105,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step", "learning_rate",
-                            "alpha"),
+                            "alpha", "target_entropy_scale", "reward_scale"),
             nonnegative=("learning_starts", "max_grad_norm"), within={"gamma": "(0, 1]", "tau": "(0, 1]"},
         )
         if self.log_std_min >= self.log_std_max:
@@ -110,10 +115,11 @@ class Config:
             raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
 
 
-def default_config(env: str = "Pendulum-v1", **overrides) -> Config:
-    """Config for `env` (the dataclass defaults, tuned on Pendulum-v1); `overrides`
-    (hyperparameters or run settings, flat) win."""
-    return run.build_config(Config, {**overrides, "env": env})
+def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) -> Config:
+    """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
+    recipe for `env` where common/recipes.py has one (`recipe`: auto, published, cpu, none);
+    `overrides` (hyperparameters or run settings, flat) win."""
+    return run.build_config(Config, {**recipes.lookup("sac", env, recipe)[1], **overrides, "env": env})
 
 
 def replay_buffer_bytes(config: Config, obs_dim: int, action_dim: int) -> int:
@@ -322,7 +328,7 @@ def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Con
     next_mean, next_log_std = actor_outputs(params["actor"], batch.next_obs, config)
     next_action, next_log_prob = squashed_sample(next_mean, next_log_std, noise(k_next))
     next_q = q_values(target_critic, batch.next_obs, next_action, act)
-    target = critic_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
+    target = critic_target(batch.reward * config.reward_scale, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
     (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
         params["critic"], batch.obs, batch.action, target, act  # target: computed outside the gradient
     )
@@ -366,7 +372,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled
     action_scale = (vec_env.action_high - vec_env.action_low).reshape(-1) / 2.0
     action_offset = (vec_env.action_high + vec_env.action_low).reshape(-1) / 2.0
-    target_entropy = -float(action_dim) if config.target_entropy is None else config.target_entropy
+    target_entropy = -config.target_entropy_scale * action_dim if config.target_entropy is None else config.target_entropy
     optimizer = make_optimizer(config)
 
     def to_env(unit_action):  # [N, A] in [-1, 1] -> [N, *action_shape] in the env's bounds
@@ -406,6 +412,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
             return learner, jax.tree.map(jnp.mean, stats)
 
         no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
+        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
+        state = state._replace(env_state=vec_env.refresh_starts(state.key, state.env_state, update_index, config.num_steps))
 
         def env_step(state: TrainState, step_index: jax.Array):
             """All environments take one step into the buffer, then the learner learns (if due).

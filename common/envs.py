@@ -22,12 +22,14 @@ import importlib
 import importlib.util
 import math
 import types
+from functools import partial
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+START_TAG = 0x57A27  # folded into an update's key to draw new cached starts (VecEnv.refresh_starts)
 DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/harness/devices.py)
 
 
@@ -103,11 +105,18 @@ def check_env_id(env_id: str) -> None:
     )
 
 
-def make(env_id: str) -> tuple[Any, Any]:
+def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
     """`(env, env_params)` for a gymnax id such as "CartPole-v1" (or "gymnax/CartPole-v1"), or
-    a suite's `SUITE/NAME` such as "brax/ant" (common/suites/)."""
+    a suite's `SUITE/NAME` such as "brax/ant" (common/suites/). `options`: how the suite builds
+    it (`--env-options`), for suites whose adapter takes any (ValueError otherwise)."""
     check_env_id(env_id)
     suite, name = suite_of(env_id)
+    if options:
+        adapter = None if suite == "gymnax" else _adapter(env_id)
+        if not hasattr(adapter, "OPTIONS"):
+            raise ValueError(f"--env-options {' '.join(f'{k} {v}' for k, v in options.items())}: {suite} environments "
+                             "take no options; Brax and MuJoCo Playground do.")
+        return adapter.make(name, options)
     return gymnax().make(name) if suite == "gymnax" else _adapter(env_id).make(name)
 
 
@@ -128,11 +137,12 @@ def preset_name(env_id: str) -> str | None:
     return "continuous" if is_continuous(env_id) else None
 
 
-def resolve(env_id: str, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
+def resolve(env_id: str, env: Any = None, env_params: Any = None,
+            options: dict[str, str] | None = None) -> tuple[Any, Any]:
     """The env an algorithm trains on: a user's own gymnax-style `env` object (with its
-    `env_params`, default `env.default_params`) or else the gymnax id `env_id`."""
+    `env_params`, default `env.default_params`) or else `env_id` built with `options`."""
     if env is None:
-        return make(env_id)
+        return make(env_id, options)
     return env, env.default_params if env_params is None else env_params
 
 
@@ -230,6 +240,7 @@ class VecEnvState(NamedTuple):
     env_state: Any  # gymnax state, leaves [N, ...]
     episode_return: jax.Array  # [N] return of the running episode so far
     episode_length: jax.Array  # [N] int32 steps of the running episode so far
+    starts: Any = None  # cached starts (obs [N, *obs], env states [N, ...]) of an env with `cached_starts`
 
 
 class StepInfo(NamedTuple):
@@ -250,7 +261,7 @@ class VecEnv:
     has D devices) the environment axis of everything VecEnv returns is split over the D
     devices (`shard_envs`); the values are the same whatever D is.
 
-    Two optional attributes of the env change the stepping (common/suites/ sets them):
+    Optional attributes of the env change the stepping (common/suites/ sets them):
     - `action_mask(state, params) -> [A] bool`: the valid actions (`self.masked`), given to
       the policy by `action_mask(vec_state)`.
     - `reset_ratio` R: the env's `step` does not reset, because its reset is costly (Craftax
@@ -259,6 +270,12 @@ class VecEnv:
       end on the same step may share one): the optimistic reset of Craftax's baselines
       (Matthews et al. 2024). Without it every step computes a reset for every environment,
       since a vmapped choice evaluates both branches.
+    - `cached_starts` S: the env's `step` does not reset, and a finished environment returns
+      to its own cached first state, as Brax's `AutoResetWrapper` does (Brax's and
+      Playground's resets can cost hundreds of physics steps: CheetahRun settles for 200).
+      `refresh_starts` draws every cache anew about every S steps per environment, as
+      Playground's `num_resets_per_eval` does. Evaluation is unchanged: it counts each
+      environment's first episode, which starts from a fresh reset.
     """
 
     def __init__(self, env: Any, env_params: Any, num_envs: int):
@@ -267,6 +284,7 @@ class VecEnv:
         self.discrete = is_discrete(env, env_params)
         self.masked = callable(getattr(env, "action_mask", None))
         self.reset_ratio = getattr(env, "reset_ratio", None)
+        self.cached_starts = getattr(env, "cached_starts", None)
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.obs_dim = math.prod(self.obs_shape)
@@ -287,7 +305,25 @@ class VecEnv:
         keys = shard_envs(jax.random.split(key, self.num_envs) if env_keys is None else env_keys)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
         zeros = jnp.zeros(self.num_envs)
-        return shard_envs((obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32))))
+        starts = (obs, env_state) if self.cached_starts else None
+        return shard_envs((obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32), starts)))
+
+    def refresh_starts(self, key: jax.Array, state: VecEnvState, update_index: jax.Array,
+                       steps_per_env: int) -> VecEnvState:
+        """`state` with new cached starts for every environment (running episodes go on), once every
+        ceil(cached_starts / steps_per_env) updates; the identity for other envs. An algorithm calls
+        it at the start of each update with the update's index, which is the same for every seed,
+        so the choice stays a real branch under the seed vmap (a per-seed one would compute the
+        resets on every update). `key`: any key of the update (a tag is folded into it)."""
+        if not self.cached_starts:
+            return state
+        every = max(1, -(-self.cached_starts // steps_per_env))
+
+        def refresh(state):
+            keys = shard_envs(jax.random.split(jax.random.fold_in(key, START_TAG), self.num_envs))
+            return state._replace(starts=jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params))
+
+        return jax.lax.cond((update_index + 1) % every == 0, refresh, lambda state: state, state)
 
     def action_mask(self, state: VecEnvState) -> jax.Array | None:
         """The valid actions [N, A] bool in each environment's current state; None when the
@@ -320,6 +356,8 @@ class VecEnv:
         done = terminated | truncated
         if self.reset_ratio is not None:
             obs, env_state = self.optimistic_reset(k_reset, done, obs, env_state)
+        elif self.cached_starts:
+            obs, env_state = jax.tree.map(partial(self.restart, done), state.starts, (obs, env_state))
         episode_return = state.episode_return + reward
         episode_length = state.episode_length + 1
         step_info = StepInfo(
@@ -331,7 +369,7 @@ class VecEnv:
             episode_length=jnp.where(done, episode_length, 0),
         )
         new_state = VecEnvState(
-            env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length)
+            env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length), state.starts
         )
         return shard_envs((obs, new_state, step_info))
 
@@ -345,12 +383,13 @@ class VecEnv:
         new_obs, new_state = jax.lax.map(lambda k: self.env.reset(k, self.env_params),
                                          jax.random.split(k_starts, starts))
         pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(jax.random.split(k_pick, self.num_envs))
-
-        def restart(new, old):
-            chosen = new[pick]
-            return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), chosen, old)
-
+        restart = lambda new, old: self.restart(done, new[pick], old)  # noqa: E731
         return restart(new_obs, obs), jax.tree.map(restart, new_state, env_state)
+
+    @staticmethod
+    def restart(done: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
+        """`new` [N, ...] where `done` [N], else `old`."""
+        return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), new, old)
 
 
 def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:

@@ -1,6 +1,7 @@
 """Pure-function MLPs: `mlp_init(key, sizes) -> params`, `mlp_apply(params, x) -> y`; a
 convolutional torso for image observations (`cnn_init`, `cnn_apply`); a GRU cell (`gru_init`,
-`gru_apply`) for recurrent policies.
+`gru_apply`) for recurrent policies; the tanh-squashed normal policy of `--action-dist
+tanh_normal` (`pre_tanh_normal`, `to_bounds`, `squashed_entropy`, `tanh_normal_bounds`).
 
 Parameters are plain pytrees (a list of {"w", "b"} dicts), so they vmap over seeds,
 save with numpy and need no framework. Weights use orthogonal initialisation with a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import distrax
 import jax
 import jax.numpy as jnp
 
@@ -139,3 +141,47 @@ def mask_logits(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
     categorical policy never samples them and their probability, entropy term and gradient
     are exactly 0 (a finite value: -inf would make 0 * log 0 a NaN). mask None: unchanged."""
     return logits if mask is None else jnp.where(mask, logits, -1e9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tanh-squashed normal policies (--action-dist tanh_normal; Brax PPO's default, Haarnoja et al. 2018):
+# a normal over the pre-tanh action u with a state-dependent std; the env gets tanh(u) rescaled to
+# its bounds. The algorithms store u and take log-probabilities (ratios) on u, where the tanh
+# Jacobian, which depends on u alone, cancels.
+# ---------------------------------------------------------------------------------------------
+SQUASH = distrax.Block(distrax.Tanh(), 1)  # u [..., A] -> tanh(u); log|det J| = sum log(1 - tanh(u)^2), stably
+
+
+def pre_tanh_normal(out: jax.Array, min_std: float) -> distrax.MultivariateNormalDiag:
+    """An actor's output [..., 2A] = [loc, raw scale] -> the normal of the pre-tanh action u,
+    batch [...], event [A], with scale = softplus(raw scale) + min_std (at least min_std)."""
+    loc, raw_scale = jnp.split(out, 2, axis=-1)
+    return distrax.MultivariateNormalDiag(loc, jax.nn.softplus(raw_scale) + min_std)
+
+
+def to_bounds(u: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
+    """Pre-tanh actions u [..., A] -> tanh(u) mapped from [-1, 1] onto [low, high] [A]; clipped,
+    so that rounding (or tanh(u) = +-1 for huge u) never puts an action outside the bounds."""
+    return jnp.clip(low + 0.5 * (high - low) * (jnp.tanh(u) + 1.0), low, high)
+
+
+def squashed_entropy(dist: distrax.MultivariateNormalDiag, noise: jax.Array) -> jax.Array:
+    """One-sample estimate [...] of the entropy of a = tanh(u), u ~ dist (the pre-tanh normal, batch [...]),
+    as Brax's PPO: H(a) = H(u) + E[sum log(1 - tanh(u)^2)], the expectation taken at the one sample
+    u = loc + scale * noise (noise [..., A] standard normal, so the gradient reaches loc and scale).
+    The Jacobian term is <= 0 and falls as |u| grows: the bonus does not reward saturated actions."""
+    return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
+
+
+def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
+    """Before compiling: the action bounds (low [A], high [A], flattened) of `vec_env` (a common/envs.py
+    VecEnv) for --action-dist tanh_normal; ValueError (one sentence naming `env_id`) where its actions
+    are discrete or its bounds are not finite, since a squashed normal needs a Box with finite bounds."""
+    if vec_env.discrete:
+        raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {env_id} has "
+                         "discrete ones; leave --action-dist at gaussian.")
+    low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
+    if not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
+        raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {env_id}'s are "
+                         f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
+    return low, high

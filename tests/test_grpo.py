@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo
+from scanrl.common import envs
 from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools
+from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
+                       tanh_normal_program)
 
 T, N, G = 12, 8, 4
 
@@ -132,6 +135,79 @@ def test_shared_group_reset_gives_groups_one_first_observation(shared):
     same_within = all(np.array_equal(obs[g * 4], obs[g * 4 + k]) for g in range(2) for k in range(1, 4))
     assert same_within == shared
     assert not np.array_equal(obs[0], obs[4])  # different groups start differently
+
+
+# --- tanh-squashed normal (--action-dist tanh_normal; shared pieces and checks: test_nets.py) ----------
+# every step trains (no first-episode mask), and clip_eps 1e-6 makes clip_fraction count any ratio off 1
+TANH = dict(clip_eps=1e-6, kl_coef=0.1, truncate_at_first_done=False)
+
+
+def test_tanh_normal_ratio_is_one_on_its_own_rollout():
+    """1 epoch x 1 minibatch: the loss's log pi of the stored pre-tanh u meets the rollout's, and the KL
+    to the reference (the same parameters here) is 0, also with the mean deep in saturation
+    (tanh(30) = 1 in float32), where a ratio taken through atanh of the env's action would break."""
+    _, update, state = tanh_normal_program(grpo, **TANH)
+    for params in (state.params, constant_actor(state.params, [30.0, -30.0], [-3.0, -3.0])):
+        _, metrics = update(state._replace(params=params, ref_params=params), 0)
+        assert float(metrics["clip_fraction"]) == 0.0
+        assert float(metrics["approx_kl"]) < 1e-10 and float(metrics["reference_kl"]) < 1e-10
+        assert float(metrics["valid_fraction"]) == 1.0
+        assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
+
+
+def test_tanh_normal_env_actions_stay_in_the_bounds():
+    """The env (its VecEnv's clipping off) counts no action outside [-1, 3] x [0, 0.5] in a rollout, and
+    act gives none, whatever the actor's loc and scale."""
+    algorithm, update, state = tanh_normal_program(grpo, **TANH)
+    act = jax.jit(algorithm.act, static_argnums=3)
+    env = bounded_env()
+    obs, low, high = jax.random.normal(jax.random.key(1), (64, 3)), jnp.array(env.low), jnp.array(env.high)
+    for actor in (None, *EXTREME_ACTORS):
+        params = state.params if actor is None else constant_actor(state.params, *actor)
+        _, metrics = update(state._replace(params=params, ref_params=params), 0)
+        assert float(metrics["episodes"]) == 16 and float(metrics["episode_return"]) == 0.0, actor
+        for deterministic in (False, True):
+            actions = act(algorithm.policy_params(state._replace(params=params)), obs, jax.random.key(2), deterministic)
+            assert actions.shape == (64, 2) and bool(((actions >= low) & (actions <= high)).all()), actor
+
+
+def test_tanh_normal_log_prob_of_the_squashed_action():
+    """The actor's 2A outputs are [loc, raw scale] (no log_std, no clamp); log pi(u) - log|det J| is the
+    density of the squashed action by distrax and by hand."""
+    env = bounded_env()
+    config = grpo.Config(action_dist="tanh_normal")
+    params = grpo.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    assert "log_std" not in params and params["actor"][-1]["w"].shape == (64, 4)
+    params["actor"][-1]["w"] = 0.3 * jax.random.normal(jax.random.key(1), (64, 4))  # a spread of locs and scales
+    obs = jax.random.normal(jax.random.key(2), (64, 3))
+    dist = grpo.policy(params, obs, "tanh", None, "tanh_normal", config.min_std)
+    u = jnp.clip(dist.sample(seed=jax.random.key(3)), -4.0, 4.0)
+    check_squashed_log_prob(dist, grpo.mlp_apply(params["actor"], obs, "tanh"), config.min_std, u)
+
+
+def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
+    """grpo_loss's entropy: the one-sample estimate with the stored noise over the valid steps, which
+    averages to H(u) + E[sum log(1 - tanh(u)^2)] (quadrature) and lies below the normal's entropy."""
+    env = bounded_env()
+    config = grpo.Config(action_dist="tanh_normal")
+    loc, raw = [0.0, 1.0], [0.0, -1.0]
+    params = grpo.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    params = constant_actor(params, loc, raw)
+    n = 100_000
+    noise = jax.random.normal(jax.random.key(4), (n, 2))
+    zeros = jnp.zeros(n)
+    batch = grpo.Batch(obs=jnp.zeros((n, 3)), action=jnp.zeros((n, 2)), log_prob=zeros, ref_log_prob=zeros,
+                       advantage=zeros, mask=jnp.ones(n), noise=noise)
+    _, stats = grpo.grpo_loss(params, batch, config, 1.0 / n)
+    check_entropy_stat(stats["entropy"], loc, raw, noise)
+
+
+def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
+    code, stderr = cli_error(grpo.main, ["--action-dist", "tanh_normal"])
+    assert code == 2 and "--action-dist tanh_normal needs continuous (Box) actions and --env CartPole-v1" in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    code, stderr = cli_error(grpo.main, ["--env", "Pendulum-v1", "--action-dist", "tanh_normal", "--min-std", "0"])
+    assert code == 2 and "--min-std must be positive" in stderr, stderr
 
 
 DATA_PARALLEL = textwrap.dedent(

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from scanrl.algos import impala, ppo
+from scanrl.common import envs
 from scanrl.common.harness import devices
 from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools, run_cases_on_devices
+from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
+                       tanh_normal_program)
 
 T, B = 20, 8
 
@@ -218,6 +221,75 @@ def test_data_parallel_matches_one_device():
 def test_minibatches_must_be_whole_trajectories():
     with pytest.raises(ValueError, match="not divisible by --num-minibatches"):
         impala.Config(num_envs=6, num_minibatches=4)
+
+
+# --- tanh-squashed normal (--action-dist tanh_normal; shared pieces and checks: test_nets.py) ----------
+def test_tanh_normal_importance_ratios_are_one_on_its_own_rollout():
+    """No lag, 1 epoch x 1 minibatch: the learner's log pi of the stored pre-tanh u meets the rollout's
+    log mu, also with the mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken
+    through atanh of the env's action would break."""
+    _, update, state = tanh_normal_program(impala)
+    for params in (state.params, constant_actor(state.params, [30.0, -30.0], [-3.0, -3.0])):
+        _, metrics = update(state._replace(params=params), 0)
+        assert float(metrics["max_abs_log_rho"]) <= 1e-6, metrics["max_abs_log_rho"]
+        assert float(metrics["approx_kl"]) < 1e-10
+        assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
+
+
+def test_tanh_normal_env_actions_stay_in_the_bounds():
+    """The env (its VecEnv's clipping off) counts no action outside [-1, 3] x [0, 0.5] in a rollout, and
+    act gives none, whatever the actor's loc and scale."""
+    algorithm, update, state = tanh_normal_program(impala)
+    act = jax.jit(algorithm.act, static_argnums=3)
+    env = bounded_env()
+    obs, low, high = jax.random.normal(jax.random.key(1), (64, 3)), jnp.array(env.low), jnp.array(env.high)
+    for actor in (None, *EXTREME_ACTORS):
+        params = state.params if actor is None else constant_actor(state.params, *actor)
+        _, metrics = update(state._replace(params=params), 0)
+        assert float(metrics["episodes"]) == 16 and float(metrics["episode_return"]) == 0.0, actor
+        for deterministic in (False, True):
+            actions = act(algorithm.policy_params(state._replace(params=params)), obs, jax.random.key(2), deterministic)
+            assert actions.shape == (64, 2) and bool(((actions >= low) & (actions <= high)).all()), actor
+
+
+def test_tanh_normal_log_prob_of_the_squashed_action():
+    """The actor's 2A outputs are [loc, raw scale] (no log_std); log pi(u) - log|det J| is the density of
+    the squashed action by distrax and by hand."""
+    env = bounded_env()
+    config = impala.Config(action_dist="tanh_normal")
+    params = impala.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    assert "log_std" not in params and params["actor"][-1]["w"].shape == (64, 4)
+    params["actor"][-1]["w"] = 0.3 * jax.random.normal(jax.random.key(1), (64, 4))  # a spread of locs and scales
+    obs = jax.random.normal(jax.random.key(2), (64, 3))
+    dist = impala.policy(params, obs, "tanh", None, "tanh_normal", config.min_std)
+    u = jnp.clip(dist.sample(seed=jax.random.key(3)), -4.0, 4.0)
+    check_squashed_log_prob(dist, impala.mlp_apply(params["actor"], obs, "tanh"), config.min_std, u)
+
+
+def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
+    """impala_loss's entropy: the one-sample estimate with the stored noise, which averages to
+    H(u) + E[sum log(1 - tanh(u)^2)] (quadrature) and lies below the normal's entropy."""
+    env = bounded_env()
+    config = impala.Config(action_dist="tanh_normal")
+    loc, raw = [0.0, 1.0], [0.0, -1.0]
+    params = impala.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    params = constant_actor(params, loc, raw)
+    n = 100_000
+    noise = jax.random.normal(jax.random.key(4), (1, n, 2))
+    zeros = jnp.zeros((1, n))
+    batch = impala.Batch(obs=jnp.zeros((1, n, 3)), next_obs=jnp.zeros((1, n, 3)), action=jnp.zeros((1, n, 2)),
+                         log_prob=zeros, reward=zeros, terminated=zeros.astype(bool), done=zeros.astype(bool),
+                         noise=noise)
+    _, stats = impala.impala_loss(params, batch, config)
+    check_entropy_stat(stats["entropy"], loc, raw, noise[0])
+
+
+def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
+    code, stderr = cli_error(impala.main, ["--action-dist", "tanh_normal"])
+    assert code == 2 and "--action-dist tanh_normal needs continuous (Box) actions and --env CartPole-v1" in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    code, stderr = cli_error(impala.main, ["--env", "Pendulum-v1", "--action-dist", "tanh_normal", "--min-std", "0"])
+    assert code == 2 and "--min-std must be positive" in stderr, stderr
 
 
 # --- learning with the documented defaults -------------------------------------------------------

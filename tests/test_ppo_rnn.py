@@ -16,6 +16,8 @@ from scanrl.common.harness import devices
 from scanrl.common.nets import gru_apply, gru_init
 from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools
+from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
+                       tanh_normal_program)
 
 
 def sigmoid(x):
@@ -133,6 +135,83 @@ def test_hide_obs_drops_observation_components_for_every_algorithm(cli_error):
     assert envs.VecEnv(hidden, params, 2).obs_dim == 2
     code, err = cli_error(ppo.main, ["--hide-obs", "1", "4"])
     assert code == 2 and "--hide-obs 1 4: the observation has 4 components (0-3)" in err
+
+
+# --- tanh-squashed normal (--action-dist tanh_normal; shared pieces and checks: test_nets.py) ----------
+# sequences of 8 steps with 4 burn-in steps; clip_eps 1e-6 makes clip_fraction count any ratio off 1
+NET = dict(gru_size=16, encoder_hidden=(16,), head_hidden=(16,))
+TANH = dict(clip_eps=1e-6, seq_len=8, burn_in=4, **NET)
+
+
+def test_tanh_normal_ratio_is_one_on_its_own_rollout():
+    """1 epoch x 1 minibatch: the replay's log pi of the stored pre-tanh u meets the rollout's, also with
+    the mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken through atanh of the
+    env's action would break (the policy head's weights zeroed: loc is 30 whatever the GRU state)."""
+    _, update, state = tanh_normal_program(ppo_rnn, **TANH)
+    for params in (state.params, constant_actor(state.params, [30.0, -30.0], [-3.0, -3.0])):
+        _, metrics = update(state._replace(params=params), 0)
+        assert float(metrics["max_abs_log_ratio"]) <= 2e-7, metrics["max_abs_log_ratio"]
+        assert float(metrics["clip_fraction"]) == 0.0
+        assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
+
+
+def test_tanh_normal_env_actions_stay_in_the_bounds():
+    """The env (its VecEnv's clipping off) counts no action outside [-1, 3] x [0, 0.5] in a rollout, and
+    act gives none, whatever the policy head's loc and scale."""
+    algorithm, update, state = tanh_normal_program(ppo_rnn, **TANH)
+    act = jax.jit(algorithm.act, static_argnums=3)
+    env = bounded_env()
+    obs, low, high = jax.random.normal(jax.random.key(1), (64, 3)), jnp.array(env.low), jnp.array(env.high)
+    hidden = jax.random.normal(jax.random.key(3), (64, 16))
+    for actor in (None, *EXTREME_ACTORS):
+        params = state.params if actor is None else constant_actor(state.params, *actor)
+        _, metrics = update(state._replace(params=params), 0)
+        assert float(metrics["episodes"]) == 16 and float(metrics["episode_return"]) == 0.0, actor
+        for deterministic in (False, True):
+            actions, _ = act(algorithm.policy_params(state._replace(params=params)), obs, jax.random.key(2),
+                             deterministic, hidden)
+            assert actions.shape == (64, 2) and bool(((actions >= low) & (actions <= high)).all()), actor
+
+
+def test_tanh_normal_log_prob_of_the_squashed_action():
+    """The policy head on the GRU state outputs [loc, raw scale] (2A, no log_std); log pi(u) - log|det J|
+    is the density of the squashed action by distrax and by hand."""
+    env = bounded_env()
+    config = ppo_rnn.Config(action_dist="tanh_normal", **NET)
+    params = ppo_rnn.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    assert "log_std" not in params and params["actor"][-1]["w"].shape == (16, 4)
+    params["actor"][-1]["w"] = 0.5 * jax.random.normal(jax.random.key(1), (16, 4))  # a spread of locs and scales
+    hidden = jnp.tanh(jax.random.normal(jax.random.key(2), (64, 16)))  # GRU states lie in (-1, 1)
+    dist = ppo_rnn.policy(params, hidden, "tanh", None, "tanh_normal", config.min_std)
+    u = jnp.clip(dist.sample(seed=jax.random.key(3)), -4.0, 4.0)
+    check_squashed_log_prob(dist, ppo_rnn.mlp_apply(params["actor"], hidden, "tanh"), config.min_std, u)
+
+
+def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
+    """ppo_loss's entropy over replayed sequences: the one-sample estimate with the stored noise, which
+    averages to H(u) + E[sum log(1 - tanh(u)^2)] (quadrature) and lies below the normal's entropy."""
+    env = bounded_env()
+    config = ppo_rnn.Config(action_dist="tanh_normal", **NET)
+    loc, raw = [0.0, 1.0], [0.0, -1.0]
+    params = ppo_rnn.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    params = constant_actor(params, loc, raw)
+    n = 100_000  # sequences of one step
+    noise = jax.random.normal(jax.random.key(4), (n, 1, 2))
+    zeros = jnp.zeros((n, 1))
+    seqs = ppo_rnn.Sequences(hidden=jnp.zeros((n, 16)), obs=jnp.zeros((n, 1, 3)), start=jnp.ones((n, 1), bool),
+                             action=jnp.zeros((n, 1, 2)), log_prob=zeros, value=zeros, advantage=zeros, target=zeros,
+                             burn_obs=jnp.zeros((n, 0, 3)), burn_start=jnp.zeros((n, 0), bool),
+                             burn_valid=jnp.zeros((n, 0), bool), noise=noise)
+    _, stats = ppo_rnn.ppo_loss(params, seqs, config)
+    check_entropy_stat(stats["entropy"], loc, raw, noise[:, 0])
+
+
+def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
+    code, stderr = cli_error(ppo_rnn.main, ["--action-dist", "tanh_normal"])
+    assert code == 2 and "--action-dist tanh_normal needs continuous (Box) actions and --env CartPole-v1" in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    code, stderr = cli_error(ppo_rnn.main, ["--env", "Pendulum-v1", "--action-dist", "tanh_normal", "--min-std", "0"])
+    assert code == 2 and "--min-std must be positive" in stderr, stderr
 
 
 DATA_PARALLEL = textwrap.dedent(

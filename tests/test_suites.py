@@ -32,8 +32,9 @@ def brax_pendulum():
 @pytest.mark.slow
 def test_brax_steps_equal_brax_itself_until_the_pole_falls(brax_pendulum):
     """Same keys, same actions: the adapter's observations, rewards and terminations are
-    Brax's raw environment's; the termination is `terminated`, not `truncated`, its final
-    observation is Brax's, and the next observation starts a fresh episode."""
+    Brax's raw environment's; the termination is `terminated`, not `truncated`, and its
+    final observation is Brax's. The step does not reset: VecEnv returns the environment to
+    its cached start (test_vecenv_returns_finished_envs_to_their_cached_starts)."""
     env, params, raw = brax_pendulum
     key = jax.random.key(3)
     obs, state = env.reset(key, params)
@@ -51,9 +52,8 @@ def test_brax_steps_equal_brax_itself_until_the_pole_falls(brax_pendulum):
             break
         np.testing.assert_array_equal(obs, info["final_observation"])
     assert terminated and not truncated and 5 < t < 200
-    _, reset_key = jax.random.split(step_key)  # gymnax's auto-reset key
-    np.testing.assert_array_equal(obs, jax.jit(raw.reset)(reset_key).obs)
-    assert int(state.time) == 0
+    np.testing.assert_array_equal(obs, info["final_observation"])
+    assert int(state.time) == t + 1
 
 
 @pytest.fixture(scope="module", params=["brax", "playground"])
@@ -74,7 +74,7 @@ def test_a_time_limit_is_truncated_with_the_true_final_observation(raw_state_env
     """Same keys, same actions, five steps: observations and rewards are the suite's own; at
     max_steps_in_episode (the suite's episode length) the cut is `truncated`, never
     `terminated`; `final_observation` is the observation the step reached (what the value
-    bootstraps from), and the returned one starts a fresh episode."""
+    bootstraps from), and the step itself does not reset."""
     env, params, raw = raw_state_env
     params = envs.override_params(params, {"max_steps_in_episode": 5})
     key = jax.random.key(0)
@@ -88,9 +88,38 @@ def test_a_time_limit_is_truncated_with_the_true_final_observation(raw_state_env
         np.testing.assert_allclose(info["final_observation"], raw_state.obs, rtol=1e-6, atol=1e-6)
         assert float(reward) == pytest.approx(float(raw_state.reward), rel=1e-6, abs=1e-6)
         assert bool(truncated) == (t == 4) and not terminated
-    _, reset_key = jax.random.split(jax.random.fold_in(key, 4))
-    np.testing.assert_array_equal(obs, jax.jit(raw.reset)(reset_key).obs)
-    assert not np.allclose(obs, info["final_observation"]) and int(state.time) == 0
+    np.testing.assert_array_equal(obs, info["final_observation"])
+    assert int(state.time) == 5
+
+
+@pytest.mark.slow
+def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
+    """Brax's auto-reset scheme: an environment whose episode ends (here at a 3-step limit)
+    continues from its own cached first state, exactly, and the others run on. The caches
+    are drawn anew only on the updates `refresh_starts` schedules (every `cached_starts`
+    steps per environment), and evaluation's episodes start from fresh resets."""
+    env, params, _ = raw_state_env
+    params = envs.override_params(params, {"max_steps_in_episode": 3})
+    vec = envs.VecEnv(env, params, num_envs=2)
+    assert vec.cached_starts == env.cached_starts == 10_000 and vec.reset_ratio is None
+    obs0, state = vec.reset(jax.random.key(0))
+    np.testing.assert_array_equal(state.starts[0], obs0)
+    step = jax.jit(vec.step)
+    action = jnp.zeros((2, *vec.action_shape))
+    for t in range(3):
+        obs, state, info = step(jax.random.key(t), state, action)
+    assert info.truncated.all() and not np.allclose(info.final_obs, obs0)
+    np.testing.assert_array_equal(obs, obs0)  # back at the cached starts
+    np.testing.assert_array_equal(state.env_state.time, 0)
+    refresh = jax.jit(vec.refresh_starts, static_argnums=3)
+    every = 10_000 // 100  # updates of 100 steps per environment between new starts
+    kept = refresh(jax.random.key(1), state, jnp.int32(every - 2), 100)
+    np.testing.assert_array_equal(kept.starts[0], state.starts[0])
+    renewed = refresh(jax.random.key(1), state, jnp.int32(every - 1), 100)
+    assert not np.allclose(renewed.starts[0], state.starts[0])
+    np.testing.assert_array_equal(renewed.env_state.time, state.env_state.time)  # running episodes go on
+    fresh = jax.jit(vec.reset)(jax.random.key(5))[0]
+    assert not np.allclose(fresh, obs0)  # a new key, a new start: evaluation's episodes begin here
 
 
 @pytest.mark.slow
@@ -129,11 +158,13 @@ def test_a_missing_suite_names_its_install_command(monkeypatch, cli_error):
 @pytest.mark.slow
 def test_ppo_learns_brax_inverted_pendulum(tmp_path):
     suite("brax.envs", "brax")
-    """PPO's continuous preset, 2e5 steps, one seed (about 20 s of training and 16 s of
-    compile here). A random policy lets the pole fall within about 5-30 steps (return
-    about 5-30); balanced for Brax's whole 1000-step episode it scores 1000. The threshold,
-    500, is half the maximum: far above chance, below what the run reached (1000 by 164k
-    steps when this test was written)."""
+    """PPO's default for this env, Brax's notebook recipe in its cpu form (64 envs x 80
+    steps, tanh-normal policy, reward scale 10, the positional backend), 2e5 steps, one seed
+    (about 100 s of compile and 70 s of training here). A random policy lets the pole fall
+    within about 5-30 steps (return about 5-30); balanced for Brax's whole 1000-step episode
+    it scores 1000. The threshold, 500, is half the maximum: far above chance, below what
+    the run reached (1000, sampled and deterministic; the continuous preset it replaced
+    reached 1000 by 164k steps)."""
     summary = ppo.main(["--env", BRAX_ID, "--total-timesteps", "200000", "--eval-every", "16", "--log-every", "16",
                         "--out-dir", str(tmp_path)])
     assert summary["eval_return_mean"] >= 500, summary
@@ -254,12 +285,12 @@ def test_playground_spaces_and_an_offline_task_is_one_sentence(cli_error, monkey
 
 @pytest.mark.slow
 def test_ppo_learns_playground_cartpole_balance(tmp_path):
-    """PPO's continuous preset, 2e5 steps, one seed (about 33 s of compile and 20 s of
-    training here). The reward is in [0, 1] per step for 1000 steps; the first updates'
+    """PPO's continuous preset (`--recipe none`: Playground's recipe needs more than 2e5 steps),
+    2e5 steps, one seed (about 33 s of compile and 20 s of training here). The reward is in [0, 1] per step for 1000 steps; the first updates'
     near-random policy scores about 270. Threshold 400 (the run's evaluations were 388, 475
     and 526 at updates 16, 32 and 48 when this test was written): clearly above chance."""
     suite("mujoco_playground", "playground")
-    summary = ppo.main(["--env", PLAYGROUND_ID, "--total-timesteps", "200000", "--eval-every", "16",
+    summary = ppo.main(["--env", PLAYGROUND_ID, "--recipe", "none", "--total-timesteps", "200000", "--eval-every", "16",
                         "--log-every", "16", "--out-dir", str(tmp_path)])
     assert summary["eval_return_mean"] >= 400, summary
 

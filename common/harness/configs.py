@@ -221,9 +221,9 @@ def flag_value(argv: list[str], name: str) -> str | None:
     return value
 
 
-def check_pairs(argv: list[str], name: str) -> None:
-    """`--env-params KEY VALUE ...`: every VALUE must be a number (tyro's own message shows none);
-    ValueError otherwise."""
+def check_pairs(argv: list[str], name: str, numbers: bool = True) -> None:
+    """`--env-params KEY VALUE ...`: pairs, and with `numbers` every VALUE a number (tyro's own
+    message shows none); ValueError otherwise."""
     if name not in argv:
         return
     i = argv.index(name) + 1
@@ -231,9 +231,9 @@ def check_pairs(argv: list[str], name: str) -> None:
     while i < len(argv) and not argv[i].startswith("--"):
         words.append(argv[i])
         i += 1
-    if len(words) % 2:
+    if len(words) % 2 or not words:
         raise ValueError(f"{name} takes KEY VALUE pairs, got {' '.join(words) or 'nothing'}.")
-    for key, value in zip(words[::2], words[1::2]):
+    for key, value in zip(words[::2], words[1::2]) if numbers else ():
         try:
             float(value)
         except ValueError:
@@ -343,7 +343,7 @@ def fail(message: str) -> typing.NoReturn:
 # --help in groups
 # ---------------------------------------------------------------------------------------------
 HELP_GROUPS = {  # box -> (what it holds, its run settings); the algorithm's own fields make a first box
-    "environment": ("the task", ("env", "env_params", "hide_obs", "eval_env_params")),
+    "environment": ("the task", ("env", "recipe", "env_options", "env_params", "hide_obs", "eval_env_params")),
     "run": ("seeds and devices", ("seed", "num_seeds", "num_devices", "data_parallel", "distributed")),
     "lifecycle": ("evaluation, checkpoints, resume, stop conditions", (
         "eval_every", "eval_episodes", "eval_policy", "checkpoint_every", "resume", "config", "stop_return", "stop_minutes",
@@ -412,6 +412,13 @@ class RunConfig:
     env_params: dict[str, float] = field(default_factory=dict)
     """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too unless
     --eval-env-params is given)."""
+    env_options: tuple[str, ...] = ()
+    """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's physics: generalized,
+    positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
+    recipe: Literal["auto", "published", "cpu", "none"] = "auto"
+    """the suite's own published configuration for --env, where common/recipes.py has one (Brax,
+    MuJoCo Playground): published, cpu (every count of environments and steps / 32), auto (published
+    with a GPU or TPU, else cpu) or none (the algorithm's own defaults); flags win over it."""
     hide_obs: tuple[int, ...] = ()
     """drop these components of the (flattened) observation, for training and evaluation: partial
     observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""
@@ -476,6 +483,8 @@ class RunConfig:
     def __post_init__(self):
         check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
                      nonnegative=("eval_every", "log_every", "checkpoint_every", "num_devices", "data_parallel"))
+        if len(self.env_options) % 2:
+            raise ValueError(f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}.")
         if self.stop_plateau is not None and not self.eval_every:
             raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
         if self.resume and self.config:

@@ -164,13 +164,14 @@ class _KeepEnd:
     and the same values."""
 
     def __init__(self, env: Any, resets: bool):
-        self.env, self.resets, self.reset_ratio = env, resets, None  # reset_ratio: VecEnv's resets off
+        self.env, self.resets = env, resets
+        self.reset_ratio = self.cached_starts = None  # VecEnv's own resets off
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
 
     def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
-        if not self.resets:  # a `reset_ratio` env (Craftax): its own step does not reset
+        if not self.resets:  # a `reset_ratio` or `cached_starts` env: its own step does not reset
             return self.env.step(key, state, action, params)
         params = self.env.default_params if params is None else params
         obs, state, reward, terminated, info = self.env.step_env(jax.random.split(key)[0], state, action, params)
@@ -188,7 +189,7 @@ def _keep_end(env: Any) -> Any:
 
     if getattr(type(env), "step", None) is environment.Environment.step and callable(getattr(env, "step_env", None)):
         return _KeepEnd(env, resets=True)
-    if getattr(env, "reset_ratio", None) is not None:
+    if getattr(env, "reset_ratio", None) is not None or getattr(env, "cached_starts", None):
         return _KeepEnd(env, resets=False)
     return None
 

@@ -129,7 +129,8 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
 def environment(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
     """(env, default params) a run trains on: config.env or the user's own env object, with
     --hide-obs applied (ValueError with one sentence for a bad index)."""
-    env, params = envs.resolve(config.env, env, env_params)
+    options = dict(zip(config.run.env_options[::2], config.run.env_options[1::2]))
+    env, params = envs.resolve(config.env, env, env_params, options)
     if config.run.hide_obs:
         env = envs.HiddenObs(env, config.run.hide_obs, params)
     return env, params

@@ -37,6 +37,7 @@ import jax
 import numpy as np
 import tyro
 
+from scanrl.common import recipes
 from scanrl.common.harness import checkpoint, console, devices, loop, programs, sweeps
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_algorithm, check_budget,
@@ -80,13 +81,16 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
         except ValueError as e:
             fail(str(e))
     env = flag_value(argv, "--env") or saved.get("env") or config_cls.__dataclass_fields__["env"].default
+    recipe = flag_value(argv, "--recipe") or saved.get("recipe") or "auto"
+    if recipe not in recipes.CHOICES:
+        fail(f"--recipe {recipe!r} is not one of {', '.join(recipes.CHOICES)}.")
     try:
-        base = default_config(env, **{k: v for k, v in saved.items() if k != "env"})
+        base = default_config(env, **{k: v for k, v in saved.items() if k not in ("env", "recipe")}, recipe=recipe)
     except (ValueError, TypeError) as e:
         fail(f"{source}: {e}")
     try:
-        for name in ("--env-params", "--eval-env-params"):
-            check_pairs(argv, name)
+        for name in ("--env-params", "--eval-env-params", "--env-options"):
+            check_pairs(argv, name, numbers=name != "--env-options")
     except ValueError as e:
         fail(str(e))
     if "-h" in argv or "--help" in argv:
@@ -103,6 +107,8 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
             fail(tyro_error_sentence(captured.getvalue()))
         raise
     sys.stderr.write(captured.getvalue())  # tyro's warnings, if any
+    # what applied, not what was asked: "auto" resolved, "none" where the env has no recipe
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, recipe=base.run.recipe))
     if resume:
         check_resume(saved, config)
     return config
@@ -317,7 +323,9 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
         f"{run.num_seeds} seed{'s' if run.num_seeds > 1 else ''}"
     updates = "updates until a stop condition" if config.total_timesteps == 0 else f"{program.num_updates:,} updates"
     folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
-    return (f"{config.env}: {rows} on {layout.num_devices} device{'s' if layout.num_devices > 1 else ''}, {updates} "
+    source = recipes.source(compile_label(config).split()[0], config.env) if run.recipe != "none" else None
+    recipe = f" ({run.recipe} recipe: {source})" if source else ""
+    return (f"{config.env}{recipe}: {rows} on {layout.num_devices} device{'s' if layout.num_devices > 1 else ''}, {updates} "
             f"of {program.steps_per_update:,} env steps; {folder}")
 
 

@@ -3,9 +3,13 @@
 termination), `action_size` and `observation_size`, and no time limit of its own. Brax and
 MuJoCo Playground are of this kind.
 
-gymnax's `Environment.step` adds what their training wrappers would: the cut at
-`max_steps_in_episode` is `truncated`, never `terminated`, the step's observation is kept
-as `final_observation`, and the next episode starts from a fresh `reset` with its own key.
+`step` adds what their training wrappers would: the cut at `max_steps_in_episode` is
+`truncated`, never `terminated`, and the step's observation is kept as `final_observation`.
+It does not reset: `VecEnv` returns a finished environment to its cached first state, as
+Brax's `AutoResetWrapper` does, and draws the caches anew every `cached_starts` steps per
+environment (common/envs.py). A reset of these envs can cost hundreds of physics steps
+(Playground's CheetahRun settles for 200), and gymnax's own `step` would compute one for
+every environment on every step.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class RawStateEnv(environment.Environment):
     suite: str
     raw_name: str
     episode_length: int = 1000
+    cached_starts: int = 10_000  # steps per environment between new starts: ten 1000-step episodes
     _renderer: Any = None
 
     def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
@@ -76,6 +81,13 @@ class RawStateEnv(environment.Environment):
         # The raw step is deterministic, or draws from a key kept in its state: `key` is unused.
         raw = self.env.step(state.raw, action)
         return raw.obs, EnvState(raw=raw, time=state.time + 1), raw.reward, raw.done > 0.5, {}
+
+    def step(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams | None = None):
+        """gymnax's six values without the reset: the observation returned is the one reached."""
+        params = self.default_params if params is None else params
+        obs, state, reward, terminated, info = self.step_env(key, state, action, params)
+        truncated = self.is_truncated(state, params)
+        return obs, state, reward, terminated, truncated, {**info, "final_observation": obs}
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return state.raw.done > 0.5

@@ -8,7 +8,8 @@ episode_length, 1000) is `truncated`, never `terminated`, with the true final ob
 
 Actions: Box(-1, 1) of the env's `action_size`; observations: Box(-inf, inf) of its
 `observation_size`. The physics backend is Brax's default, "generalized" (full rigid-body
-dynamics); `make(name, backend=...)` takes "positional", "spring" or "mjx" instead.
+dynamics); `--env-options backend B` takes "positional", "spring" or "mjx" instead (Brax's
+training notebook, and so its recipes in common/recipes.py, use "positional").
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from scanrl.common.suites.base import RawStateEnv
 
 DEFAULT_BACKEND = "generalized"
+OPTIONS = {"backend": ("generalized", "positional", "spring", "mjx")}  # --env-options: name -> choices
 
 
 def brax_envs():
@@ -57,6 +59,13 @@ class BraxEnv(RawStateEnv):
         return raw.pipeline_state.q, raw.pipeline_state.qd
 
 
-def make(name: str, backend: str = DEFAULT_BACKEND) -> tuple[BraxEnv, Any]:
-    env = BraxEnv(name, backend)
+def make(name: str, options: dict[str, str] | None = None) -> tuple[BraxEnv, Any]:
+    """`options`: `--env-options` (ValueError for an unknown name or choice)."""
+    options = dict(options or {})
+    for key, value in options.items():
+        if key not in OPTIONS:
+            raise ValueError(f"--env-options {key}: Brax environments take {', '.join(OPTIONS)}.")
+        if value not in OPTIONS[key]:
+            raise ValueError(f"--env-options {key} {value}: Brax's backends are {', '.join(OPTIONS[key])}.")
+    env = BraxEnv(name, options.get("backend", DEFAULT_BACKEND))
     return env, env.default_params

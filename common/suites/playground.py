@@ -38,14 +38,15 @@ def NAMES() -> list[str]:
 class PlaygroundEnv(RawStateEnv):
     """One Playground environment; `self.env` is Playground's own object."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, overrides: dict[str, Any] | None = None):
         super().__init__()
         reg = registry()
         self.suite, self.raw_name = "playground", name
-        self.episode_length = int(reg.get_default_config(name).episode_length)
+        overrides = overrides or {}
+        self.episode_length = int(overrides.get("episode_length", reg.get_default_config(name).episode_length))
         try:  # muted: a failed model download prints its own line before raising
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                self.env = reg.load(name, config_overrides={"impl": "jax"})
+                self.env = reg.load(name, config_overrides={"impl": "jax", **overrides})
         except Exception as e:  # noqa: BLE001 - e.g. a task whose model files must be downloaded
             first = (str(e).strip().splitlines() or [""])[0][:200]
             raise ValueError(f"--env playground/{name}: MuJoCo Playground could not load it ({type(e).__name__}: "
@@ -60,6 +61,36 @@ class PlaygroundEnv(RawStateEnv):
         return raw.data.qpos, raw.data.qvel
 
 
-def make(name: str) -> tuple[PlaygroundEnv, Any]:
-    env = PlaygroundEnv(name)
+OPTIONS = "the task's config_overrides"  # --env-options: any top-level number or switch of its default config
+
+
+def overrides(name: str, options: dict[str, str]) -> dict[str, Any]:
+    """`--env-options` as Playground `config_overrides`, each value typed like the default it
+    replaces (ValueError for a name the task's config lacks, or a value of the wrong kind)."""
+    defaults, typed = registry().get_default_config(name), {}
+    for key, text in options.items():
+        if key not in defaults or key == "impl" or not isinstance(defaults[key], (bool, int, float)):
+            known = ", ".join(sorted(k for k, v in defaults.items() if isinstance(v, (bool, int, float))))
+            raise ValueError(f"--env-options {key}: playground/{name}'s config has no such number or switch; "
+                             f"it has {known}.")
+        default = defaults[key]
+        try:
+            if isinstance(default, bool):
+                if text.lower() not in ("true", "false"):
+                    raise ValueError
+                typed[key] = text.lower() == "true"
+            elif isinstance(default, float):
+                typed[key] = float(text)
+            elif isinstance(default, int):
+                typed[key] = int(text)
+            else:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"--env-options {key} {text}: playground/{name}'s {key} is {default!r}; give a value "
+                             f"of that kind.") from None
+    return typed
+
+
+def make(name: str, options: dict[str, str] | None = None) -> tuple[PlaygroundEnv, Any]:
+    env = PlaygroundEnv(name, overrides(name, options) if options else None)
     return env, env.default_params
