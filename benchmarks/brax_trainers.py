@@ -1,26 +1,26 @@
-"""scanrl's PPO or SAC against Brax's own trainer (`brax.training.agents.ppo` / `.sac`) on
-one Brax environment: the same budget, the same network sizes (MLPs 64x64), one seed, each
-run in a fresh process, the two alternating, medians of the repeats.
+"""scanrl's PPO or SAC against Brax's own trainer (`brax.training.agents.ppo` / `.sac`) on a
+Brax or MuJoCo Playground task, side by side: the same recipe, the same env steps, the same
+evaluation protocol, the same seeds, in one sitting.
 
-PPO: scanrl runs its `continuous` preset. Brax runs the hyperparameters of its training
-notebook's `inverted_pendulum` config (learning rate 3e-4, entropy 1e-2, discount 0.97,
-unroll 5, 32 minibatches, 4 updates per batch, reward scaling 10, normalised observations),
-with its 2048 environments and batch 1024 scaled to 16 and 16 for a 2-core CPU.
-
-SAC: both run scanrl's SAC defaults, which Brax's trainer takes as they are: one
-environment, batch 256, learning rate 1e-3, discount 0.99, tau 0.005, 1,000 steps before
-learning, one gradient step per env step, a 1e6 replay buffer, ReLU MLPs 64x64, no
-observation normalisation, no reward scaling.
+Both sides take the task's recipe from common/recipes.py in its `cpu` form (or `--form
+published`): Brax's trainer gets the recipe's own arguments (`recipes.trainer_args`), scanrl
+the Config fields they translate to, and both the networks of Brax's defaults. Evaluation on
+both sides samples actions (Brax's `deterministic_eval=False`) over the recipe's evaluation
+episodes, one episode per environment. scanrl trains all seeds in one program (`--num-seeds`);
+Brax's trainer trains one seed per call, so each of its seeds runs in a fresh process, with
+a persistent compile cache that its first seed fills and the others load; scanrl runs
+without one. The wall times include compiling.
 
 brax 0.14.2's trainer calls `jax.device_put_replicated`, which jax 0.10 removed: the Brax
 process defines it for its one device (a leading axis of 1) before training.
 
-Reported per run: wall seconds of the training call, compile included (scanrl: compile +
-run from summary.json; Brax: the `train` call), env steps/s, and the final deterministic
-evaluation return (scanrl: the last `--eval-every`; Brax: the last of `num_evals`).
+Per cell: the IQM of the last evaluation's return over the seeds with its 95% stratified-
+bootstrap interval (rliable), the wall seconds of all seeds together, and env steps/s over
+that wall, each side, and their ratios; a JSON per cell in --out, and `--table` renders them.
 
-    python benchmarks/brax_trainers.py --env inverted_pendulum --timesteps 200000 --repeats 3
-    python benchmarks/brax_trainers.py --algo sac --env inverted_pendulum --timesteps 20000 --repeats 3
+    python benchmarks/brax_trainers.py --env brax/inverted_double_pendulum --timesteps 300000 --seeds 5
+    python benchmarks/brax_trainers.py --algo sac --env brax/hopper --timesteps 100000 --seeds 5
+    python benchmarks/brax_trainers.py --table
 """
 
 from __future__ import annotations
@@ -28,88 +28,147 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import numpy as np
 
-BRAX = """
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "reference" / "brax_trainers"
+
+BRAX = r"""
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import jax, jax.numpy as jnp
-# brax 0.14.2's trainer calls jax.device_put_replicated, which jax 0.10 removed; on one
-# device it is a leading axis of 1 (this process has one CPU device).
 jax.device_put_replicated = lambda x, devices: jax.device_put(
     jax.tree.map(lambda a: jnp.stack([a] * len(devices)), x), devices[0])
-from brax import envs
-algo, name, timesteps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-env = envs.get_environment(name, backend="generalized")
+algo, env_id, backend, seed, num_evals = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+args = json.loads(sys.argv[6])
+suite, name = env_id.split("/")
+extra = {}
+if suite == "brax":
+    from brax import envs
+    env = envs.get_environment(name, backend=backend)
+else:  # Playground's own way into Brax's trainers (its training notebooks)
+    from mujoco_playground import registry, wrapper
+    env = registry.load(name, config_overrides={"impl": "jax"})
+    # Playground's recipe re-randomises the cached starts every 10 evaluations, but Brax's PPO then trains
+    # 10 x the steps asked at small budgets (it rounds each evaluation period up to whole reset periods): once
+    # per evaluation keeps the budget equal
+    extra = dict(wrap_env_fn=wrapper.wrap_for_brax_training, **({"num_resets_per_eval": 1} if algo == "ppo" else {}))
 evals = []
 def progress(step, metrics):
     if "eval/episode_reward" in metrics:
-        evals.append((step, float(metrics["eval/episode_reward"])))
+        evals.append((int(step), float(metrics["eval/episode_reward"])))
+common = dict(environment=env, episode_length=1000, normalize_observations=True, action_repeat=1, num_evals=num_evals,
+              deterministic_eval=False, progress_fn=progress, seed=seed, **extra)
 t = time.perf_counter()
 if algo == "ppo":
-    from brax.training.agents.ppo import networks, train as ppo
-    factory = lambda *a, **k: networks.make_ppo_networks(*a, **k, policy_hidden_layer_sizes=(64, 64),
-                                                          value_hidden_layer_sizes=(64, 64))
-    ppo.train(environment=env, num_timesteps=timesteps, episode_length=1000, num_envs=16, batch_size=16,
-              num_minibatches=32, unroll_length=5, num_updates_per_batch=4, learning_rate=3e-4, entropy_cost=1e-2,
-              discounting=0.97, reward_scaling=10, normalize_observations=True, num_evals=5, num_eval_envs=16,
-              deterministic_eval=True, network_factory=factory, progress_fn=progress, seed=0)
+    from brax.training.agents.ppo import train
+    train.train(**common, **args)
 else:
-    from brax.training.agents.sac import networks, train as sac
-    factory = lambda *a, **k: networks.make_sac_networks(*a, **k, hidden_layer_sizes=(64, 64))
-    sac.train(environment=env, num_timesteps=timesteps, episode_length=1000, num_envs=1, batch_size=256,
-              learning_rate=1e-3, discounting=0.99, tau=0.005, min_replay_size=1000, max_replay_size=1_000_000,
-              grad_updates_per_step=1, reward_scaling=1, normalize_observations=False, num_evals=5,
-              num_eval_envs=16, deterministic_eval=True, network_factory=factory, progress_fn=progress, seed=0)
-wall = time.perf_counter() - t
-print("RESULT" + json.dumps({"wall": wall, "steps_per_s": timesteps / wall, "final_eval": evals[-1][1]}))
+    from brax.training.agents.sac import train
+    train.train(**common, **args, max_replay_size=1_048_576)
+print("RESULT" + json.dumps({"wall": time.perf_counter() - t, "steps": evals[-1][0], "eval": evals[-1][1]}))
 """
 
 
-def run_scanrl(algo: str, env: str, timesteps: int) -> dict:
-    per_update = 4096 if algo == "ppo" else 200  # env steps of one PPO update / one SAC iteration
+def run_brax(algo: str, env: str, backend: str, args: dict, seed: int, num_evals: int, cache: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", BRAX, algo, env, backend, str(seed), str(num_evals), json.dumps(args)],
+                          capture_output=True, text=True, env={**os.environ, "JAX_COMPILATION_CACHE_DIR": cache,
+                                                               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"})
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    if not lines:
+        raise SystemExit(f"Brax's trainer failed on {env}: {proc.stderr[-2000:]}")
+    return json.loads(lines[0][6:])
+
+
+def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals: int) -> dict:
+    from scanrl.common import recipes
+
+    fields = recipes.lookup(algo, env, form)[1]
+    per_update = fields["num_envs"] * (fields.get("num_steps") or 200)
+    updates = max(1, timesteps // per_update)
     with tempfile.TemporaryDirectory() as out:
-        proc = subprocess.run(
-            [sys.executable, f"algos/{algo}.py", "--env", f"brax/{env}", "--total-timesteps", str(timesteps),
-             "--eval-every", str(max(1, timesteps // per_update // 5)), "--eval-episodes", "16", "--log-every", "0",
-             "--no-compile-cache", "--out-dir", out], cwd=REPO, capture_output=True, text=True, check=True)
+        subprocess.run([sys.executable, f"algos/{algo}.py", "--env", env, "--recipe", form, "--total-timesteps",
+                        str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(max(1, updates // evals)),
+                        "--log-every", "0", "--no-compile-cache", "--out-dir", out],
+                       cwd=REPO, capture_output=True, text=True, check=True)
         (run_dir,) = Path(out).iterdir()
-        s = json.loads((run_dir / "summary.json").read_text())
-    wall = s["compile_seconds"] + s["run_seconds"]
-    return {"wall": wall, "steps_per_s": s["total_timesteps"] / wall, "final_eval": s["eval_return_mean"]}
+        summary = json.loads((run_dir / "summary.json").read_text())
+        last = json.loads((run_dir / "progress.jsonl").read_text().splitlines()[-1])
+    return {"wall": summary["compile_seconds"] + summary["run_seconds"], "compile": summary["compile_seconds"],
+            "steps": summary["updates"] * per_update, "evals": last["per_seed"]["eval_return_sampled"]}
 
 
-def run_brax(algo: str, env: str, timesteps: int) -> dict:
-    proc = subprocess.run([sys.executable, "-c", BRAX, algo, env, str(timesteps)], capture_output=True, text=True,
-                          check=True, env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"})
-    return json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[6:])
+def cell(args: argparse.Namespace) -> dict:
+    from scanrl.common import recipes
+
+    recipe = recipes.RECIPES[(args.algo, args.env)]
+    trainer = recipes.trainer_args(recipe, args.form)
+    trainer["num_timesteps"] = args.timesteps
+    backend = dict(zip(recipe.fields.get("env_options", ())[::2], recipe.fields.get("env_options", ())[1::2])).get(
+        "backend", "generalized")
+    started = time.strftime("%Y-%m-%d %H:%M")
+    if args.reuse_scanrl:  # the scanrl side of an earlier run of this cell, e.g. after a Brax-side failure
+        scanrl = json.loads(args.reuse_scanrl.read_text())["scanrl"]
+    else:
+        scanrl = run_scanrl(args.algo, args.env, args.form, args.timesteps, args.seeds, args.evals)
+    print(f"scanrl: {json.dumps(scanrl)}", flush=True)
+    brax = []
+    with tempfile.TemporaryDirectory() as cache:  # its first seed compiles, the others load the programs
+        for seed in range(args.seeds):
+            brax.append(run_brax(args.algo, args.env, backend, trainer, seed, args.evals + 1, cache))
+            print(f"brax seed {seed}: {json.dumps(brax[-1])}", flush=True)
+    import brax as brax_package
+
+    return {"algo": args.algo, "env": args.env, "form": args.form, "timesteps": args.timesteps, "seeds": args.seeds,
+            "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"), "brax_version": brax_package.__version__,
+            "trainer_args": trainer, "backend": backend, "scanrl": scanrl,
+            "brax": {"wall": sum(b["wall"] for b in brax), "steps": brax[0]["steps"], "evals": [b["eval"] for b in brax],
+                     "per_seed_wall": [b["wall"] for b in brax]}}
+
+
+def table(out: Path) -> str:
+    from scanrl.common.harness import stats
+
+    rows = ["| algo | env | steps/seed | seeds | scanrl IQM [95% CI] | Brax IQM [95% CI] | wall scanrl / Brax (s) | "
+            "wall ratio | env steps/s ratio |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for path in sorted(out.glob("*.json")):
+        c = json.loads(path.read_text())
+        s, b = c["scanrl"], c["brax"]
+        est = {k: stats.iqm_interval(np.array(v["evals"])) for k, v in (("s", s), ("b", b))}
+        fmt = lambda e: f"{e.point:,.1f} [{e.low:,.1f}, {e.high:,.1f}]"  # noqa: E731
+        sps = lambda v: v["steps"] * c["seeds"] / v["wall"]  # noqa: E731
+        rows.append(f"| {c['algo']} | {c['env']} | {s['steps']:,} / {b['steps']:,} | {c['seeds']} | {fmt(est['s'])} | "
+                    f"{fmt(est['b'])} | {s['wall']:,.0f} / {b['wall']:,.0f} | {s['wall'] / b['wall']:.2f}x | "
+                    f"{sps(s) / sps(b):.2f}x |")
+    return "\n".join(rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--algo", choices=["ppo", "sac"], default="ppo")
-    parser.add_argument("--env", default="inverted_pendulum")
-    parser.add_argument("--timesteps", type=int, default=200_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--env", default="brax/inverted_double_pendulum")
+    parser.add_argument("--form", choices=["cpu", "published"], default="cpu")
+    parser.add_argument("--timesteps", type=int, default=300_000)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--evals", type=int, default=4, help="evaluations after the start, the last at the end")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--reuse-scanrl", type=Path, help="a cell's JSON whose scanrl side to keep (same settings)")
+    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
     args = parser.parse_args()
-    rows = {"scanrl": [], "brax": []}
-    for r in range(args.repeats):
-        for name in (["scanrl", "brax"] if r % 2 == 0 else ["brax", "scanrl"]):
-            result = (run_scanrl if name == "scanrl" else run_brax)(args.algo, args.env, args.timesteps)
-            rows[name].append(result)
-            print(name, r, json.dumps(result), flush=True)
-    med = {n: {k: statistics.median(x[k] for x in v) for k in v[0]} for n, v in rows.items()}
-    print(f"\n{args.algo} on {args.env}, {args.timesteps} steps, medians of {args.repeats}:")
-    for n, m in med.items():
-        print(f"  {n:7s} wall {m['wall']:7.1f} s  env steps/s {m['steps_per_s']:9,.0f}  final eval {m['final_eval']:8.1f}")
-    print(f"  scanrl / brax: wall {med['scanrl']['wall'] / med['brax']['wall']:.2f}x, "
-          f"steps/s {med['scanrl']['steps_per_s'] / med['brax']['steps_per_s']:.2f}x")
+    if args.table:
+        print(table(args.out))
+        return
+    result = cell(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{args.algo}__{args.env.replace('/', '-')}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(table(args.out))
 
 
 if __name__ == "__main__":
