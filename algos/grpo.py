@@ -27,7 +27,8 @@ from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
-                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+                                sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
+                                use_cnn)
 
 import distrax
 import jax
@@ -342,14 +343,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
         #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
-        def sample(k, o, m):  # one env's action and its log-prob
-            dist = dist_of(params, o, m)
-            if not tanh_normal:
-                return dist.sample_and_log_prob(seed=k)
-            # the log-prob of u as stored (sample_and_log_prob's is of u before rounding, ulps away
-            # near saturation), so that the ratio starts at 1
-            u = dist.sample(seed=k)
-            return u, dist.log_prob(u)
+        def sample(k, o, m):  # one env's action and its log-prob (of u as stored for tanh_normal)
+            return sample_and_log_prob(dist_of(params, o, m), k, tanh_normal)
 
         def env_step(carry, step_key):
             env_state, obs = carry

@@ -23,7 +23,7 @@ from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
 # the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
 from scanrl.common.nets import (SQUASH, cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
-                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+                                sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 
 import distrax
 import jax
@@ -380,14 +380,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
         #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
-        def sample(k, o, m):  # one env's action and its log-prob
-            dist = dist_of(params, o, m)
-            if not tanh_normal:
-                return dist.sample_and_log_prob(seed=k)
-            # the log-prob of u as stored: sample_and_log_prob's is of u before rounding, which near
-            # saturation (|loc| >> scale) is ulps away, and the ratio would not start at 1
-            u = dist.sample(seed=k)
-            return u, dist.log_prob(u)
+        def sample(k, o, m):  # one env's action and its log-prob (of u as stored for tanh_normal)
+            return sample_and_log_prob(dist_of(params, o, m), k, tanh_normal)
 
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry

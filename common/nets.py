@@ -159,6 +159,16 @@ def pre_tanh_normal(out: jax.Array, min_std: float) -> distrax.MultivariateNorma
     return distrax.MultivariateNormalDiag(loc, jax.nn.softplus(raw_scale) + min_std)
 
 
+def sample_and_log_prob(dist: distrax.Distribution, key: jax.Array, pre_tanh: bool) -> tuple[jax.Array, jax.Array]:
+    """An action and its log-prob. `pre_tanh` (a tanh_normal's u): the log-prob of u as stored, since
+    distrax's sample_and_log_prob gives it for u before rounding, ulps away near saturation
+    (|loc| >> scale), and the ratio would not start at exactly 1."""
+    if not pre_tanh:
+        return dist.sample_and_log_prob(seed=key)
+    u = dist.sample(seed=key)
+    return u, dist.log_prob(u)
+
+
 def to_bounds(u: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
     """Pre-tanh actions u [..., A] -> tanh(u) mapped from [-1, 1] onto [low, high] [A]; clipped,
     so that rounding (or tanh(u) = +-1 for huge u) never puts an action outside the bounds."""
