@@ -231,7 +231,7 @@ def check_pairs(argv: list[str], name: str, numbers: bool = True) -> None:
     while i < len(argv) and not argv[i].startswith("--"):
         words.append(argv[i])
         i += 1
-    if len(words) % 2 or not words:
+    if len(words) % 2:
         raise ValueError(f"{name} takes KEY VALUE pairs, got {' '.join(words) or 'nothing'}.")
     for key, value in zip(words[::2], words[1::2]) if numbers else ():
         try:
