@@ -69,6 +69,10 @@ class Config:
     """stop the rest of an update's epochs once a minibatch's approx KL exceeds this (None: off)."""
     normalize_advantages: bool = True
     """normalise advantages to zero mean, unit std within each minibatch."""
+    recompute_advantages: bool = False
+    """recompute GAE with the current value net before every epoch, so later epochs learn from fresh
+    advantages and value targets (Andrychowicz et al. 2021; Brax's trainer recomputes them for every
+    minibatch); off: once per rollout."""
     ent_coef: float = 0.01
     """entropy bonus weight."""
     vf_coef: float = 0.5
@@ -291,14 +295,14 @@ def make_optimizer(config: Config) -> optax.GradientTransformation:
     return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
 
 
-def learn(params, opt_state, samples, key, config: Config, optimizer, gradient=minibatch_gradient):
+def learn(params, opt_state, samples, key, config: Config, optimizer, gradient=minibatch_gradient, prepare=None):
     """num_epochs epochs of num_minibatches Adam steps over one rollout's samples, leaves
     [S, ...]: transitions (Batch) here, whole sequences in ppo_rnn.py, each file passing its
-    own `gradient(params, minibatch, config) -> (grads, stats)`. With config.target_kl the
-    update stops at the first minibatch whose approx KL exceeds it. Returns params,
-    optimizer state and loss stats [num_epochs, num_minibatches]."""
-    num_samples = jax.tree.leaves(samples)[0].shape[0]
-
+    own `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params, samples)`,
+    where given, makes each epoch's samples from the params it starts with (PPO's
+    recompute_advantages). With config.target_kl the update stops at the first minibatch
+    whose approx KL exceeds it. Returns params, optimizer state and loss stats
+    [num_epochs, num_minibatches]."""
     def update_minibatch(carry, minibatch):
         params, opt_state, stopped = carry
         grads, stats = gradient(params, minibatch, config)
@@ -312,9 +316,12 @@ def learn(params, opt_state, samples, key, config: Config, optimizer, gradient=m
         return (new_params, new_opt_state, stopped), stats
 
     def update_epoch(carry, epoch_key):
+        epoch_samples = samples if prepare is None else prepare(carry[0], samples)
+        num_samples = jax.tree.leaves(epoch_samples)[0].shape[0]
         order = jax.random.permutation(epoch_key, num_samples)
         shape = (config.num_minibatches, num_samples // config.num_minibatches)
-        return jax.lax.scan(update_minibatch, carry, jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), samples))
+        minibatches = jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), epoch_samples)
+        return jax.lax.scan(update_minibatch, carry, minibatches)
 
     epoch_keys = jax.random.split(key, config.num_epochs)
     (params, opt_state, _), stats = jax.lax.scan(update_epoch, (params, opt_state, jnp.array(False)), epoch_keys)
@@ -406,24 +413,29 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         info = traj.info
 
         # 2. Advantages: V(s'_t) of the final observation, so truncations bootstrap.
+        final_obs = observe(state.obs_stats, info.final_obs)
         old_values = value(params, traj.obs, act_fn)
-        next_values = value(params, observe(state.obs_stats, info.final_obs), act_fn)
         rewards, return_stats, obs_stats = info.reward * config.reward_scale, state.return_stats, state.obs_stats
         if config.normalize_reward:
             return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)
-        advantages, targets = gae(rewards, old_values, next_values, info.terminated,
-                                  info.terminated | info.truncated, config.gamma, config.gae_lambda)
         if config.normalize_obs:  # new statistics take effect from the next rollout
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
-        batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
-                      advantage=advantages, target=targets, action_mask=traj.action_mask, noise=traj.noise)
-        flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
+
+        def samples_for(values_params: dict) -> Batch:  # [T * N] transitions, GAE with values_params' values
+            values = old_values if values_params is params else value(values_params, traj.obs, act_fn)
+            advantages, targets = gae(rewards, values, value(values_params, final_obs, act_fn), info.terminated,
+                                      info.terminated | info.truncated, config.gamma, config.gae_lambda)
+            batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
+                          advantage=advantages, target=targets, action_mask=traj.action_mask, noise=traj.noise)
+            return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer)
+        prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
+        params, opt_state, loss_stats = learn(params, opt_state, samples_for(params), k_epochs, config, optimizer,
+                                              prepare=prepare)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)

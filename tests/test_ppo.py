@@ -287,6 +287,48 @@ def test_tanh_normal_trains_on_pendulum_without_nan():
     assert np.isfinite(jax.tree.leaves(out["policy"])[0]).all()
 
 
+def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
+    """learn's `prepare` (recompute_advantages) makes every epoch's samples from that epoch's
+    starting params: 2 epochs with one full-batch minibatch equal two 1-epoch calls, each on
+    the samples prepared from the params the previous one left (here the advantage is made
+    V(obs), so it changes whenever the value net does)."""
+    config = ppo.default_config("CartPole-v1", num_epochs=2, num_minibatches=1, learning_rate=1e-2)
+    one_epoch = ppo.default_config("CartPole-v1", num_epochs=1, num_minibatches=1, learning_rate=1e-2)
+    k = jax.random.split(jax.random.key(3), 6)
+    params = ppo.init_params(k[0], config, _cartpole_vec_env())
+    B = 64
+    samples = ppo.Batch(obs=jax.random.normal(k[1], (B, 4)), action=jax.random.randint(k[2], (B,), 0, 2),
+                        log_prob=jnp.full((B,), math.log(0.5)), value=jnp.zeros(B), advantage=jnp.zeros(B),
+                        target=jax.random.normal(k[3], (B,)))
+    prepare = lambda p, s: s._replace(advantage=ppo.value(p, s.obs, config.activation))
+    optimizer = ppo.make_optimizer(config)
+    both, _, _ = ppo.learn(params, optimizer.init(params), samples, k[4], config, optimizer, prepare=prepare)
+    p1, state1, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], one_epoch, optimizer)
+    p2, _, _ = ppo.learn(p1, state1, prepare(p1, samples), k[4], one_epoch, optimizer)
+    for a, b in zip(jax.tree.leaves(both), jax.tree.leaves(p2)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    # without prepare the second epoch reuses the first epoch's advantages: a different result
+    stale, _, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], config, optimizer)
+    assert not all(np.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(jax.tree.leaves(stale), jax.tree.leaves(p2)))
+
+
+def _cartpole_vec_env():
+    from scanrl.common import envs
+    env, env_params = envs.make("CartPole-v1")
+    return envs.VecEnv(env, env_params, 1)
+
+
+@pytest.mark.slow
+def test_recompute_advantages_is_the_plain_update_for_one_epoch_and_changes_later_epochs():
+    """With one epoch the recomputed advantages come from the rollout's own params, so the run is
+    the plain one; with the default 4 epochs, epochs 2-4 learn from fresh advantages."""
+    plain, fresh = run(2, num_epochs=1), run(2, num_epochs=1, recompute_advantages=True)
+    for k in ("policy_loss", "value_loss", "entropy", "eval_return"):
+        np.testing.assert_allclose(fresh["metrics"][k], plain["metrics"][k], rtol=1e-5, atol=1e-6)
+    plain, fresh = run(2), run(2, recompute_advantages=True)  # run(2): the program the tests above share
+    assert not np.allclose(fresh["metrics"]["policy_loss"], plain["metrics"]["policy_loss"])
+
+
 # --- learning ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_cartpole_learns(tmp_path):
