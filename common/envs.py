@@ -108,7 +108,13 @@ def check_env_id(env_id: str) -> None:
 def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
     """`(env, env_params)` for a gymnax id such as "CartPole-v1" (or "gymnax/CartPole-v1"), or
     a suite's `SUITE/NAME` such as "brax/ant" (common/suites/). `options`: how the suite builds
-    it (`--env-options`), for suites whose adapter takes any (ValueError otherwise)."""
+    it (`--env-options`), for suites whose adapter takes any (ValueError otherwise).
+
+    Building an env starts JAX, so first JAX gets one CPU device per core, as `make_train`
+    would give it (`devices.use_cpu_cores`): `default_config` then `make_train` keeps them."""
+    from scanrl.common.harness import devices  # here, not at import: a copied algorithm file loads only the kit
+
+    devices.use_cpu_cores(warn=False)
     check_env_id(env_id)
     suite, name = suite_of(env_id)
     if options:

@@ -111,6 +111,21 @@ print(callable(pong.plt.subplots), type(seaborn).__name__, hasattr(seaborn, "hea
     assert proc.stdout.split("\n")[:3] == ["False -1", "True", "True module True"]
 
 
+def test_default_config_then_make_train_keeps_one_cpu_device_per_core(python_process):
+    """The Python API's order (docs/api.md): `default_config` builds the env to choose a preset,
+    which starts JAX; it starts with one CPU device per core, as `make_train` would choose."""
+    proc = python_process(["-c", """
+import jax
+from scanrl.algos import ppo
+from scanrl.common.harness import devices
+config = ppo.default_config("CartPole-v1", num_seeds=2)
+print(jax.local_device_count() == devices.cpu_count(), ppo.make_train(config) is not None)
+"""])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "True"]
+    assert "use fewer cores" not in proc.stderr
+
+
 def test_use_cpu_cores_warns_once_jax_has_started_with_fewer_devices(python_process):
     proc = python_process(["-c", """
 import jax, jax.numpy as jnp
