@@ -22,13 +22,13 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.algos.ppo import learn, make_optimizer
 from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
                                 sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
+from scanrl.common.onpolicy import learn, make_optimizer
 
 import distrax
 import jax
@@ -256,7 +256,7 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     total = policy_loss - config.ent_coef * entropy
     stats = {"policy_loss": policy_loss, "entropy": entropy,
              "clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
-             "approx_kl": masked_mean(jnp.exp(log_ratio) - 1.0 - log_ratio)}  # ppo.approx_kl over valid steps
+             "approx_kl": masked_mean(jnp.exp(log_ratio) - 1.0 - log_ratio)}  # onpolicy.approx_kl over valid steps
     if config.kl_coef > 0:
         kl = masked_mean(reference_kl(log_prob, batch.ref_log_prob))
         total = total + config.kl_coef * kl

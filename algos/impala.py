@@ -22,10 +22,10 @@ from typing import Literal, NamedTuple
 from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
-from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
-                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.nets import squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn
+from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
+                                actor_critic_value as value)
 
-import distrax
 import jax
 import jax.numpy as jnp
 import optax
@@ -138,50 +138,11 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: separate policy and value MLPs, behind one shared conv torso for image observations
-# (the convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own network); continuous
-# actions: a state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal:
-# common/nets.py's pre_tanh_normal, to_bounds, squashed_entropy)
-# ---------------------------------------------------------------------------------------------
-def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
-    params, in_dim = {}, vec_env.obs_dim
-    if use_cnn(config.torso, vec_env.obs_shape):
-        key, k_torso = jax.random.split(key)
-        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
-    k_actor, k_critic = jax.random.split(key)
-    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
-    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
-    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
-    if not vec_env.discrete and not tanh_normal:
-        params["log_std"] = jnp.zeros(out_dim)
-    return params
-
-
-def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] (itself) or images [..., H, W, C] (the conv torso's output) -> [..., F]."""
-    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
-
-
-def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
-           action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
-    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
-    action_mask [..., A]: the valid discrete actions, where the env has an action mask.
-    tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
-    scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
-    out = mlp_apply(params["actor"], features(params, obs, activation), activation)
-    if action_dist == "tanh_normal":
-        return pre_tanh_normal(out, min_std)
-    if "log_std" not in params:
-        return distrax.Categorical(logits=mask_logits(out, action_mask))
-    return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
-
-
-def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]."""
-    return mlp_apply(params["critic"], features(params, obs, activation), activation)[..., 0]
-
-
+# Network: common/nets.py's actor-critic (init_params, policy, value, imported above), as in ppo.py:
+# separate policy and value MLPs behind one shared conv torso for image observations (the
+# convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own network);
+# continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
+# tanh (tanh_normal)
 # ---------------------------------------------------------------------------------------------
 # The math: pure functions, tested against rlax, GAE and a plain-Python loop in tests/test_impala.py
 # ---------------------------------------------------------------------------------------------

@@ -22,10 +22,13 @@ from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
 # the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
-from scanrl.common.nets import (SQUASH, cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
-                                sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
+                                use_cnn)
+from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
+                                actor_critic_value as value)
+from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
+                                    value_loss)
 
-import distrax
 import jax
 import jax.numpy as jnp
 import optax
@@ -145,105 +148,14 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: separate policy and value MLPs, behind one shared conv torso for image observations
-# (the convolutions are most of the compute, as in CleanRL's Atari PPO); continuous actions: a
-# state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal:
-# common/nets.py's SQUASH, pre_tanh_normal, to_bounds, squashed_entropy)
+# Network: common/nets.py's actor-critic (init_params, policy, value, imported above): separate
+# policy and value MLPs behind one shared conv torso for image observations (the convolutions are
+# most of the compute, as in CleanRL's Atari PPO); continuous actions: a state-independent log-std
+# (gaussian), or a state-dependent std before a tanh (tanh_normal)
 # ---------------------------------------------------------------------------------------------
-def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
-    params, in_dim = {}, vec_env.obs_dim
-    if use_cnn(config.torso, vec_env.obs_shape):
-        key, k_torso = jax.random.split(key)
-        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
-    k_actor, k_critic = jax.random.split(key)
-    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
-    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
-    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
-    if not vec_env.discrete and not tanh_normal:
-        params["log_std"] = jnp.zeros(out_dim)
-    return params
-
-
-def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] (itself) or images [..., H, W, C] (the conv torso's output) -> [..., F]."""
-    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
-
-
-def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
-           action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
-    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
-    action_mask [..., A]: the valid discrete actions, where the env has an action mask.
-    tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
-    scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
-    out = mlp_apply(params["actor"], features(params, obs, activation), activation)
-    if action_dist == "tanh_normal":
-        return pre_tanh_normal(out, min_std)
-    if "log_std" not in params:
-        return distrax.Categorical(logits=mask_logits(out, action_mask))
-    return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
-
-
-def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]."""
-    return mlp_apply(params["critic"], features(params, obs, activation), activation)[..., 0]
-
-
+# The math: GAE, the clipped surrogate, the value loss, approx KL, advantage normalisation and the
+# epoch loop come from common/onpolicy.py (tested in tests/test_ppo.py, tests/test_gae.py); here PPO's loss
 # ---------------------------------------------------------------------------------------------
-# The math: pure functions, tested against hand computations in tests/test_ppo.py
-# ---------------------------------------------------------------------------------------------
-def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> tuple[jax.Array, jax.Array]:
-    """Generalised advantage estimation over a time-major rollout.
-
-    All inputs [T, N]: rewards r_t, values V(s_t), next_values V(s'_t) where s'_t is the
-    observation step t reached (the final observation, even where the env then reset),
-    terminated (true ends), done = terminated | truncated.
-        delta_t = r_t + gamma * (1 - terminated_t) * V(s'_t) - V(s_t)
-        A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},  A_T = 0
-    A truncated step bootstraps from V(s'_t); any episode end stops the trace.
-    Returns (advantages [T, N], value targets A + V [T, N]).
-    """
-    terminated, done = terminated.astype(rewards.dtype), done.astype(rewards.dtype)
-    deltas = rewards + gamma * (1.0 - terminated) * next_values - values
-
-    def backward(next_advantage, step):
-        delta, d = step
-        advantage = delta + gamma * gae_lambda * (1.0 - d) * next_advantage
-        return advantage, advantage
-
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, done), reverse=True)
-    return advantages, advantages + values
-
-
-def clipped_surrogate_loss(ratio, advantages, clip_eps, dual_clip_param=None) -> jax.Array:
-    """-mean(min(r A, clip(r, 1-eps, 1+eps) A)); with dual clip c, where A < 0 the
-    objective is max(that, c A), which bounds the loss of very large ratios. Inputs [B]."""
-    objective = jnp.minimum(ratio * advantages, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages)
-    if dual_clip_param is not None:
-        objective = jnp.where(advantages < 0, jnp.maximum(objective, dual_clip_param * advantages), objective)
-    return -objective.mean()
-
-
-def value_loss(values, old_values, targets, clip_eps=None) -> jax.Array:
-    """0.5 * mean((V - G)^2); with clip_eps, PPO2's pessimistic max with the clipped value
-    V_old + clip(V - V_old, -eps, eps). Inputs [B]."""
-    loss = (values - targets) ** 2
-    if clip_eps is not None:
-        clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
-        loss = jnp.maximum(loss, (clipped - targets) ** 2)
-    return 0.5 * loss.mean()
-
-
-def approx_kl(log_ratio: jax.Array) -> jax.Array:
-    """KL(old || new) estimate mean((r - 1) - log r), r = pi_new / pi_old: unbiased, >= 0."""
-    return (jnp.exp(log_ratio) - 1.0 - log_ratio).mean()
-
-
-def normalize_advantages(advantages: jax.Array) -> jax.Array:
-    """Zero mean, unit (population) std over one minibatch [B]."""
-    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-
-
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
@@ -284,50 +196,6 @@ def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
-def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (max_grad_norm; 0: none), Adam; the step size is a hyperparameter in
-    the optimizer state, set to the learning-rate schedule's value at the start of every update."""
-    def chain(learning_rate):
-        # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
-        max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps),
-                           optax.scale_by_learning_rate(learning_rate))
-    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
-
-
-def learn(params, opt_state, samples, key, config: Config, optimizer, gradient=minibatch_gradient, prepare=None):
-    """num_epochs epochs of num_minibatches Adam steps over one rollout's samples, leaves
-    [S, ...]: transitions (Batch) here, whole sequences in ppo_rnn.py, each file passing its
-    own `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params, samples)`,
-    where given, makes each epoch's samples from the params it starts with (PPO's
-    recompute_advantages). With config.target_kl the update stops at the first minibatch
-    whose approx KL exceeds it. Returns params, optimizer state and loss stats
-    [num_epochs, num_minibatches]."""
-    def update_minibatch(carry, minibatch):
-        params, opt_state, stopped = carry
-        grads, stats = gradient(params, minibatch, config)
-        updates, new_opt_state = optimizer.update(grads, opt_state)
-        new_params = optax.apply_updates(params, updates)
-        if config.target_kl is not None:  # KL measured before this step: once too large, stop the update
-            stopped = stopped | (stats["approx_kl"] > config.target_kl)
-            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(stopped, o, n), new, old)
-            new_params, new_opt_state = keep(new_params, params), keep(new_opt_state, opt_state)
-        stats["applied"] = 1.0 - stopped.astype(jnp.float32)
-        return (new_params, new_opt_state, stopped), stats
-
-    def update_epoch(carry, epoch_key):
-        epoch_samples = samples if prepare is None else prepare(carry[0], samples)
-        num_samples = jax.tree.leaves(epoch_samples)[0].shape[0]
-        order = jax.random.permutation(epoch_key, num_samples)
-        shape = (config.num_minibatches, num_samples // config.num_minibatches)
-        minibatches = jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), epoch_samples)
-        return jax.lax.scan(update_minibatch, carry, minibatches)
-
-    epoch_keys = jax.random.split(key, config.num_epochs)
-    (params, opt_state, _), stats = jax.lax.scan(update_epoch, (params, opt_state, jnp.array(False)), epoch_keys)
-    return params, opt_state, stats
-
-
 class Transition(NamedTuple):
     """One rollout, leaves [T, N, ...]."""
 
@@ -435,7 +303,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
         prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
         params, opt_state, loss_stats = learn(params, opt_state, samples_for(params), k_epochs, config, optimizer,
-                                              prepare=prepare)
+                                              minibatch_gradient, prepare=prepare)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)

@@ -28,12 +28,13 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.algos.ppo import approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages, value_loss
 from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mask_logits, mlp_apply, mlp_init,
                                 pre_tanh_normal, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
+                                    value_loss)
 
 import distrax
 import jax
@@ -215,8 +216,8 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
 
 
 # ---------------------------------------------------------------------------------------------
-# The math: PPO's (gae, clipped_surrogate_loss, value_loss, approx_kl, learn) comes from ppo.py;
-# here the sequences and their replay, tested in tests/test_ppo_rnn.py
+# The math: PPO's (gae, clipped_surrogate_loss, value_loss, approx_kl, learn) comes from
+# common/onpolicy.py; here the sequences and their replay, tested in tests/test_ppo_rnn.py
 # ---------------------------------------------------------------------------------------------
 class Sequences(NamedTuple):
     """Training sequences, leaves [S, L, ...] (S sequences of L steps); burn-in steps [S, B, ...]."""

@@ -28,10 +28,13 @@ variant, env, steps, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys
 assert variant in ("base", "stride2", "pool2", "mlp"), variant
 
 
+CNN_INIT, CNN_APPLY = nets.cnn_init, nets.cnn_apply  # the originals, which the variants build on
+
+
 def stride2_init(key, image_shape, channels, kernel=3):
     """One 3x3 'valid' convolution at stride 2: a 10x10 frame gives 4x4 positions."""
     assert len(channels) == 1 and image_shape[:2] == (10, 10) and kernel == 3
-    params, _ = nets.cnn_init(key, image_shape, channels)
+    params, _ = CNN_INIT(key, image_shape, channels)
     return params, 4 * 4 * channels[0]
 
 
@@ -48,15 +51,16 @@ def stride2_apply(params, x, activation="relu"):
 def pool2_apply(params, x, activation="relu"):
     """x [..., 10, 10, C] -> [..., 4 * 4 * C_out]: nets.cnn_apply's 8x8 map, then 2x2 max-pooling."""
     batch = x.shape[:-3]
-    x = nets.cnn_apply(params, x, activation).reshape((-1, 8, 8, params[0]["w"].shape[-1]))
+    x = CNN_APPLY(params, x, activation).reshape((-1, 8, 8, params[0]["w"].shape[-1]))
     x = x.reshape(x.shape[0], 4, 2, 4, 2, x.shape[-1]).max(axis=(2, 4))
     return x.reshape(batch + (-1,))
 
 
+# the actor-critic network (common/nets.py) calls nets.cnn_init / nets.cnn_apply: the variants replace those
 if variant == "stride2":
-    ppo.cnn_init, ppo.cnn_apply = stride2_init, stride2_apply
+    nets.cnn_init, nets.cnn_apply = stride2_init, stride2_apply
 if variant == "pool2":  # the same parameters as stride 2 (one conv layer, 4 x 4 x C_out features)
-    ppo.cnn_init, ppo.cnn_apply = stride2_init, pool2_apply
+    nets.cnn_init, nets.cnn_apply = stride2_init, pool2_apply
 config = ppo.default_config(env, num_seeds=seeds, total_timesteps=steps, log_every=0, eval_every=0,
                             torso="mlp" if variant == "mlp" else "auto")
 start = time.time()

@@ -1,4 +1,4 @@
-"""Small utilities the algorithm files share: envs, nets, devices, the loop, the run driver."""
+"""Small utilities the algorithm files share: envs, nets, onpolicy, devices, the loop, the run driver."""
 
 import os
 import signal

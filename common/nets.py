@@ -1,7 +1,9 @@
 """Pure-function MLPs: `mlp_init(key, sizes) -> params`, `mlp_apply(params, x) -> y`; a
 convolutional torso for image observations (`cnn_init`, `cnn_apply`); a GRU cell (`gru_init`,
 `gru_apply`) for recurrent policies; the tanh-squashed normal policy of `--action-dist
-tanh_normal` (`pre_tanh_normal`, `to_bounds`, `squashed_entropy`, `tanh_normal_bounds`).
+tanh_normal` (`pre_tanh_normal`, `to_bounds`, `squashed_entropy`, `tanh_normal_bounds`); the
+actor-critic network of ppo.py and impala.py (`actor_critic_init`, `actor_critic_policy`,
+`actor_critic_value`, `actor_critic_features`).
 
 Parameters are plain pytrees (a list of {"w", "b"} dicts), so they vmap over seeds,
 save with numpy and need no framework. Weights use orthogonal initialisation with a
@@ -195,3 +197,52 @@ def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
         raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {env_id}'s are "
                          f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
     return low, high
+
+
+# ---------------------------------------------------------------------------------------------
+# Actor-critic (ppo.py, impala.py): separate policy and value MLPs, behind one shared conv torso
+# for image observations; continuous actions: a state-independent log-std (gaussian), or a
+# state-dependent std before a tanh (tanh_normal)
+# ---------------------------------------------------------------------------------------------
+def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
+    """Parameters {"torso" (images only), "actor", "critic", "log_std" (gaussian Box actions only)}
+    for `vec_env` (a common/envs.py VecEnv). Reads config.torso and config.conv_channels (the conv
+    torso, `use_cnn`), config.action_dist, config.actor_hidden and config.critic_hidden. The actor
+    maps the features [F] to logits [A] (discrete), means [A] (gaussian) or [loc, raw scale] [2A]
+    (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1."""
+    params, in_dim = {}, vec_env.obs_dim
+    if use_cnn(config.torso, vec_env.obs_shape):
+        key, k_torso = jax.random.split(key)
+        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
+    k_actor, k_critic = jax.random.split(key)
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
+    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
+    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
+    if not vec_env.discrete and not tanh_normal:
+        params["log_std"] = jnp.zeros(out_dim)
+    return params
+
+
+def actor_critic_features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """obs [..., obs_dim] (itself) or images [..., H, W, C] (the conv torso's output) -> [..., F]."""
+    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+
+
+def actor_critic_policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
+                        action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
+    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
+    action_mask [..., A]: the valid discrete actions, where the env has an action mask.
+    tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
+    scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
+    out = mlp_apply(params["actor"], actor_critic_features(params, obs, activation), activation)
+    if action_dist == "tanh_normal":
+        return pre_tanh_normal(out, min_std)
+    if "log_std" not in params:
+        return distrax.Categorical(logits=mask_logits(out, action_mask))
+    return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
+
+
+def actor_critic_value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]."""
+    return mlp_apply(params["critic"], actor_critic_features(params, obs, activation), activation)[..., 0]

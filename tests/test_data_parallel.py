@@ -44,7 +44,8 @@ FIXED_BATCH = textwrap.dedent(
         def one_update(batch, key):
             minibatch = jax.tree.map(lambda x: x[: config.minibatch_size], batch)
             grads, _ = ppo.minibatch_gradient(params, minibatch, config)
-            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer)
+            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer,
+                                          ppo.minibatch_gradient)
             return {"grads": grads, "params": new_params, "policy_loss": stats["policy_loss"]}
         # the batch split over the devices; XLA's partitioner places the rest
         mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))

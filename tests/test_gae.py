@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from scanrl.algos.ppo import gae
+from scanrl.common.onpolicy import gae
 
 
 def reference_gae(rewards, values, next_values, terminated, done, gamma, lam):

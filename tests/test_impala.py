@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from scanrl.algos import impala, ppo
-from scanrl.common import envs
+from scanrl.algos import impala
+from scanrl.common import envs, nets, onpolicy
 from scanrl.common.harness import devices
 from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools, run_cases_on_devices
@@ -64,7 +64,7 @@ def test_on_policy_vtrace_is_the_gae_lambda_return(lambda_):
     values, next_values, rewards, _, terminated, _, done = random_inputs(2)
     ones = np.ones((T, B), np.float32)
     vs = impala.vtrace(values, next_values, rewards, ones, terminated, done, 0.99, lambda_, 1.0, 1.5)
-    gae_advantages, gae_targets = ppo.gae(rewards, values, next_values, terminated, done, 0.99, lambda_)
+    gae_advantages, gae_targets = onpolicy.gae(rewards, values, next_values, terminated, done, 0.99, lambda_)
     np.testing.assert_allclose(vs, gae_targets, atol=1e-5)
     acme = impala.pg_advantage(vs, values, next_values, rewards, terminated, done, 0.99, lambda_, "acme")
     np.testing.assert_allclose(acme, gae_advantages, atol=1e-5)
@@ -139,8 +139,8 @@ def test_critic_gradient_treats_targets_and_advantages_as_constants():
     )
     batch = batch._replace(done=batch.done | batch.terminated)
     params = {
-        "actor": impala.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=0.01),
-        "critic": impala.mlp_init(jax.random.key(1), (4, 8, 1), output_gain=1.0),
+        "actor": nets.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=0.01),
+        "critic": nets.mlp_init(jax.random.key(1), (4, 8, 1), output_gain=1.0),
     }
     grads = jax.grad(lambda p: impala.impala_loss(p, batch, config)[0])(params)["critic"]
     rhos = jnp.exp(impala.policy(params, obs, "tanh").log_prob(batch.action) - batch.log_prob)
@@ -263,7 +263,7 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     obs = jax.random.normal(jax.random.key(2), (64, 3))
     dist = impala.policy(params, obs, "tanh", None, "tanh_normal", config.min_std)
     u = jnp.clip(dist.sample(seed=jax.random.key(3)), -4.0, 4.0)
-    check_squashed_log_prob(dist, impala.mlp_apply(params["actor"], obs, "tanh"), config.min_std, u)
+    check_squashed_log_prob(dist, nets.mlp_apply(params["actor"], obs, "tanh"), config.min_std, u)
 
 
 def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():

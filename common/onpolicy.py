@@ -1,0 +1,113 @@
+"""The on-policy math several algorithm files share (ppo.py, ppo_rnn.py, grpo.py): GAE, PPO's
+clipped surrogate and value losses, the approximate KL, per-minibatch advantage normalisation,
+the optimizer, and the epoch/minibatch loop (`learn`) each file drives with its own gradient.
+
+Pure functions, tested against hand computations and plain-Python loops in tests/test_ppo.py
+and tests/test_gae.py. `make_optimizer` and `learn` take an algorithm's config and read only
+the fields their docstrings name, so any Config that has them works.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimation over a time-major rollout.
+
+    All inputs [T, N]: rewards r_t, values V(s_t), next_values V(s'_t) where s'_t is the
+    observation step t reached (the final observation, even where the env then reset),
+    terminated (true ends), done = terminated | truncated.
+        delta_t = r_t + gamma * (1 - terminated_t) * V(s'_t) - V(s_t)
+        A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},  A_T = 0
+    A truncated step bootstraps from V(s'_t); any episode end stops the trace.
+    Returns (advantages [T, N], value targets A + V [T, N]).
+    """
+    terminated, done = terminated.astype(rewards.dtype), done.astype(rewards.dtype)
+    deltas = rewards + gamma * (1.0 - terminated) * next_values - values
+
+    def backward(next_advantage, step):
+        delta, d = step
+        advantage = delta + gamma * gae_lambda * (1.0 - d) * next_advantage
+        return advantage, advantage
+
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, done), reverse=True)
+    return advantages, advantages + values
+
+
+def clipped_surrogate_loss(ratio, advantages, clip_eps, dual_clip_param=None) -> jax.Array:
+    """-mean(min(r A, clip(r, 1-eps, 1+eps) A)); with dual clip c, where A < 0 the
+    objective is max(that, c A), which bounds the loss of very large ratios. Inputs [B]."""
+    objective = jnp.minimum(ratio * advantages, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages)
+    if dual_clip_param is not None:
+        objective = jnp.where(advantages < 0, jnp.maximum(objective, dual_clip_param * advantages), objective)
+    return -objective.mean()
+
+
+def value_loss(values, old_values, targets, clip_eps=None) -> jax.Array:
+    """0.5 * mean((V - G)^2); with clip_eps, PPO2's pessimistic max with the clipped value
+    V_old + clip(V - V_old, -eps, eps). Inputs [B]."""
+    loss = (values - targets) ** 2
+    if clip_eps is not None:
+        clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+        loss = jnp.maximum(loss, (clipped - targets) ** 2)
+    return 0.5 * loss.mean()
+
+
+def approx_kl(log_ratio: jax.Array) -> jax.Array:
+    """KL(old || new) estimate mean((r - 1) - log r), r = pi_new / pi_old: unbiased, >= 0."""
+    return (jnp.exp(log_ratio) - 1.0 - log_ratio).mean()
+
+
+def normalize_advantages(advantages: jax.Array) -> jax.Array:
+    """Zero mean, unit (population) std over one minibatch [B]."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
+def make_optimizer(config) -> optax.GradientTransformation:
+    """Global-norm clipping (config.max_grad_norm; 0: none), Adam (config.adam_eps); the step
+    size is a hyperparameter in the optimizer state, starting at config.learning_rate and set to
+    the learning-rate schedule's value at the start of every update. Reads only those three
+    fields of `config`."""
+    def chain(learning_rate):
+        # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
+        max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps),
+                           optax.scale_by_learning_rate(learning_rate))
+    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
+
+
+def learn(params, opt_state, samples, key, config, optimizer, gradient, prepare=None):
+    """config.num_epochs epochs of config.num_minibatches Adam steps over one rollout's samples,
+    leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in ppo_rnn.py, each file
+    passing its own `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params,
+    samples)`, where given, makes each epoch's samples from the params it starts with (PPO's
+    recompute_advantages). With config.target_kl (None: off) the update stops at the first
+    minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads only num_epochs,
+    num_minibatches and target_kl (and passes it on to `gradient`). Returns params, optimizer
+    state and loss stats [num_epochs, num_minibatches]."""
+    def update_minibatch(carry, minibatch):
+        params, opt_state, stopped = carry
+        grads, stats = gradient(params, minibatch, config)
+        updates, new_opt_state = optimizer.update(grads, opt_state)
+        new_params = optax.apply_updates(params, updates)
+        if config.target_kl is not None:  # KL measured before this step: once too large, stop the update
+            stopped = stopped | (stats["approx_kl"] > config.target_kl)
+            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(stopped, o, n), new, old)
+            new_params, new_opt_state = keep(new_params, params), keep(new_opt_state, opt_state)
+        stats["applied"] = 1.0 - stopped.astype(jnp.float32)
+        return (new_params, new_opt_state, stopped), stats
+
+    def update_epoch(carry, epoch_key):
+        epoch_samples = samples if prepare is None else prepare(carry[0], samples)
+        num_samples = jax.tree.leaves(epoch_samples)[0].shape[0]
+        order = jax.random.permutation(epoch_key, num_samples)
+        shape = (config.num_minibatches, num_samples // config.num_minibatches)
+        minibatches = jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), epoch_samples)
+        return jax.lax.scan(update_minibatch, carry, minibatches)
+
+    epoch_keys = jax.random.split(key, config.num_epochs)
+    (params, opt_state, _), stats = jax.lax.scan(update_epoch, (params, opt_state, jnp.array(False)), epoch_keys)
+    return params, opt_state, stats
