@@ -31,8 +31,8 @@ from typing import Literal, NamedTuple
 from scanrl.common import envs, recipes
 from scanrl.common.harness import loop, run
 from scanrl.common.harness.run import RunConfig
-from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, mask_logits, mlp_apply, mlp_init,
-                                pre_tanh_normal, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, head_distribution, mlp_apply,
+                                mlp_init, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
                                     value_loss)
 
@@ -156,7 +156,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # ---------------------------------------------------------------------------------------------
 # Network: (conv torso for image observations ->) encoder MLP -> GRU -> policy and value heads;
 # continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
-# tanh (tanh_normal: the policy head's output; common/nets.py's pre_tanh_normal, to_bounds,
+# tanh (tanh_normal: the policy head's output; common/nets.py's head_distribution, to_bounds,
 # squashed_entropy). One GRU serves both heads (one state to store and replay).
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
@@ -193,12 +193,7 @@ def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Ar
     the valid discrete actions, where the env has an action mask. tanh_normal: the normal of the
     pre-tanh action u (the head outputs [loc, raw scale], scale = softplus(raw) + min_std); the
     env gets tanh(u) rescaled (`to_bounds`)."""
-    out = mlp_apply(params["actor"], hidden, activation)
-    if action_dist == "tanh_normal":
-        return pre_tanh_normal(out, min_std)
-    if "log_std" not in params:
-        return distrax.Categorical(logits=mask_logits(out, action_mask))
-    return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
+    return head_distribution(mlp_apply(params["actor"], hidden, activation), params, action_mask, action_dist, min_std)
 
 
 def value(params: dict, hidden: jax.Array, activation: str) -> jax.Array:

@@ -236,6 +236,14 @@ def actor_critic_policy(params: dict, obs: jax.Array, activation: str, action_ma
     tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
     scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
     out = mlp_apply(params["actor"], actor_critic_features(params, obs, activation), activation)
+    return head_distribution(out, params, action_mask, action_dist, min_std)
+
+
+def head_distribution(out: jax.Array, params: dict, action_mask: jax.Array | None = None,
+                      action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
+    """The policy head's output out [..., D] -> the action distribution, batch shape [...]:
+    categorical logits (masked by action_mask [..., A]); a normal around out with
+    params["log_std"] (gaussian); or the pre-tanh normal of [loc, raw scale] (tanh_normal)."""
     if action_dist == "tanh_normal":
         return pre_tanh_normal(out, min_std)
     if "log_std" not in params:
