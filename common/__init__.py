@@ -1,4 +1,5 @@
-"""Small utilities the algorithm files share: envs, nets, onpolicy, devices, the loop, the run driver."""
+"""What the algorithm files share: the kit (envs, nets, onpolicy, recipes) and the run harness
+(common/harness/: devices, the loop, the run driver, evaluation, statistics)."""
 
 import os
 import signal

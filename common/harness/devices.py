@@ -99,7 +99,7 @@ def initialize_distributed() -> None:
     Coordinator, process count and id come from JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES
     and JAX_PROCESS_ID when set, otherwise from JAX's cluster detection (SLURM, Open MPI,
     Kubernetes, TPU pods). On CPU each process gets one device (several per process hang
-    in the first collective, jax-notes.md) and collectives use gloo.
+    in the first collective, as tried with jax 0.10) and collectives use gloo.
     """
     from jax._src import distributed
 
