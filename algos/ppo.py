@@ -84,6 +84,9 @@ class Config:
     """clip the global gradient norm to this (0: no clipping)."""
     normalize_obs: bool = False
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
+    fresh_obs_stats: bool = False
+    """with normalize_obs: add each rollout's observations to the statistics before its epochs, which see
+    them normalised by the new statistics (Brax's trainer); off: the epochs see them as the rollout did."""
     normalize_reward: bool = False
     """scale rewards by the running std of the discounted return."""
     reward_scale: float = 1.0
@@ -159,7 +162,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
-    obs: jax.Array  # observations as the policy saw them (normalised if enabled)
+    obs: jax.Array  # observations as the networks see them (normalised if enabled; fresh_obs_stats: by the new statistics)
     action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
     log_prob: jax.Array  # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
     value: jax.Array  # V_old(obs)
@@ -199,7 +202,7 @@ def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[
 class Transition(NamedTuple):
     """One rollout, leaves [T, N, ...]."""
 
-    obs: jax.Array
+    obs: jax.Array  # as the policy saw them; fresh_obs_stats: raw, normalised after the statistics take them in
     action: jax.Array
     log_prob: jax.Array
     info: envs.StepInfo
@@ -226,6 +229,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
+    fresh_stats = config.fresh_obs_stats and config.normalize_obs
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
@@ -270,7 +274,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
-            transition = Transition(obs=policy_obs, action=action, log_prob=log_prob, action_mask=action_mask, info=info,
+            transition = Transition(obs=obs if fresh_stats else policy_obs, action=action, log_prob=log_prob, action_mask=action_mask, info=info,
                                     discounted_return=discounted_return, noise=noise)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
@@ -281,14 +285,16 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         info = traj.info
 
         # 2. Advantages: V(s'_t) of the final observation, so truncations bootstrap.
-        final_obs = observe(state.obs_stats, info.final_obs)
-        old_values = value(params, traj.obs, act_fn)
         rewards, return_stats, obs_stats = info.reward * config.reward_scale, state.return_stats, state.obs_stats
         if config.normalize_reward:
             return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)
-        if config.normalize_obs:  # new statistics take effect from the next rollout
+        if config.normalize_obs:  # new statistics: for the next rollout, and with fresh_obs_stats for these epochs
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
+        if fresh_stats:  # the rollout kept raw observations
+            traj = traj._replace(obs=observe(obs_stats, traj.obs))
+        final_obs = observe(obs_stats if fresh_stats else state.obs_stats, info.final_obs)
+        old_values = value(params, traj.obs, act_fn)
 
         def samples_for(values_params: dict) -> Batch:  # [T * N] transitions, GAE with values_params' values
             values = old_values if values_params is params else value(values_params, traj.obs, act_fn)

@@ -329,6 +329,20 @@ def test_recompute_advantages_is_the_plain_update_for_one_epoch_and_changes_late
     assert not np.allclose(fresh["metrics"]["policy_loss"], plain["metrics"]["policy_loss"])
 
 
+@pytest.mark.slow
+def test_fresh_obs_stats_changes_only_runs_that_normalise_observations():
+    """Without --normalize-obs (CartPole's defaults) the option is the plain run bit for bit; with
+    it (Pendulum's continuous preset) the epochs see the observations through the statistics that
+    include them, so the first update already differs."""
+    plain, fresh = run(2), run(2, fresh_obs_stats=True)  # run(2): the program the tests above share
+    for k in plain["metrics"]:
+        np.testing.assert_array_equal(fresh["metrics"][k], plain["metrics"][k])
+    plain, fresh = run(2, env="Pendulum-v1"), run(2, env="Pendulum-v1", fresh_obs_stats=True)
+    assert plain["metrics"]["value_loss"][0, 0] != fresh["metrics"]["value_loss"][0, 0]
+    for out in (plain, fresh):
+        assert np.isfinite(out["metrics"]["policy_loss"]).all()
+
+
 # --- learning ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_cartpole_learns(tmp_path):
