@@ -21,6 +21,11 @@ that wall, each side, and their ratios; a JSON per cell in --out, and `--table` 
     python benchmarks/brax_trainers.py --env brax/inverted_double_pendulum --timesteps 300000 --seeds 5
     python benchmarks/brax_trainers.py --algo sac --env brax/hopper --timesteps 100000 --seeds 5
     python benchmarks/brax_trainers.py --table
+
+`--scanrl-flags` adds flags to scanrl's side (a variant; its JSON and table row are named by
+them), `--reuse-brax CELL.json` keeps an earlier cell's Brax side (checked: the same trainer
+arguments and seeds) and `--scanrl-run DIR` reads a finished scanrl run folder made with the
+cell's command instead of running it again.
 """
 
 from __future__ import annotations
@@ -86,18 +91,21 @@ def run_brax(algo: str, env: str, backend: str, args: dict, seed: int, num_evals
     return json.loads(lines[0][6:])
 
 
-def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals: int) -> dict:
+def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals: int, flags: list[str],
+               run_dir: Path | None = None) -> dict:
+    """scanrl's side of a cell; `run_dir`: read a finished run folder made with the same command instead."""
     from scanrl.common import recipes
 
     fields = recipes.lookup(algo, env, form)[1]
     per_update = fields["num_envs"] * (fields.get("num_steps") or 200)
     updates = max(1, timesteps // per_update)
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([sys.executable, f"algos/{algo}.py", "--env", env, "--recipe", form, "--total-timesteps",
-                        str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(max(1, updates // evals)),
-                        "--log-every", "0", "--no-compile-cache", "--out-dir", out],
-                       cwd=REPO, capture_output=True, text=True, check=True)
-        (run_dir,) = Path(out).iterdir()
+        if run_dir is None:
+            subprocess.run([sys.executable, f"algos/{algo}.py", "--env", env, "--recipe", form, "--total-timesteps",
+                            str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(max(1, updates // evals)),
+                            "--log-every", "0", "--no-compile-cache", "--out-dir", out, *flags],
+                           cwd=REPO, capture_output=True, text=True, check=True)
+            (run_dir,) = Path(out).iterdir()
         summary = json.loads((run_dir / "summary.json").read_text())
         last = json.loads((run_dir / "progress.jsonl").read_text().splitlines()[-1])
     return {"wall": summary["compile_seconds"] + summary["run_seconds"], "compile": summary["compile_seconds"],
@@ -113,23 +121,31 @@ def cell(args: argparse.Namespace) -> dict:
     backend = dict(zip(recipe.fields.get("env_options", ())[::2], recipe.fields.get("env_options", ())[1::2])).get(
         "backend", "generalized")
     started = time.strftime("%Y-%m-%d %H:%M")
+    flags = args.scanrl_flags.split()
     if args.reuse_scanrl:  # the scanrl side of an earlier run of this cell, e.g. after a Brax-side failure
         scanrl = json.loads(args.reuse_scanrl.read_text())["scanrl"]
     else:
-        scanrl = run_scanrl(args.algo, args.env, args.form, args.timesteps, args.seeds, args.evals)
+        scanrl = run_scanrl(args.algo, args.env, args.form, args.timesteps, args.seeds, args.evals, flags,
+                            args.scanrl_run)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
-    brax = []
-    with tempfile.TemporaryDirectory() as cache:  # its first seed compiles, the others load the programs
-        for seed in range(args.seeds):
-            brax.append(run_brax(args.algo, args.env, backend, trainer, seed, args.evals + 1, cache))
-            print(f"brax seed {seed}: {json.dumps(brax[-1])}", flush=True)
     import brax as brax_package
 
+    if args.reuse_brax:  # Brax's side of an earlier run of this cell (same trainer arguments and seeds)
+        earlier = json.loads(args.reuse_brax.read_text())
+        assert earlier["trainer_args"] == trainer and earlier["seeds"] == args.seeds, "--reuse-brax: another setting"
+        brax_side = earlier["brax"]
+    else:
+        brax = []
+        with tempfile.TemporaryDirectory() as cache:  # its first seed compiles, the others load the programs
+            for seed in range(args.seeds):
+                brax.append(run_brax(args.algo, args.env, backend, trainer, seed, args.evals + 1, cache))
+                print(f"brax seed {seed}: {json.dumps(brax[-1])}", flush=True)
+        brax_side = {"wall": sum(b["wall"] for b in brax), "steps": brax[0]["steps"], "evals": [b["eval"] for b in brax],
+                     "per_seed_wall": [b["wall"] for b in brax]}
     return {"algo": args.algo, "env": args.env, "form": args.form, "timesteps": args.timesteps, "seeds": args.seeds,
             "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"), "brax_version": brax_package.__version__,
-            "trainer_args": trainer, "backend": backend, "scanrl": scanrl,
-            "brax": {"wall": sum(b["wall"] for b in brax), "steps": brax[0]["steps"], "evals": [b["eval"] for b in brax],
-                     "per_seed_wall": [b["wall"] for b in brax]}}
+            "trainer_args": trainer, "backend": backend, "scanrl_flags": flags, "scanrl": scanrl, "brax": brax_side,
+            **({"brax_reused_from": str(args.reuse_brax.name)} if args.reuse_brax else {})}
 
 
 def table(out: Path) -> str:
@@ -143,7 +159,8 @@ def table(out: Path) -> str:
         est = {k: stats.iqm_interval(np.array(v["evals"])) for k, v in (("s", s), ("b", b))}
         fmt = lambda e: f"{e.point:,.1f} [{e.low:,.1f}, {e.high:,.1f}]"  # noqa: E731
         sps = lambda v: v["steps"] * c["seeds"] / v["wall"]  # noqa: E731
-        rows.append(f"| {c['algo']} | {c['env']} | {s['steps']:,} / {b['steps']:,} | {c['seeds']} | {fmt(est['s'])} | "
+        algo = " ".join([c["algo"], *c.get("scanrl_flags", [])])
+        rows.append(f"| {algo} | {c['env']} | {s['steps']:,} / {b['steps']:,} | {c['seeds']} | {fmt(est['s'])} | "
                     f"{fmt(est['b'])} | {s['wall']:,.0f} / {b['wall']:,.0f} | {s['wall'] / b['wall']:.2f}x | "
                     f"{sps(s) / sps(b):.2f}x |")
     return "\n".join(rows)
@@ -159,6 +176,9 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=4, help="evaluations after the start, the last at the end")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--reuse-scanrl", type=Path, help="a cell's JSON whose scanrl side to keep (same settings)")
+    parser.add_argument("--scanrl-flags", default="", help="more flags for scanrl's side, e.g. '--recompute-advantages'")
+    parser.add_argument("--scanrl-run", type=Path, help="a finished scanrl run folder made with this cell's command")
+    parser.add_argument("--reuse-brax", type=Path, help="a cell's JSON whose Brax side to keep (same trainer arguments)")
     parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
     args = parser.parse_args()
     if args.table:
@@ -166,7 +186,8 @@ def main() -> None:
         return
     result = cell(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{args.algo}__{args.env.replace('/', '-')}.json"
+    variant = "".join(args.scanrl_flags.split()).replace("--", "_")
+    path = args.out / f"{args.algo}__{args.env.replace('/', '-')}{variant}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(table(args.out))
 
