@@ -103,6 +103,9 @@ class Config:
     mlp: flatten them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    init: Literal["orthogonal", "lecun_uniform"] = "orthogonal"
+    """MLP weights: orthogonal (gain sqrt 2, the policy head 0.01, the value head 1; Andrychowicz et al.
+    2021), or lecun_uniform on every layer (Brax's networks); biases zero."""
     action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
     """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
     clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std

@@ -49,13 +49,19 @@ def mlp_init(
     sizes: Sequence[int],
     output_gain: float = 1.0,
     hidden_gain: float = 2.0**0.5,
+    scheme: str = "orthogonal",
 ) -> list[dict[str, jax.Array]]:
-    """Layers mapping sizes[0] -> sizes[1] -> ... -> sizes[-1]; e.g. (4, 64, 64, 2)."""
+    """Layers mapping sizes[0] -> sizes[1] -> ... -> sizes[-1]; e.g. (4, 64, 64, 2). Weights:
+    orthogonal with the gains (the output layer's `output_gain`), or `scheme="lecun_uniform"`,
+    every layer alike and the gains unused (Brax's networks); biases zero."""
     keys = jax.random.split(key, len(sizes) - 1)
     layers = []
     for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
         gain = output_gain if i == len(sizes) - 2 else hidden_gain
-        w = orthogonal(k, (fan_in, fan_out), gain)
+        if scheme == "lecun_uniform":
+            w = jax.nn.initializers.lecun_uniform()(k, (fan_in, fan_out), jnp.float32)
+        else:
+            w = orthogonal(k, (fan_in, fan_out), gain)
         layers.append({"w": w, "b": jnp.zeros(fan_out, jnp.float32)})
     return layers
 
@@ -209,7 +215,8 @@ def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
     for `vec_env` (a common/envs.py VecEnv). Reads config.torso and config.conv_channels (the conv
     torso, `use_cnn`), config.action_dist, config.actor_hidden and config.critic_hidden. The actor
     maps the features [F] to logits [A] (discrete), means [A] (gaussian) or [loc, raw scale] [2A]
-    (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1."""
+    (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1 (config.init,
+    where the Config has it: "lecun_uniform" draws every layer of both as Brax's networks do)."""
     params, in_dim = {}, vec_env.obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
@@ -217,8 +224,9 @@ def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
     k_actor, k_critic = jax.random.split(key)
     tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
-    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
-    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
+    scheme = getattr(config, "init", "orthogonal")  # a Config without an `init` field keeps orthogonal
+    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01, scheme=scheme)
+    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0, scheme=scheme)
     if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params

@@ -265,3 +265,21 @@ def test_the_bounded_env_counts_actions_outside_its_bounds(monkeypatch):
         vec_env = envs.VecEnv(env, env.default_params, 3)
         _, state = vec_env.reset(jax.random.key(0))
         np.testing.assert_array_equal(vec_env.step(jax.random.key(1), state, action)[2].reward, counts)
+
+
+def test_lecun_uniform_init_draws_every_layer_alike_and_ppo_reads_it():
+    """--init lecun_uniform (Brax's networks): every layer's weights uniform within
+    +-sqrt(3 / fan_in), with variance 1 / fan_in, the output layers included (no 0.01 policy
+    head); zero biases. The default stays orthogonal with the 0.01 head."""
+    from scanrl.common.nets import mlp_init
+    layers = mlp_init(jax.random.key(0), (256, 512, 3), output_gain=0.01, scheme="lecun_uniform")
+    for layer, fan_in in zip(layers, (256, 512)):
+        w = np.asarray(layer["w"])
+        assert np.abs(w).max() <= math.sqrt(3 / fan_in) and np.abs(w).max() > 0.9 * math.sqrt(3 / fan_in)
+        assert abs(w.var() * fan_in - 1) < 0.1, w.var() * fan_in
+        assert not np.asarray(layer["b"]).any()
+    vec_env = envs.VecEnv(*envs.make("Pendulum-v1"), 1)
+    lecun = ppo.init_params(jax.random.key(1), ppo.default_config("Pendulum-v1", init="lecun_uniform"), vec_env)
+    default = ppo.init_params(jax.random.key(1), ppo.default_config("Pendulum-v1"), vec_env)
+    head = lambda params: np.abs(np.asarray(params["actor"][-1]["w"])).max()  # noqa: E731
+    assert head(default) < 0.02 < head(lecun)
