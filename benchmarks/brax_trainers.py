@@ -22,7 +22,7 @@ that wall, each side, and their ratios; a JSON per cell in --out, and `--table` 
     python benchmarks/brax_trainers.py --algo sac --env brax/hopper --timesteps 100000 --seeds 5
     python benchmarks/brax_trainers.py --table
 
-`--scanrl-flags` adds flags to scanrl's side (a variant; its JSON and table row are named by
+`--scanrl-flags=FLAGS` adds flags to scanrl's side (a variant; its JSON and table row are named by
 them), `--reuse-brax CELL.json` keeps an earlier cell's Brax side (checked: the same trainer
 arguments and seeds) and `--scanrl-run DIR` reads a finished scanrl run folder made with the
 cell's command instead of running it again.
