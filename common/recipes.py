@@ -25,7 +25,10 @@ unrolls of `unroll_length` steps per iteration over `num_envs` environments, so 
 each short unroll with the current value net; scanrl computes it once per rollout over all
 `num_steps` (Brax's own 2021 sweep puts the unroll length's effect on Ant at tens of
 percent, not more). Brax's networks start from lecun-uniform weights; scanrl's from
-orthogonal ones with a 0.01 policy head.
+orthogonal ones with a 0.01 policy head. PPO's `recompute_advantages`, `fresh_obs_stats`
+and `init="lecun_uniform"` reproduce those three differences; the recipes leave them off,
+since on playground/CheetahRun none of them narrowed the gap to Brax's trainer
+(benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
