@@ -277,8 +277,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
-            transition = Transition(obs=obs if fresh_stats else policy_obs, action=action, log_prob=log_prob, action_mask=action_mask, info=info,
-                                    discounted_return=discounted_return, noise=noise)
+            transition = Transition(obs=obs if fresh_stats else policy_obs, action=action, log_prob=log_prob,
+                                    action_mask=action_mask, info=info, discounted_return=discounted_return, noise=noise)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
