@@ -165,7 +165,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
-    obs: jax.Array  # observations as the networks see them (normalised if enabled; fresh_obs_stats: by the new statistics)
+    obs: jax.Array  # as the networks see them (normalised if enabled; fresh_obs_stats: by the new statistics)
     action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
     log_prob: jax.Array  # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
     value: jax.Array  # V_old(obs)
