@@ -218,6 +218,12 @@ def group_advantages(returns: jax.Array, mask: jax.Array, group_size: int, eps: 
     return (m * (r - mean) / (jnp.sqrt(var) + eps)).reshape(T, N)
 
 
+def uses_reference(config: Config) -> bool:
+    """Whether the loss needs the reference policy: kl_coef > 0, or kl_coef is a traced sweep
+    value (any row may be positive; a row at 0 then adds 0 * KL)."""
+    return isinstance(config.kl_coef, jax.Array) or config.kl_coef > 0
+
+
 def reference_kl(log_prob: jax.Array, ref_log_prob: jax.Array) -> jax.Array:
     """Per-sample KL(pi || pi_ref) estimate exp(x) - x - 1 with x = log pi_ref - log pi: >= 0, 0 iff equal."""
     x = ref_log_prob - log_prob
@@ -257,7 +263,7 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     stats = {"policy_loss": policy_loss, "entropy": entropy,
              "clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
              "approx_kl": masked_mean(jnp.exp(log_ratio) - 1.0 - log_ratio)}  # onpolicy.approx_kl over valid steps
-    if config.kl_coef > 0:
+    if uses_reference(config):
         kl = masked_mean(reference_kl(log_prob, batch.ref_log_prob))
         total = total + config.kl_coef * kl
         stats["reference_kl"] = kl
@@ -369,7 +375,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         # 2. Group advantages over the whole batch.
         done = info.terminated | info.truncated
         ref_log_prob = jnp.zeros_like(traj.log_prob)
-        if config.kl_coef > 0:
+        if uses_reference(config):
             ref_log_prob = dist_of(state.ref_params, traj.obs, traj.action_mask).log_prob(traj.action)
         returns = step_returns(info.reward, done, config.gamma)
         mask = first_episode_mask(done) if config.truncate_at_first_done else jnp.ones_like(returns)

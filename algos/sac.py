@@ -294,10 +294,9 @@ def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Tran
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    adam = optax.adam(config.learning_rate)
-    if config.max_grad_norm == 0:
-        return adam
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
+    # 0 turns clipping off as an infinite bound, not a Python branch: a sweep can trace it
+    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+    return optax.chain(optax.clip_by_global_norm(max_norm), optax.adam(config.learning_rate))
 
 
 class Learner(NamedTuple):
@@ -440,8 +439,6 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         step_indices = update_index * config.num_steps + jnp.arange(config.num_steps)
         state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
-        # (this split drew evaluation's key before evaluation moved to common/harness/loop.py; kept so results stay the same)
-        state = state._replace(key=jax.random.split(state.key)[0])
         metrics = {k: jnp.nanmean(v) for k, v in stats.items()}
         metrics["gradient_steps"] = learning(step_indices).sum() * config.updates_per_step
         metrics.update(envs.episode_metrics(info))

@@ -9,6 +9,7 @@ import pytest
 
 from scanrl.algos import grpo
 from scanrl.common import envs
+from scanrl.common.harness import sweeps
 from scanrl.common.harness.run import train_and_write
 from conftest import assert_shards_match_one_device, check_run_tools
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
@@ -94,6 +95,25 @@ def test_reference_kl_is_zero_at_the_reference_and_positive_elsewhere():
     moved = jax.tree.map(lambda p: p + 0.1, params)
     _, stats = grpo.grpo_loss(moved, batch, config, 1 / 6)
     assert float(stats["reference_kl"]) > 0
+
+
+def test_a_traced_kl_coef_equals_the_concrete_one_and_zero_leaves_the_loss_alone():
+    """A sweep traces kl_coef: the loss then always takes the KL term, and a row at 0 gets the
+    loss (and gradient) of the run without a reference policy."""
+    params = {"actor": grpo.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=1.0)}
+    obs, action = jax.random.normal(jax.random.key(1), (6, 4)), jnp.array([0, 1, 0, 1, 1, 0])
+    lp = grpo.policy(params, obs, "tanh").log_prob(action)
+    batch = grpo.Batch(obs, action, lp, lp - 0.3, jnp.linspace(-1.0, 1.0, 6), jnp.ones(6))
+    loss_grad = lambda config: jax.value_and_grad(grpo.grpo_loss, has_aux=True)(params, batch, config, 1 / 6)
+    swept = lambda kl: sweeps.with_values(grpo.Config(), {"kl_coef": kl})  # as a sweep's row sees it
+    traced = jax.vmap(lambda kl: loss_grad(swept(kl))[0][0])(jnp.array([0.0, 0.5]))
+    for row, kl in enumerate([0.0, 0.5]):
+        (loss, stats), _ = loss_grad(grpo.Config(kl_coef=kl))
+        np.testing.assert_allclose(traced[row], loss, rtol=1e-6)
+        assert ("reference_kl" in stats) == (kl > 0)  # concrete 0: no reference term at all
+    grads = jax.vmap(lambda kl: loss_grad(swept(kl))[1])(jnp.array([0.0, 0.0]))
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(loss_grad(grpo.Config(kl_coef=0.0))[1])):
+        np.testing.assert_allclose(a[0], b, rtol=1e-5, atol=1e-7)  # float32, summed in another order under vmap
 
 
 def test_masked_steps_contribute_nothing():

@@ -12,7 +12,7 @@ import optax
 import pytest
 
 from scanrl.algos import sac
-from scanrl.common.harness import devices
+from scanrl.common.harness import devices, sweeps
 from conftest import assert_shards_match_one_device, check_run_tools
 
 
@@ -214,6 +214,26 @@ def test_temperature_moves_toward_the_target_entropy(entropy, direction):
         updates, state = optimizer.update(jax.grad(sac.alpha_loss)(log_alpha, log_prob, target_entropy), state)
         log_alpha = optax.apply_updates(log_alpha, updates)
     assert np.sign(float(log_alpha)) == direction
+
+
+def test_max_grad_norm_is_a_value_zero_clips_nothing():
+    """max_grad_norm 0 is an infinite bound, not a Python branch: traced (as a sweep traces it),
+    0 gives Adam's update exactly and a small bound shrinks the first update."""
+    params = {"w": jnp.array([1.0, -2.0, 3.0])}
+    grads = {"w": jnp.array([30.0, -40.0, 0.5])}
+
+    def first_update(max_grad_norm):
+        config = sweeps.with_values(sac.Config(learning_rate=0.1), {"max_grad_norm": max_grad_norm})
+        optimizer = sac.make_optimizer(config)
+        return optimizer.update(grads, optimizer.init(params), params)[0]["w"]
+
+    adam = optax.adam(0.1)
+    plain = adam.update(grads, adam.init(params), params)[0]["w"]
+    traced = jax.vmap(first_update)(jnp.array([0.0, 1e-3]))
+    np.testing.assert_array_equal(traced[0], plain)
+    np.testing.assert_array_equal(first_update(0.0), plain)
+    clipped = optax.chain(optax.clip_by_global_norm(1e-3), optax.adam(0.1))
+    np.testing.assert_allclose(traced[1], clipped.update(grads, clipped.init(params), params)[0]["w"], rtol=1e-6)
 
 
 def test_polyak_by_hand():

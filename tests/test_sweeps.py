@@ -10,8 +10,8 @@ import jax
 import numpy as np
 import pytest
 
-from scanrl.algos import grpo, ppo
-from scanrl.common.harness import devices, loop, sweeps
+from scanrl.algos import ppo
+from scanrl.common.harness import devices, loop, run, sweeps
 
 from conftest import REPO
 
@@ -64,9 +64,15 @@ def test_sweep_errors_are_one_sentence(spec, message):
 def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_error):
     code, err = cli_error(ppo.main, ["--sweep", "num_envs=4,8", "--total-timesteps", "1024"])
     assert code == 2 and "num_envs sets array shapes" in err, err
-    # GRPO's kl_coef is a float, but 0 leaves the reference policy out with a Python branch: found when tracing.
-    code, err = cli_error(grpo.main, ["--sweep", "kl_coef=0.0,0.1", "--total-timesteps", "32768"])
-    assert code == 2 and "a swept field (kl_coef) drives Python control flow" in err, err
+    # A copied file that turns a part off with a Python branch on a float: found when tracing.
+    def branching(config, env=None, env_params=None):
+        if config.ent_coef > 0:  # a researcher's edit: a Python branch on a float
+            config = config
+        return ppo.make_algorithm(config, env, env_params)
+
+    main = lambda argv: run.main("ppo", ppo.Config, ppo.default_config, branching, ppo.__doc__, argv)
+    code, err = cli_error(main, ["--sweep", "ent_coef=0.0,0.1", "--total-timesteps", "1024"])
+    assert code == 2 and "a swept field (ent_coef) drives Python control flow" in err, err
 
 
 @pytest.mark.slow
@@ -159,7 +165,6 @@ def test_a_sweep_writes_its_table_best_config_and_plot(sweep_dir):
 def test_best_config_round_trips_through_config(sweep_dir):
     """--config best_config.json gives the sweep's Config with the best config's values and no
     sweep: the single run that the sweep's rows of that config equal (tested above)."""
-    from scanrl.common.harness import run
 
     best = json.loads((sweep_dir / "sweep.json").read_text())["best"]["values"]
     config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--config", str(sweep_dir / "best_config.json")])
