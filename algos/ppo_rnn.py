@@ -90,6 +90,13 @@ class Config:
     """value loss weight."""
     max_grad_norm: float = 0.5
     """clip the global gradient norm to this (0: no clipping)."""
+    normalize_obs: bool = False
+    """normalise observations by running mean/std (statistics frozen during each rollout)."""
+    normalize_reward: bool = False
+    """scale rewards by the running std of the discounted return."""
+    reward_scale: float = 1.0
+    """multiply every reward by this constant before the advantages (Brax's `reward_scaling`); with
+    --normalize-reward, before the running statistics."""
     encoder_hidden: tuple[int, ...] = (64,)
     """layer sizes of the MLP between the observation and the GRU."""
     gru_size: int = 64
@@ -120,7 +127,7 @@ class Config:
     def __post_init__(self):
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",
-                            "target_kl", "adam_eps", "min_std"),
+                            "target_kl", "adam_eps", "min_std", "reward_scale"),
             nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm"),
             within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
@@ -314,16 +321,18 @@ class Transition(NamedTuple):
     info: envs.StepInfo
     action_mask: jax.Array | None = None  # [T, N, A] valid actions (None: no action mask)
     noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
+    discounted_return: jax.Array | None = None  # [T, N] each env's running discounted return (normalize_reward)
 
 
-def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, config: Config):
-    """(V(s_t), advantages, value targets), each [T, N]. V(s'_t) is one more GRU step on the
-    final observation (final_obs [T, N, obs_dim]) from the state after step t, so a truncated
-    episode bootstraps with the state it had, not the reset one."""
+def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rewards: jax.Array, config: Config):
+    """(V(s_t), advantages, value targets), each [T, N], for `rewards` [T, N] (the env's, scaled).
+    V(s'_t) is one more GRU step on the final observation (final_obs [T, N, obs_dim], as the
+    network reads it) from the state after step t, so a truncated episode bootstraps with the
+    state it had, not the reset one."""
     info = traj.info
     values = value(params, traj.state, config.activation)
     after = core(params, traj.state, final_obs, jnp.zeros_like(traj.start), config.activation)
-    advantages, targets = gae(info.reward, values, value(params, after, config.activation), info.terminated,
+    advantages, targets = gae(rewards, values, value(params, after, config.activation), info.terminated,
                               info.terminated | info.truncated, config.gamma, config.gae_lambda)
     return values, advantages, targets
 
@@ -335,6 +344,9 @@ class TrainState(NamedTuple):
     obs: jax.Array  # [N, *obs] observations the next rollout starts from
     start: jax.Array  # [N] those observations begin an episode
     hidden: jax.Array  # [N, H] the GRU state carried into the next rollout
+    obs_stats: envs.RunningStats  # observation statistics (normalize_obs)
+    return_stats: envs.RunningStats  # discounted-return statistics (normalize_reward)
+    discounted_return: jax.Array  # [N] running discounted return of each env's episode
     key: jax.Array
 
 
@@ -348,11 +360,17 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask, config.action_dist, config.min_std)
-    # what the network reads: flat vectors, or images for the conv torso (ValueError for cnn without images)
-    observe = (lambda obs: obs) if use_cnn(config.torso, vec_env.obs_shape) else vec_env.flat_obs
+    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
+
+    def observe(stats, obs):  # what the network reads: flat vectors, or images for the conv torso
+        if image and not config.normalize_obs:
+            return obs
+        obs = vec_env.flat_obs(obs)
+        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
+        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -360,7 +378,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         obs, env_state = vec_env.reset(k_reset)
         return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state, obs=obs,
                           start=jnp.ones(vec_env.num_envs, bool), hidden=jnp.zeros((vec_env.num_envs, config.gru_size)),
-                          key=key)
+                          obs_stats=envs.init_stats((vec_env.obs_dim,)), return_stats=envs.init_stats(),
+                          discounted_return=jnp.zeros(vec_env.num_envs), key=key)
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
@@ -371,12 +390,13 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state. tanh_normal keeps the
         #    pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
         def env_step(carry, step_key):
-            env_state, obs, start, hidden = carry
+            env_state, obs, start, hidden, discounted_return = carry
             if tanh_normal:
                 k_action, k_env, k_noise = jax.random.split(step_key, 3)
             else:
                 k_action, k_env = jax.random.split(step_key)
-            new_hidden = core(params, hidden, observe(obs), start, act_fn)
+            policy_obs = observe(state.obs_stats, obs)
+            new_hidden = core(params, hidden, policy_obs, start, act_fn)
             action_mask = vec_env.action_mask(env_state)
             dist = dist_of(params, new_hidden, action_mask)
             action = jax.vmap(lambda k, h, m: dist_of(params, h, m).sample(seed=k))(
@@ -385,17 +405,28 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
             env_action = to_bounds(action, low, high) if tanh_normal else action
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
-            transition = Transition(hidden=hidden, state=new_hidden, obs=observe(obs), start=start,
-                                    action=action, log_prob=log_prob, action_mask=action_mask, info=info, noise=noise)
-            return (env_state, next_obs, info.terminated | info.truncated, new_hidden), transition
+            discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
+            transition = Transition(hidden=hidden, state=new_hidden, obs=policy_obs, start=start, action=action,
+                                    log_prob=log_prob, action_mask=action_mask, info=info, noise=noise,
+                                    discounted_return=discounted_return)
+            done = info.terminated | info.truncated
+            return (env_state, next_obs, done, new_hidden, jnp.where(done, 0.0, discounted_return)), transition
 
-        carry = (state.env_state, state.obs, state.start, state.hidden)
-        (env_state, next_obs, next_start, hidden), traj = jax.lax.scan(
+        carry = (state.env_state, state.obs, state.start, state.hidden, state.discounted_return)
+        (env_state, next_obs, next_start, hidden, discounted_return), traj = jax.lax.scan(
             env_step, carry, jax.random.split(k_rollout, config.num_steps))
         info = traj.info
 
-        # 2. Advantages (bootstrapping with the pre-reset state), then sequences.
-        old_values, advantages, targets = rollout_advantages(params, traj, observe(info.final_obs), config)
+        # 2. Advantages (bootstrapping with the pre-reset state), then sequences. New statistics
+        #    take effect from the next rollout; this one's observations stay as the policy saw them.
+        rewards, return_stats, obs_stats = info.reward * config.reward_scale, state.return_stats, state.obs_stats
+        if config.normalize_reward:
+            return_stats = envs.update_stats(return_stats, traj.discounted_return)
+            rewards = envs.scale(return_stats, rewards)
+        if config.normalize_obs:
+            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
+        final_obs = observe(state.obs_stats, info.final_obs)
+        old_values, advantages, targets = rollout_advantages(params, traj, final_obs, rewards, config)
         # Sequences with the states stored at their first steps.
         seqs = to_sequences(traj, old_values, advantages, targets, config)
 
@@ -407,20 +438,23 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, start=next_start,
-                          hidden=hidden, key=key), metrics
+                          hidden=hidden, obs_stats=obs_stats, return_stats=return_stats,
+                          discounted_return=discounted_return, key=key), metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array, mask=None):
         """obs [N, *obs], hidden [N, H] (zeros at an episode's first step), mask [N, A] or None
         -> (actions [N, ...], hidden); tanh_normal: tanh of the pre-tanh normal's mode or sample,
         rescaled to the bounds."""
         params = policy_params["params"]
-        hidden = core(params, hidden, observe(obs), jnp.zeros(obs.shape[0], bool), act_fn)
+        obs = observe(policy_params["obs_stats"], obs)
+        hidden = core(params, hidden, obs, jnp.zeros(obs.shape[0], bool), act_fn)
         dist = dist_of(params, hidden, mask)
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return (to_bounds(action, low, high) if tanh_normal else action), hidden
 
     return loop.Algorithm(
-        init=init, update=update, act=act, policy_params=lambda state: {"params": state.params},
+        init=init, update=update, act=act,
+        policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
         env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
         init_carry=lambda n: jnp.zeros((n, config.gru_size)),
     )

@@ -105,7 +105,7 @@ def test_a_truncated_episode_bootstraps_with_the_state_before_the_reset():
                          episode_length=jnp.zeros((6, 1), jnp.int32))
     traj = ppo_rnn.Transition(hidden=jnp.zeros((6, 1, 8)), state=states, obs=obs, start=start,
                               action=jnp.zeros((6, 1), jnp.int32), log_prob=jnp.zeros((6, 1)), info=info)
-    values, advantages, _ = ppo_rnn.rollout_advantages(params, traj, jnp.asarray(final), config)
+    values, advantages, _ = ppo_rnn.rollout_advantages(params, traj, jnp.asarray(final), reward, config)
 
     value_after = lambda h, o: ppo_rnn.value(params, ppo_rnn.core(params, h, o, jnp.zeros(1, bool), "tanh"), "tanh")  # noqa: E731
     kept = value_after(states[2], jnp.asarray(final[2]))  # the state the agent had at the cut
@@ -118,6 +118,30 @@ def test_a_truncated_episode_bootstraps_with_the_state_before_the_reset():
     # the second episode's first state is the zero state's step: nothing of the first episode
     np.testing.assert_allclose(states[3], ppo_rnn.core(params, jnp.zeros((1, 8)), obs[3], jnp.zeros(1, bool), "tanh"),
                                rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_normalisation_options_track_what_the_rollouts_saw():
+    """--normalize-obs, --normalize-reward and --reward-scale, as PPO has them: the observation
+    statistics count every final observation of every rollout, the return statistics every
+    step's discounted return, and the run keeps finite losses; off (the default) is the plain
+    run bit for bit."""
+    small = dict(num_envs=4, num_steps=16, num_epochs=1, num_minibatches=2, total_timesteps=4 * 16 * 3, eval_every=0,
+                 log_every=0, **NET)
+    run = lambda **kw: jax.device_get(ppo_rnn.make_train(ppo_rnn.default_config("Pendulum-v1", **small, **kw))(
+        devices.seed_keys(0, 1)))
+    plain = run()
+    off = run(reward_scale=1.0, normalize_obs=False, normalize_reward=False)
+    for k in plain["metrics"]:
+        np.testing.assert_array_equal(off["metrics"][k], plain["metrics"][k])
+    on = run(normalize_obs=True, normalize_reward=True, reward_scale=0.1)
+    state = on["state"].train
+    steps = 3 * 4 * 16
+    np.testing.assert_allclose(state.obs_stats.count[0], steps + 1e-4, rtol=1e-6)
+    np.testing.assert_allclose(state.return_stats.count[0], steps + 1e-4, rtol=1e-6)
+    assert (state.obs_stats.var[0] > 0).all() and not np.allclose(state.obs_stats.mean[0], 0.0)
+    assert np.isfinite(on["metrics"]["value_loss"]).all() and np.isfinite(on["metrics"]["policy_loss"]).all()
+    assert not np.allclose(on["metrics"]["value_loss"], plain["metrics"]["value_loss"])
 
 
 def test_hide_obs_drops_observation_components_for_every_algorithm(cli_error):
