@@ -19,6 +19,7 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
     from scanrl.common import quiet_start
     quiet_start()
 
+import sys
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -418,8 +419,9 @@ def make_train(config: Config, env=None, env_params=None):
 # Command line
 # ---------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> dict:
-    """Flags -> Config -> the shared driver (common/harness/run.py); returns summary.json's content."""
-    return run.main("grpo", Config, default_config, make_algorithm, __doc__, argv)
+    """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
+    this file runs under its own name); returns summary.json's content."""
+    return run.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

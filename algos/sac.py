@@ -24,6 +24,7 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
     quiet_start()
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -473,8 +474,9 @@ def buffer_summary(program: loop.Program) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Flags -> Config -> the shared driver (common/harness/run.py); returns summary.json's content."""
-    return run.main("sac", Config, default_config, make_algorithm, __doc__, argv, extra_summary=buffer_summary)
+    """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
+    this file runs under its own name); returns summary.json's content."""
+    return run.main(sys.modules[__name__], argv, extra_summary=buffer_summary)
 
 
 if __name__ == "__main__":

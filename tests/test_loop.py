@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
-from scanrl.common.harness import devices, loop
+from scanrl.common.harness import devices, evaluate, loop
 from conftest import HANG_GUARD, REPO, run_python
 
 # Small configs that still exercise what matters: evaluation inside the chunks, padding
@@ -194,11 +194,13 @@ def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_never_served_stale(tmp_path):
+def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_never_served_stale(tmp_path, capsys):
     """A copy of ppo.py runs as is. A repeated start loads its compiled programs without
     tracing (summary.json: program_cache "hit") and computes bit for bit what the first did;
     a comment edit traces again but reuses the compiled program; a code edit compiles anew
-    and changes the result."""
+    and changes the result. The copy's runs carry its name and path, and scanrl-eval evaluates
+    them with the copy's code: a Config field only the copy has loads, and a copy that is gone
+    is one sentence."""
     script = tmp_path / "my_ppo.py"
     shutil.copy(REPO / "algos" / "ppo.py", script)
 
@@ -216,6 +218,10 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
 
     first, params = run("first")
     assert first["total_timesteps"] == 1024 and first["program_cache"] == "miss"
+    (first_dir,) = (tmp_path / "first").iterdir()
+    saved = json.loads((first_dir / "config.json").read_text())
+    assert first_dir.name.startswith("my_ppo__") and saved["algo"] == "my_ppo"
+    assert saved["algo_file"] == str(script.resolve())
     again, same = run("again")
     assert again["program_cache"] == "hit"
     assert all(np.array_equal(params[k], same[k]) for k in params)
@@ -232,6 +238,19 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
     edited, changed = run("edited")
     assert edited["program_cache"] == "miss"
     assert not all(np.array_equal(params[k], changed[k]) for k in params)
+
+    field = '    env: str = "CartPole-v1"\n'  # a field scanrl's own ppo.py does not have
+    script.write_text(script.read_text().replace(field, field + '    my_knob: float = 1.0\n    """a new idea."""\n', 1))
+    run("knob")
+    (knob_dir,) = (tmp_path / "knob").iterdir()
+    assert json.loads((knob_dir / "config.json").read_text())["my_knob"] == 1.0
+    result = evaluate.main([str(knob_dir), "--episodes", "2", "--out", str(tmp_path / "eval.json")])
+    assert result["algo"] == "my_ppo" and len(result["per_seed"]) == 1
+    assert evaluate.load_algorithm(knob_dir).__file__ == str(script.resolve())
+    script.rename(tmp_path / "moved.py")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([str(knob_dir), "--out", str(tmp_path / "eval2.json")])
+    assert exit_info.value.code == 2 and f"was trained by {script.resolve()}, which is gone" in capsys.readouterr().err
 
 
 @pytest.mark.slow

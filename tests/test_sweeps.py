@@ -4,6 +4,7 @@ import json
 import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import jax
@@ -70,7 +71,9 @@ def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_erro
             config = config
         return ppo.make_algorithm(config, env, env_params)
 
-    main = lambda argv: run.main("ppo", ppo.Config, ppo.default_config, branching, ppo.__doc__, argv)
+    edited = types.SimpleNamespace(__name__="my_ppo", __doc__=ppo.__doc__, Config=ppo.Config,
+                                   default_config=ppo.default_config, make_algorithm=branching)
+    main = lambda argv: run.main(edited, argv)
     code, err = cli_error(main, ["--sweep", "ent_coef=0.0,0.1", "--total-timesteps", "1024"])
     assert code == 2 and "a swept field (ent_coef) drives Python control flow" in err, err
 

@@ -157,7 +157,7 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a mapping of field names to values, not a {type(data).__name__}.")
-    data = {**{k: v for k, v in data.items() if k not in ("run", "algo")}, **(data.get("run") or {})}
+    data = {**{k: v for k, v in data.items() if k not in ("run", "algo", "algo_file")}, **(data.get("run") or {})}
     types, values = _field_types(config_cls), {}
     for key, value in data.items():
         if key in LAUNCH_FIELDS:
@@ -187,6 +187,20 @@ def run_algorithm(run_dir: str | Path) -> str | None:
     return run_dir.name.split("__")[0] if run_dir.name.count("__") >= 2 else None
 
 
+def algorithm_file(run_dir: str | Path) -> str | None:
+    """The algorithm file outside scanrl (a copy) that trained a run folder, as its config.json
+    records it; None for scanrl's own algorithms."""
+    try:
+        return json.loads((Path(run_dir) / "config.json").read_text()).get("algo_file")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def algorithm_command(run_dir: str | Path, algo: str) -> str:
+    """What follows `python` to run the algorithm that trained `run_dir`: its file, or scanrl's module."""
+    return algorithm_file(run_dir) or f"-m scanrl.algos.{algo}"
+
+
 def check_algorithm(argv: list[str], algo: str) -> None:
     """`--resume` / `--config` of another algorithm's run: one sentence naming that algorithm
     and the command that continues (or repeats) the run, before its keys are read (they
@@ -196,7 +210,7 @@ def check_algorithm(argv: list[str], algo: str) -> None:
         theirs = run_algorithm(resume)
         if theirs and theirs != algo:
             fail(f"--resume {resume} is a {theirs} run, not a {algo} one: continue it with "
-                 f"`python -m scanrl.algos.{theirs} --resume {resume}`.")
+                 f"`python {algorithm_command(resume, theirs)} --resume {resume}`.")
     elif config_file and Path(config_file).is_file():
         try:
             data = json.loads(Path(config_file).read_text()) if not config_file.endswith((".yaml", ".yml")) else {}
@@ -206,8 +220,10 @@ def check_algorithm(argv: list[str], algo: str) -> None:
         if theirs is None and Path(config_file).name == "config.json" and (Path(config_file).parent / "summary.json").is_file():
             theirs = run_algorithm(Path(config_file).parent)
         if theirs and theirs != algo:
+            command = data.get("algo_file") if isinstance(data, dict) and data.get("algo_file") else \
+                f"-m scanrl.algos.{theirs}"
             fail(f"--config {config_file} is the config of a {theirs} run, not a {algo} one: train it with "
-                 f"`python -m scanrl.algos.{theirs} --config {config_file}`.")
+                 f"`python {command} --config {config_file}`.")
 
 
 # Reading argv before tyro does

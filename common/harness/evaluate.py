@@ -44,11 +44,32 @@ def run_algorithm(run_dir: str | Path) -> str:
     return configs.run_algorithm(run_dir) or run_dir.name.split("__")[0]
 
 
+def load_algorithm(run_dir: str | Path) -> Any:
+    """The algorithm module that trained a run folder: the file config.json records for a copy
+    of an algorithm file (RunFolderError, one sentence, where that file is gone), else scanrl's
+    algorithm of that name."""
+    path = configs.algorithm_file(run_dir)
+    if path is None:
+        from scanrl import algos
+
+        return algos.get(run_algorithm(run_dir))
+    if not Path(path).is_file():
+        raise configs.RunFolderError(f"{run_dir} was trained by {path}, which is gone; put that file back to use "
+                                     f"this run.")
+    import importlib.util
+    import sys
+
+    name = f"scanrl_run_algorithm_{Path(path).stem}"
+    if name not in sys.modules:  # dataclasses look their module up in sys.modules while it executes
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
 def load_config(run_dir: str | Path) -> tuple[Any, Any]:
     """(algorithm module, its Config) of a run folder, as the run was configured."""
-    from scanrl import algos
-
-    module = algos.get(run_algorithm(run_dir))
+    module = load_algorithm(run_dir)
     saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
     if saved.get("sweep"):
         raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
@@ -250,7 +271,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
              "max": float(r.max()), "mean_length": float(l.mean()), "returns": r.tolist()}
             for i, (r, l) in enumerate(zip(returns, lengths))]
     result = {
-        "run_dir": str(args.run_dir), "algo": module.__name__.rsplit(".", 1)[-1], "env": config.env,
+        "run_dir": str(args.run_dir), "algo": run_algorithm(args.run_dir), "env": config.env,
         "update": update, "policy": "params.npz" if args.checkpoint is None else f"checkpoints/update_{update}.npz",
         "episodes": episodes, "deterministic": not args.sample, "env_params": args.env_params,
         "key": "the run's last evaluation" if args.key is None else args.key,

@@ -127,19 +127,36 @@ def check_resume(saved: dict[str, Any], config: Any) -> None:
         fail(f"--total-timesteps can only be raised when resuming (the run asked for {old_total}, got {total}).")
 
 
-def main(algo: str, config_cls: type, default_config: Callable, make_algorithm: Callable, doc: str,
-         argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
-    """An algorithm file's command line: parse, check, train, write. Returns summary.json's content.
+def algorithm_identity(module: Any) -> tuple[str, str | None]:
+    """(name, file) of the algorithm module a run trains: scanrl's own algorithm files by name
+    (file None); any other file, such as a researcher's copy, by its file name's stem and its
+    absolute path, which config.json records so that scanrl-eval loads the code that trained it."""
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return module.__name__.rsplit(".", 1)[-1], None
+    path = Path(path).resolve()
+    own = Path(__file__).resolve().parents[2] / "algos"  # scanrl's algos/, installed or checked out
+    return path.stem, (None if path.parent == own else str(path))
+
+
+def main(module: Any, argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+    """An algorithm module's command line (its Config, default_config, make_algorithm and
+    docstring): parse, check, train, write. Returns summary.json's content. A copy of an
+    algorithm file runs under its own name and records its path (`algorithm_identity`).
     Ctrl-C / SIGTERM at any moment of it is honoured (Signals): parsing, the checks and lowering
     run on a worker thread (`interruptible`) so that this one only waits, and sees a signal at once."""
+    algo, algo_file = algorithm_identity(module)
+    make_algorithm = module.make_algorithm
     with Signals() as signals:
         try:
-            config = interruptible(lambda: parse_config(config_cls, default_config, doc, argv, algo), signals)
+            config = interruptible(lambda: parse_config(module.Config, module.default_config, module.__doc__, argv,
+                                                        algo), signals)
             if config.run.sweep and config.run.sweep_mode == "loop":
-                summary = loop_sweep(algo, config, make_algorithm, extra_summary, signals)
+                summary = loop_sweep(algo, config, make_algorithm, extra_summary, signals, algo_file=algo_file)
             else:
                 prepared = interruptible(lambda: prepare_or_fail(config, make_algorithm), signals)
-                summary = execute(algo, config, prepared, extra_summary=extra_summary, signals=signals)
+                summary = execute(algo, config, prepared, extra_summary=extra_summary, signals=signals,
+                                  algo_file=algo_file)
         except Interrupted as e:
             stop_before_training(e.sig)
         finally:
@@ -524,16 +541,17 @@ REASONS = ["", "budget", "stop_return", "stop_minutes", "stop_plateau", "interru
 
 
 def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None = None,
-            run_dir: Path | None = None, signals: Signals | None = None) -> dict:
+            run_dir: Path | None = None, signals: Signals | None = None, algo_file: str | None = None) -> dict:
     """Compile, run chunk by chunk (progress, checkpoints, stop conditions, signals between
     chunks), write the run folder. Returns summary.json's content (on every process; only
     process 0 writes). Exits 130/143 after an interrupt and 1 after a non-finite policy
     when called from the command line (`main`); from Python the summary says `stopped_by`.
-    A signal during the compile raises Interrupted before any file is written."""
+    A signal during the compile raises Interrupted before any file is written. `algo_file`: the
+    path of an algorithm file outside scanrl that config.json records (`algorithm_identity`)."""
     with contextlib.ExitStack() as stack:
         signals = signals or stack.enter_context(Signals())
         signals.training = False
-        return _execute(algo, config, prepared, extra_summary, run_dir, signals)
+        return _execute(algo, config, prepared, extra_summary, run_dir, signals, algo_file)
 
 
 @dataclass
@@ -570,7 +588,7 @@ def seconds_since_process_start() -> float:
 
 
 def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None,
-             run_dir: Path | None, signals: Signals) -> dict:
+             run_dir: Path | None, signals: Signals, algo_file: str | None = None) -> dict:
     t0 = time.perf_counter()
     with console.NativeStderr() as xla:
         start, advance, metric_names = interruptible(prepared.compile, signals)  # the run folder comes after
@@ -579,7 +597,7 @@ def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable
         programs.remember_compile_seconds(compile_label(config), compile_seconds)
     signals.training = True
     logger = _logger(algo, config, prepared.program, run_dir, checkpoint.update_of(prepared.checkpoint)
-                     if prepared.checkpoint is not None else 0)
+                     if prepared.checkpoint is not None else 0, algo_file)
     signals.say = logger.say
     if xla.text.strip() and logger.active:
         (logger.run_dir / "compile.log").write_text(xla.text)
@@ -596,10 +614,16 @@ def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable
         logger.stop_display()  # an error mid-run must not leave the terminal to a live bar
 
 
-def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None, done: int) -> RunLogger:
+def file_entry(algo_file: str | None) -> dict:
+    """config.json's record of an algorithm file outside scanrl (none for scanrl's own)."""
+    return {"algo_file": algo_file} if algo_file else {}
+
+
+def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None, done: int,
+            algo_file: str | None = None) -> RunLogger:
     run = config.run
     return RunLogger(
-        algo=algo, env=config.env, config=config_dict(config), num_seeds=run.num_seeds,
+        algo=algo, env=config.env, config=file_entry(algo_file) | config_dict(config), num_seeds=run.num_seeds,
         num_configs=program.sweep.size if program.sweep else 1, steps_per_update=program.steps_per_update,
         num_updates=None if config.total_timesteps == 0 else program.num_updates,
         out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
@@ -726,7 +750,8 @@ def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable 
 
 
 def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
-               extra_summary: Callable[[loop.Program], dict] | None = None, signals: Signals | None = None) -> dict:
+               extra_summary: Callable[[loop.Program], dict] | None = None, signals: Signals | None = None,
+               algo_file: str | None = None) -> dict:
     """--sweep-mode loop: one program per config, one after another, each an ordinary run in
     `config_<c>/` of the sweep folder (checkpoints, interrupt, resume as usual); then the
     sweep's report over them. `--resume SWEEP_DIR` skips finished configs and resumes the
@@ -748,8 +773,8 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
     else:
         sweep_dir = new_run_dir(run.out_dir, algo, config.env)
         sweep_dir.mkdir(parents=True)
-        (sweep_dir / "config.json").write_text(json.dumps({"algo": algo, **config_dict(config)}, indent=2, default=str)
-                                               + "\n")
+        (sweep_dir / "config.json").write_text(
+            json.dumps({"algo": algo, **file_entry(algo_file), **config_dict(config)}, indent=2, default=str) + "\n")
     summaries, exit_code = [], 0
     for c, setting in enumerate(settings):
         sub = sweep_dir / f"config_{c}"
@@ -765,7 +790,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
               + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()), flush=True)
         try:
             prepared = interruptible(lambda: prepare(setting, make_algorithm), signals)
-            summary = execute(algo, setting, prepared, extra_summary, run_dir=sub, signals=signals)
+            summary = execute(algo, setting, prepared, extra_summary, run_dir=sub, signals=signals, algo_file=algo_file)
         except ValueError as e:
             fail(f"sweep config {c} ({sweep.config_values(c)}): {e}")
         except Interrupted as e:  # while config c compiled: the configs before it are kept
@@ -790,7 +815,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
     (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if exit_code in (130, 143):
         print(f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with "
-              f"`python -m scanrl.algos.{algo} --resume {sweep_dir}`.", flush=True)
+              f"`python {algo_file or '-m scanrl.algos.' + algo} --resume {sweep_dir}`.", flush=True)
     return summary
 
 
