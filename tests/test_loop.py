@@ -389,3 +389,54 @@ def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
     assert note.startswith(f"note: the deterministic policy returns 0.00 where the sampled one returns {sampled};")
     assert "(sampled here)" in note
     assert evaluation_lines({**summary, "eval_return_mean": summary["eval_return_sampled_mean"]})[1:] == []
+
+
+# --- the layering of the code ------------------------------------------------------------------
+def scanrl_imports() -> dict[str, set[str]]:
+    """Every scanrl module (algos/, common/) -> the scanrl modules it imports anywhere in its
+    text, at module level or inside a function, read from the source (nothing is imported)."""
+    import ast
+
+    modules = {}
+    for path in [*(REPO / "algos").glob("*.py"), *(REPO / "common").rglob("*.py")]:
+        parts = path.relative_to(REPO).with_suffix("").parts
+        modules[".".join(("scanrl",) + (parts[:-1] if parts[-1] == "__init__" else parts))] = path
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                            for a in node.names}
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_no_import_circles_and_no_algorithm_file_imported_by_the_kit_or_the_harness():
+    """The modules import each other without a circle (lazy imports inside functions count), no
+    algorithm file imports another, and neither the kit nor the harness imports an algorithm
+    file: the harness's command-line tools reach algorithms by name through the scanrl.algos
+    registry only."""
+    graph = scanrl_imports()
+    assert len(graph) > 30 and "scanrl.common.harness.run" in graph["scanrl.algos.ppo"]
+    done, on_path = set(), []
+
+    def visit(module):
+        if module in on_path:
+            raise AssertionError("import circle: " + " -> ".join(on_path[on_path.index(module):] + [module]))
+        if module not in done:
+            on_path.append(module)
+            for target in sorted(graph[module]):
+                visit(target)
+            on_path.pop()
+            done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+    algorithm_files = {m for m in graph if m.startswith("scanrl.algos.")}
+    for module, targets in graph.items():
+        assert not targets & algorithm_files, (module, targets & algorithm_files)
+    registry_users = {m for m, targets in graph.items() if "scanrl.algos" in targets}
+    assert registry_users <= {"scanrl.common.harness.evaluate", "scanrl.common.harness.bench"}, registry_users

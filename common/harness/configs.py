@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import tyro
 
 INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
@@ -185,6 +186,36 @@ def run_algorithm(run_dir: str | Path) -> str | None:
         if algo:
             return str(algo)
     return run_dir.name.split("__")[0] if run_dir.name.count("__") >= 2 else None
+
+
+class Run:
+    """What a plot needs from a run folder."""
+
+    def __init__(self, run_dir: str | Path):
+        self.dir = Path(run_dir)
+        for name in ("config.json", "summary.json", "metrics.npz"):
+            if not (self.dir / name).is_file():
+                raise RunFolderError(f"{self.dir} is not a finished run folder (it has no {name}; a run writes "
+                                     f"metrics.npz and summary.json when it ends or is interrupted).")
+        self.config = json.loads((self.dir / "config.json").read_text())
+        self.summary = json.loads((self.dir / "summary.json").read_text())
+        with np.load(self.dir / "metrics.npz") as z:
+            self.metrics = {k: z[k].astype(np.float64) for k in z.files}
+        if self.summary.get("num_configs"):
+            raise RunFolderError(f"{self.dir} is a sweep of several configs: its sweep.png compares them.")
+        self.steps_per_update = self.summary["total_timesteps"] / max(self.summary["updates"], 1)
+
+    def steps(self, updates_done: np.ndarray) -> np.ndarray:
+        return updates_done * self.steps_per_update
+
+    def seconds(self, updates_done: np.ndarray) -> np.ndarray:
+        """Training seconds (compile excluded) at these update counts, from progress.jsonl."""
+        records = [json.loads(l) for l in (self.dir / "progress.jsonl").read_text().splitlines() if l.strip()]
+        if not records or "seconds" not in records[-1]:
+            raise ValueError(f"--x wall: {self.dir}/progress.jsonl has no timing (an older scanrl wrote it); use --x steps.")
+        done = np.array([0] + [r["update"] for r in records], np.float64)
+        elapsed = np.array([0.0] + [r["seconds"] for r in records])
+        return np.interp(updates_done, done, elapsed)
 
 
 def algorithm_file(run_dir: str | Path) -> str | None:

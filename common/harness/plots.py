@@ -23,42 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from scanrl.common.harness import configs
-from scanrl.common.harness.configs import NOT_IN_LABELS, RUN_FIELDS, fail
+from scanrl.common.harness.configs import NOT_IN_LABELS, RUN_FIELDS, Run, fail
 from scanrl.common.harness.logging import nanmean
 
 BINS = 400
 SMOOTH = 10  # bins in the trailing moving average (1 or 0: none): 2.5% of a long run
 MAX_SEED_LINES = 32  # beyond this many seeds the faint lines are a grey wash: the band says it
-
-
-class Run:
-    """What a plot needs from a run folder."""
-
-    def __init__(self, run_dir: str | Path):
-        self.dir = Path(run_dir)
-        for name in ("config.json", "summary.json", "metrics.npz"):
-            if not (self.dir / name).is_file():
-                raise configs.RunFolderError(f"{self.dir} is not a finished run folder (it has no {name}; a run writes "
-                                     f"metrics.npz and summary.json when it ends or is interrupted).")
-        self.config = json.loads((self.dir / "config.json").read_text())
-        self.summary = json.loads((self.dir / "summary.json").read_text())
-        with np.load(self.dir / "metrics.npz") as z:
-            self.metrics = {k: z[k].astype(np.float64) for k in z.files}
-        if self.summary.get("num_configs"):
-            raise configs.RunFolderError(f"{self.dir} is a sweep of several configs: its sweep.png compares them.")
-        self.steps_per_update = self.summary["total_timesteps"] / max(self.summary["updates"], 1)
-
-    def steps(self, updates_done: np.ndarray) -> np.ndarray:
-        return updates_done * self.steps_per_update
-
-    def seconds(self, updates_done: np.ndarray) -> np.ndarray:
-        """Training seconds (compile excluded) at these update counts, from progress.jsonl."""
-        records = [json.loads(l) for l in (self.dir / "progress.jsonl").read_text().splitlines() if l.strip()]
-        if not records or "seconds" not in records[-1]:
-            raise ValueError(f"--x wall: {self.dir}/progress.jsonl has no timing (an older scanrl wrote it); use --x steps.")
-        done = np.array([0] + [r["update"] for r in records], np.float64)
-        elapsed = np.array([0.0] + [r["seconds"] for r in records])
-        return np.interp(updates_done, done, elapsed)
 
 
 def binned(x: np.ndarray, fill: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -267,6 +237,35 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {args.out}")
 
 
+def draw_comparison(c, out: str | Path, labels: tuple[str, str] = ("A", "B")):
+    """One figure of a stats.Comparison: P(A > B) and each group's IQM with their intervals (left), the performance
+    profiles with their bands (right). Returns the Figure."""
+    from scanrl.common.harness.stats import draw_interval, draw_profile
+
+    fig = figure(11, 4)
+    grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.4])
+    ax = fig.add_subplot(grid[0, 0])
+    draw_interval(ax, 0, c.improvement, "C2")
+    ax.axvline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set(xlim=(0, 1), yticks=[0], yticklabels=[f"P({labels[0]} > {labels[1]})"], title="probability of improvement")
+    ax = fig.add_subplot(grid[1, 0])
+    if c.iqm is not None:
+        for i, (key, label) in enumerate(zip("AB", labels)):
+            draw_interval(ax, i, c.iqm[key], f"C{i}")
+        ax.set(yticks=[0, 1], yticklabels=list(labels), title="IQM" + (" (normalised)" if c.normalised else ""))
+    else:
+        ax.set_axis_off()
+    ax = fig.add_subplot(grid[:, 1])
+    for i, (key, label) in enumerate(zip("AB", labels)):
+        draw_profile(ax, c.taus, c.profiles[key], c.profile_intervals[key], label, f"C{i}")
+    ax.set(xlabel="normalised score (tau)" if c.normalised else f"{c.metric} (tau)", ylabel="fraction of runs > tau",
+           title=f"performance profiles ({', '.join(c.tasks)})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, out)
+    return fig
+
+
 def compare_statistics(args) -> None:
     """`--compare A ... --vs B ...`: print the comparison and draw it to --out."""
     from scanrl.common.harness import stats
@@ -287,7 +286,7 @@ def compare_statistics(args) -> None:
         fail(str(e))
     print(f"A: {' '.join(args.compare)}\nB: {' '.join(args.vs)}")
     print("\n".join(result.lines()))
-    stats.draw_comparison(result, args.out)
+    draw_comparison(result, args.out)
     print(f"wrote {args.out}")
 
 

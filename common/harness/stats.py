@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scanrl.common.envs import suite_of
+from scanrl.common.harness.configs import Run
 from scanrl.common.harness.logging import nanmean
 
 CONFIDENCE = 0.95
@@ -380,9 +381,7 @@ def run_scores(run_dir: str | Path) -> dict[str, Any]:
     last 10% of updates), "eval_return" [seeds] (each seed's last evaluation) or None when the
     run never evaluated, "curve": [(env steps per seed, {metric: [seeds]})], "summary"}.
     RunFolderError (a ValueError) for a folder that is not a finished run's."""
-    from scanrl.common.harness import plots
-
-    run = plots.Run(run_dir)
+    run = Run(run_dir)
     s = run.summary
     final = np.array([np.nan if v is None else v for v in s["final_return_per_seed"]], np.float64)
     returns, evals = run.metrics["episode_return"], run.metrics.get("eval_return")
@@ -600,35 +599,6 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
         taus = profile_taus({"A": xa, "B": xb})
         profiles, intervals = performance_profiles({"A": xa, "B": xb}, taus, seed=seed)
     return Comparison(tasks, normalised, xa, xb, improvement, iqm, taus, profiles, intervals, metric)
-
-
-def draw_comparison(c: Comparison, out: str | Path, labels: tuple[str, str] = ("A", "B")):
-    """One figure: P(A > B) and each group's IQM with their intervals (left), the performance
-    profiles with their bands (right). Returns the Figure."""
-    from scanrl.common.harness import plots
-
-    fig = plots.figure(11, 4)
-    grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.4])
-    ax = fig.add_subplot(grid[0, 0])
-    draw_interval(ax, 0, c.improvement, "C2")
-    ax.axvline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set(xlim=(0, 1), yticks=[0], yticklabels=[f"P({labels[0]} > {labels[1]})"], title="probability of improvement")
-    ax = fig.add_subplot(grid[1, 0])
-    if c.iqm is not None:
-        for i, (key, label) in enumerate(zip("AB", labels)):
-            draw_interval(ax, i, c.iqm[key], f"C{i}")
-        ax.set(yticks=[0, 1], yticklabels=list(labels), title="IQM" + (" (normalised)" if c.normalised else ""))
-    else:
-        ax.set_axis_off()
-    ax = fig.add_subplot(grid[:, 1])
-    for i, (key, label) in enumerate(zip("AB", labels)):
-        draw_profile(ax, c.taus, c.profiles[key], c.profile_intervals[key], label, f"C{i}")
-    ax.set(xlabel="normalised score (tau)" if c.normalised else f"{c.metric} (tau)", ylabel="fraction of runs > tau",
-           title=f"performance profiles ({', '.join(c.tasks)})")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    plots.save(fig, out)
-    return fig
 
 
 def draw_interval(ax, y: float, e: Estimate, color: str) -> None:
