@@ -126,16 +126,18 @@ print(jax.local_device_count() == devices.cpu_count(), ppo.make_train(config) is
     assert "use fewer cores" not in proc.stderr
 
 
-def test_use_cpu_cores_warns_once_jax_has_started_with_fewer_devices(python_process):
-    proc = python_process(["-c", """
+@pytest.mark.parametrize("call", ["devices.use_cpu_cores()", "ppo.make_train(ppo.default_config('CartPole-v1'))"])
+def test_use_cpu_cores_and_make_train_warn_once_jax_has_started_with_fewer_devices(python_process, call):
+    proc = python_process(["-c", f"""
 import jax, jax.numpy as jnp
 jnp.zeros(3).block_until_ready()  # the backend starts with JAX's default: one CPU device
+from scanrl.algos import ppo
 from scanrl.common.harness import devices
-devices.use_cpu_cores()
+{call}
 print(jax.local_device_count(), devices.cpu_count())
 """])
     assert proc.returncode == 0, proc.stderr[-2000:]
     count, cores = map(int, proc.stdout.split())
     assert count == 1
-    if cores > 1:
-        assert "call scanrl.common.harness.devices.use_cpu_cores() before computing anything" in proc.stderr
+    warning = "call scanrl.common.harness.devices.use_cpu_cores() before computing anything"
+    assert (warning in proc.stderr) == (cores > 1), proc.stderr[-2000:]

@@ -216,7 +216,8 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
 
     With a `sweep` (common/harness/sweeps.py) the rows of the seed axis are (config, seed) pairs,
     config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row."""
-    devices.use_cpu_cores(warn=False)  # where JAX has not started yet (a library user's make_train)
+    # where JAX has not started yet (a library user's make_train); a warning where it started with fewer devices
+    devices.use_cpu_cores()
     run = config.run
     num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
     layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
