@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from scanrl.common.harness import stats
 from scanrl.common.harness.configs import coerce
 from scanrl.common.harness.logging import final_returns
 
@@ -215,6 +214,8 @@ def report(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[n
     """Write sweep.json and best_config.json, print the table (best first); returns the
     per-config rows. returns, evals: per config, [seeds, updates] (configs of a loop-mode sweep
     may train different numbers of updates); config_values: the sweep's flat config."""
+    from scanrl.common.harness import stats  # here: an algorithm file's import need not load the statistics
+
     rows = []
     for c in range(sweep.size):
         f, best_eval = _final_and_best(returns[c], evals[c] if evals is not None else None)
