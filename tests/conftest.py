@@ -101,6 +101,31 @@ def run_cases_on_devices(script, cases, num_devices=4, tmp_dir=None):
     return run_on_devices(CASE_RUNNER, str(path), json.dumps(cases), num_devices=num_devices)
 
 
+SCRIPTS_RUNNER = """
+import contextlib, io, json, runpy, sys
+results = []
+for argv in json.loads(sys.argv[1]):
+    sys.argv, out, err, code = list(argv), io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_path(argv[0], run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+    results.append({"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+print("RESULT" + json.dumps(results))
+"""
+
+
+def run_scripts(command_lines, env_extra=None):
+    """Run each command line [script, *args] as `python script *args` would (`__main__`), all in
+    ONE new process, saving the interpreter and JAX start-up per line; returns
+    [{"returncode", "stdout", "stderr"}] in order."""
+    proc = run_python(["-c", SCRIPTS_RUNNER, json.dumps([list(map(str, c)) for c in command_lines])], env_extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
+    return json.loads(line[len("RESULT"):])
+
+
 @pytest.fixture
 def on_devices():
     return run_on_devices

@@ -8,20 +8,33 @@ import re
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO, run_python
+from conftest import HANG_GUARD, REPO, run_python, run_scripts
 
 from scanrl.algos import grpo, impala, ppo, sac
 
 PPO = "algos/ppo.py"
 
 
+HELP_LINES = {  # every --help below, run as scripts in one process (run_scripts)
+    **{algo.__name__: [algo.__file__, "--help"] for algo in (ppo, impala, grpo, sac)},
+    "ppo Pendulum": [PPO, "--env", "Pendulum-v1", "--help"],
+    **{f"{algo.__name__} MinAtar": [algo.__file__, "--env", "SpaceInvaders-MinAtar", "--help"] for algo in (ppo, impala, grpo)},
+}
+
+
+@pytest.fixture(scope="module")
+def help_of():
+    """{name in HELP_LINES: the process result of that command line}."""
+    return dict(zip(HELP_LINES, run_scripts(HELP_LINES.values())))
+
+
 @pytest.mark.parametrize(
     "algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (grpo, "group std"), (sac, "Polyak rate")]
 )
-def test_help_lists_every_flag_with_its_help(python_process, algo, phrase):
-    proc = python_process([algo.__file__, "--help"])
-    assert proc.returncode == 0
-    text = " ".join(proc.stdout.split())  # help text may wrap
+def test_help_lists_every_flag_with_its_help(help_of, algo, phrase):
+    proc = help_of[algo.__name__]
+    assert proc["returncode"] == 0
+    text = " ".join(proc["stdout"].split())  # help text may wrap
     from scanrl.common.harness.run import RunConfig
 
     names = [f.name for f in dataclasses.fields(algo.Config) if f.name != "run"]
@@ -58,17 +71,17 @@ def test_help_groups_every_flag_in_boxes(algo, capsys):
         assert re.search(rf"^[│ ]*{flag(name)}[ ,]", boxes[titles.index(title)], re.M), name
 
 
-def test_help_shows_continuous_defaults_for_a_continuous_env(python_process):
-    proc = python_process([PPO, "--env", "Pendulum-v1", "--help"])
-    assert proc.returncode == 0
-    assert "0.95" in proc.stdout and "1000000" in proc.stdout.replace("_", "")
+def test_help_shows_continuous_defaults_for_a_continuous_env(help_of):
+    proc = help_of["ppo Pendulum"]
+    assert proc["returncode"] == 0
+    assert "0.95" in proc["stdout"] and "1000000" in proc["stdout"].replace("_", "")
 
 
 @pytest.mark.parametrize("algo", [ppo, impala, grpo])
-def test_help_shows_the_minatar_preset_for_a_minatar_env(python_process, algo):
-    proc = python_process([algo.__file__, "--env", "SpaceInvaders-MinAtar", "--help"])
-    assert proc.returncode == 0
-    text = " ".join(proc.stdout.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+def test_help_shows_the_minatar_preset_for_a_minatar_env(help_of, algo):
+    proc = help_of[f"{algo.__name__} MinAtar"]
+    assert proc["returncode"] == 0
+    text = " ".join(proc["stdout"].translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
 
     def default_of(flag):  # the "(default: ...)" at the end of the flag's help
         return text.split(f"{flag} ")[1].split("(default: ")[1].split(")")[0]
@@ -121,23 +134,29 @@ def test_tyro_boxes_become_one_sentence(text):
     assert tyro_error_sentence(text) == "--x must be 1."
 
 
-@pytest.mark.parametrize(
-    "args,message",
-    [
-        (["--data-parallel", "3"], "--data-parallel 3 does not split the 4 devices into equal groups"),
-        (["--num-envs", "6", "--data-parallel", "4"], "--num-envs (6) is not divisible by --data-parallel 4"),
-        (["--num-devices", "8"], "asks for more devices than the 4 available"),
-    ],
-)
-def test_device_layout_errors_exit_2_before_compiling(python_process, tmp_path, args, message):
-    proc = python_process(
-        [PPO, *args, "--out-dir", str(tmp_path)],
-        env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
-    )
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    unboxed = proc.stderr.translate({ord(c): " " for c in "│╭╮╰╯─"})
+LAYOUT_ERRORS = [
+    (["--data-parallel", "3"], "--data-parallel 3 does not split the 4 devices into equal groups"),
+    (["--num-envs", "6", "--data-parallel", "4"], "--num-envs (6) is not divisible by --data-parallel 4"),
+    (["--num-devices", "8"], "asks for more devices than the 4 available"),
+]
+
+
+@pytest.fixture(scope="module")
+def layout_errors(tmp_path_factory):
+    """{args: (process result, its empty --out-dir)}, the cases run as scripts in one process on 4 devices."""
+    out_dirs = [tmp_path_factory.mktemp("layout") for _ in LAYOUT_ERRORS]
+    results = run_scripts([[PPO, *args, "--out-dir", out] for (args, _), out in zip(LAYOUT_ERRORS, out_dirs)],
+                          env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    return {" ".join(args): (result, out) for (args, _), result, out in zip(LAYOUT_ERRORS, results, out_dirs)}
+
+
+@pytest.mark.parametrize("args,message", LAYOUT_ERRORS)
+def test_device_layout_errors_exit_2_before_compiling(layout_errors, args, message):
+    proc, out_dir = layout_errors[" ".join(args)]
+    assert proc["returncode"] == 2, proc["stderr"][-2000:]
+    unboxed = proc["stderr"].translate({ord(c): " " for c in "│╭╮╰╯─"})
     assert message in " ".join(unboxed.split())
-    assert not any(tmp_path.iterdir())
+    assert not any(out_dir.iterdir())
 
 
 @pytest.mark.parametrize(
@@ -321,6 +340,7 @@ def test_a_progress_line_without_finished_episodes_shows_a_dash(python_process, 
     assert first.split("return")[1].split()[0] == "-", first
 
 
+@pytest.mark.slow
 def test_wandb_offline_writes_per_seed_keys_without_network(tmp_path):
     _, run_dir = run_cli(tmp_path, "--wandb-mode", "offline")
     runs = list((run_dir / "wandb").glob("offline-run-*"))
