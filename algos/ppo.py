@@ -77,6 +77,10 @@ class Config:
     """recompute GAE with the current value net before every epoch, so later epochs learn from fresh
     advantages and value targets (Andrychowicz et al. 2021; Brax's trainer recomputes them for every
     minibatch); off: once per rollout."""
+    unroll_length: int = 0
+    """k > 0: cut each env's rollout into k-step unrolls, shuffle whole unrolls into the minibatches, and
+    compute GAE inside each minibatch with the current value net, every step bootstrapping from V of the
+    observation it reached (Brax's trainer, its `unroll_length`); 0: GAE once per rollout, transitions shuffled."""
     ent_coef: float = 0.01
     """entropy bonus weight."""
     vf_coef: float = 0.5
@@ -124,11 +128,18 @@ class Config:
         run.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
                             "target_kl", "min_std", "reward_scale", "adam_eps"),
-            nonnegative=("ent_coef", "vf_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
+            nonnegative=("ent_coef", "vf_coef", "max_grad_norm", "unroll_length"), within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.batch_size % self.num_minibatches:
             raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
                              f"{self.num_minibatches}; pick a divisor of {self.batch_size}.")
+        if self.unroll_length and (self.num_steps % self.unroll_length
+                                   or (self.batch_size // self.unroll_length) % self.num_minibatches):
+            raise ValueError(f"--unroll-length {self.unroll_length} must divide --num-steps {self.num_steps} into unrolls "
+                             f"that --num-minibatches {self.num_minibatches} splits evenly.")
+        if self.unroll_length and self.recompute_advantages:
+            raise ValueError("--recompute-advantages has no effect with --unroll-length, which recomputes GAE for "
+                             "every minibatch; drop one of them.")
         run.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
             raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
@@ -198,6 +209,41 @@ def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[
         minibatch = minibatch._replace(advantage=normalize_advantages(minibatch.advantage))
     (_, stats), grads = jax.value_and_grad(ppo_loss, has_aux=True)(params, minibatch, config)
     return grads, stats
+
+
+class Unroll(NamedTuple):
+    """Whole unrolls for per-minibatch GAE (--unroll-length k), leaves [U, k, ...]."""
+
+    obs: jax.Array
+    final_obs: jax.Array  # the observation each step reached: V of it bootstraps every step
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array  # V_old(obs), for value clipping
+    reward: jax.Array  # scaled as the advantages see them
+    terminated: jax.Array
+    done: jax.Array  # terminated | truncated
+    action_mask: jax.Array | None = None
+    noise: jax.Array | None = None
+
+
+def to_unrolls(tree, k: int):
+    """Leaves [T, N, ...] -> [T/k * N, k, ...]: each env's rollout cut into k-step pieces, time kept in order."""
+    def cut(x):
+        pieces = x.reshape((x.shape[0] // k, k) + x.shape[1:])  # [T/k, k, N, ...]
+        return jnp.swapaxes(pieces, 1, 2).reshape((-1, k) + x.shape[2:])
+    return jax.tree.map(cut, tree)
+
+
+def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[dict, dict]:
+    """GAE over each unroll of the minibatch [B, k] with the current value net, then minibatch_gradient
+    over its B * k transitions (which differentiates the loss alone: the advantages and targets are constants)."""
+    steps = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), minibatch)  # time-major [k, B, ...]
+    advantages, targets = gae(steps.reward, value(params, steps.obs, config.activation),
+                              value(params, steps.final_obs, config.activation), steps.terminated, steps.done,
+                              config.gamma, config.gae_lambda)
+    batch = Batch(obs=steps.obs, action=steps.action, log_prob=steps.log_prob, value=steps.value,
+                  advantage=advantages, target=targets, action_mask=steps.action_mask, noise=steps.noise)
+    return minibatch_gradient(params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch), config)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,9 +357,17 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
-        params, opt_state, loss_stats = learn(params, opt_state, samples_for(params), k_epochs, config, optimizer,
-                                              minibatch_gradient, prepare=prepare)
+        if config.unroll_length:  # whole unrolls, GAE in every minibatch (Brax's trainer)
+            unrolls = to_unrolls(Unroll(obs=traj.obs, final_obs=final_obs, action=traj.action, log_prob=traj.log_prob,
+                                        value=old_values, reward=rewards, terminated=info.terminated,
+                                        done=info.terminated | info.truncated, action_mask=traj.action_mask,
+                                        noise=traj.noise), config.unroll_length)
+            params, opt_state, loss_stats = learn(params, opt_state, unrolls, k_epochs, config, optimizer,
+                                                  unroll_gradient)
+        else:
+            prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
+            params, opt_state, loss_stats = learn(params, opt_state, samples_for(params), k_epochs, config, optimizer,
+                                                  minibatch_gradient, prepare=prepare)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)

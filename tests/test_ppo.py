@@ -329,6 +329,57 @@ def test_recompute_advantages_is_the_plain_update_for_one_epoch_and_changes_late
     assert not np.allclose(fresh["metrics"]["policy_loss"], plain["metrics"]["policy_loss"])
 
 
+def test_to_unrolls_cuts_each_envs_rollout_into_pieces_in_time_order():
+    T, N, k = 12, 3, 4
+    steps = np.arange(T)[:, None] * 100 + np.arange(N)[None, :]  # [T, N]: 100 t + n
+    unrolls = np.asarray(ppo.to_unrolls(jnp.asarray(steps), k))
+    assert unrolls.shape == (T // k * N, k)
+    expected = [[100 * (piece * k + i) + n for i in range(k)] for piece in range(T // k) for n in range(N)]
+    np.testing.assert_array_equal(unrolls, expected)
+
+
+def test_unroll_gradient_is_gae_within_each_unroll_then_the_minibatch_gradient():
+    """--unroll-length: GAE runs over each unroll alone (its last step bootstraps from V of the
+    observation it reached, and no trace crosses into the next piece), with the params being
+    trained, then PPO's loss over the unrolls' transitions, differentiated with the advantages held constant."""
+    from test_gae import reference_gae
+
+    config = ppo.default_config("CartPole-v1", gamma=0.9, gae_lambda=0.8)
+    rng = np.random.default_rng(5)  # inputs from numpy: each eager JAX op would compile a program of its own
+    params = ppo.init_params(jax.random.key(5), config, _cartpole_vec_env())
+    params = jax.tree.map(lambda x: x + 0.1 * rng.normal(size=x.shape).astype(np.float32), params)  # a non-trivial value net
+    U, K = 3, 5
+    terminated = rng.random((U, K)) < 0.15
+    normal = lambda *shape: rng.normal(size=shape).astype(np.float32)
+    minibatch = ppo.Unroll(obs=normal(U, K, 4), final_obs=normal(U, K, 4), action=rng.integers(0, 2, (U, K)),
+                           log_prob=np.full((U, K), math.log(0.5), np.float32), value=np.zeros((U, K), np.float32),
+                           reward=normal(U, K), terminated=terminated, done=terminated | (rng.random((U, K)) < 0.15))
+    v = lambda obs: np.asarray(jax.jit(lambda o: ppo.value(params, o, config.activation))(obs)).T  # [U, K] -> time-major [K, U]
+    tm = lambda x: x.T
+    advantages, targets = reference_gae(tm(minibatch.reward), v(minibatch.obs), v(minibatch.final_obs),
+                                        tm(minibatch.terminated), tm(minibatch.done), config.gamma, config.gae_lambda)
+    flat = lambda x: np.swapaxes(x, 0, 1).reshape((U * K,) + x.shape[2:])  # time-major, as GAE ran
+    batch = ppo.Batch(obs=flat(minibatch.obs), action=flat(minibatch.action), log_prob=flat(minibatch.log_prob),
+                      value=flat(minibatch.value), advantage=advantages.reshape(-1).astype(np.float32),
+                      target=targets.reshape(-1).astype(np.float32))
+    expected, expected_stats = jax.jit(lambda p, b: ppo.minibatch_gradient(p, b, config))(params, batch)
+    grads, stats = jax.jit(lambda p, m: ppo.unroll_gradient(p, m, config))(params, minibatch)
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(expected)):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(stats["value_loss"], expected_stats["value_loss"], rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_one_unroll_per_env_and_one_minibatch_is_the_plain_update():
+    """--unroll-length num_steps with one minibatch and one epoch: the unroll is the whole rollout and
+    the params the GAE uses are the rollout's, so the run is the plain one; shorter unrolls change it."""
+    small = dict(num_epochs=1, num_minibatches=1, total_timesteps=4 * 32 * 2, eval_every=0)
+    plain, whole, cut = run(1, **small), run(1, **small, unroll_length=32), run(1, **small, unroll_length=8)
+    for k in ("policy_loss", "value_loss", "entropy", "episode_return"):
+        np.testing.assert_allclose(whole["metrics"][k], plain["metrics"][k], rtol=1e-5, atol=1e-6, err_msg=k)
+    assert not np.allclose(cut["metrics"]["value_loss"], plain["metrics"]["value_loss"])
+
+
 @pytest.mark.slow
 def test_fresh_obs_stats_changes_only_runs_that_normalise_observations():
     """Without --normalize-obs (CartPole's defaults) the option is the plain run bit for bit; with
