@@ -138,8 +138,8 @@ class Config:
             raise ValueError(f"--unroll-length {self.unroll_length} must divide --num-steps {self.num_steps} into unrolls "
                              f"that --num-minibatches {self.num_minibatches} splits evenly.")
         if self.unroll_length and self.recompute_advantages:
-            raise ValueError("--recompute-advantages has no effect with --unroll-length, which recomputes GAE for "
-                             "every minibatch; drop one of them.")
+            raise ValueError(f"--recompute-advantages has no effect with --unroll-length {self.unroll_length}, which "
+                             "recomputes GAE in every minibatch; add --unroll-length 0 to recompute it every epoch instead.")
         run.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
             raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")

@@ -21,14 +21,16 @@ entry for (algorithm, env) over the file's own defaults and presets; a flag, or 
 How Brax's trainer's sizes map to scanrl's: Brax collects `batch_size * num_minibatches`
 unrolls of `unroll_length` steps per iteration over `num_envs` environments, so scanrl's
 `num_steps = unroll_length * batch_size * num_minibatches / num_envs`, with the same
-`num_minibatches` and epochs (`num_updates_per_batch`). Brax computes GAE per minibatch over
-each short unroll with the current value net; scanrl computes it once per rollout over all
-`num_steps` (Brax's own 2021 sweep puts the unroll length's effect on Ant at tens of
-percent, not more). Brax's networks start from lecun-uniform weights; scanrl's from
-orthogonal ones with a 0.01 policy head. PPO's `recompute_advantages`, `fresh_obs_stats`
-and `init="lecun_uniform"` reproduce those three differences; the recipes leave them off,
-since on playground/CheetahRun none of them narrowed the gap to Brax's trainer
-(benchmarks/RESULTS.md).
+`num_minibatches` and epochs (`num_updates_per_batch`). Brax shuffles whole unrolls and
+computes GAE inside each minibatch with the current value net; PPO's `unroll_length` does
+the same, and the Playground recipes set it (it lifted scanrl's return on CheetahRun by
+17% and on WalkerWalk by 34%, benchmarks/RESULTS.md). The Brax notebook recipes leave
+it at 0 (GAE once per rollout, transitions shuffled): there scanrl already matches Brax's
+trainer, and it has not been measured with them. Brax's networks start from lecun-uniform
+weights, scanrl's from orthogonal ones with a 0.01 policy head (`init="lecun_uniform"`:
+Brax's), and Brax adds each batch to the observation statistics before its SGD
+(`fresh_obs_stats`); the recipes leave both off, since neither narrowed the gap to Brax's
+trainer on playground/CheetahRun (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -99,9 +101,10 @@ def sac_fields(a: dict) -> dict:
 
 
 def playground_ppo(task: str) -> Recipe:
-    """Playground's DM Control Suite PPO (`brax_ppo_config`) with the task's own changes."""
-    args = ppo_args(2048, 30, 1024, 32, 16, 0.995, 1e-3, 1e-2, 10.0, 60_000_000)
-    return Recipe(PLAYGROUND_DMC, "ppo", {**args, **dmc_ppo_changes(task)}, {})
+    """Playground's DM Control Suite PPO (`brax_ppo_config`) with the task's own changes, and
+    Brax's per-minibatch GAE over its 30-step unrolls (PPO's `unroll_length`)."""
+    args = {**ppo_args(2048, 30, 1024, 32, 16, 0.995, 1e-3, 1e-2, 10.0, 60_000_000), **dmc_ppo_changes(task)}
+    return Recipe(PLAYGROUND_DMC, "ppo", args, dict(unroll_length=args["unroll_length"]))
 
 
 def playground_sac(task: str) -> Recipe:

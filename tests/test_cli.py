@@ -108,6 +108,10 @@ def test_help_shows_the_minatar_preset_for_a_minatar_env(help_of, algo):
         (["--num-seeds=1.5e0"], "--num-seeds takes a whole number"),
         (["--lr", "1e-3"], "unknown flag --lr; did you mean --learning-rate?"),
         (["--num-seed", "2"], "unknown flag --num-seed; did you mean --num-seeds"),
+        (["--unroll-length", "48"], "--unroll-length 48 must divide --num-steps 128 into unrolls that --num-minibatches 4"),
+        (["--unroll-length", "-8"], "--unroll-length must be 0 or positive, got -8"),
+        (["--unroll-length", "16", "--recompute-advantages"],
+         "--recompute-advantages has no effect with --unroll-length 16, which recomputes GAE in every minibatch"),
     ],
 )
 def test_user_errors_exit_2_with_one_sentence_before_compiling(cli_error, args, message):
