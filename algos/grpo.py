@@ -387,8 +387,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
-        opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(params, opt_state, flat, k_epochs, config, optimizer, minibatch_gradient)
+        params, opt_state, loss_stats = learn(params, state.opt_state, flat, k_epochs, config, optimizer,
+                                              minibatch_gradient, learning_rate)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), valid_fraction=mask.mean(), learning_rate=learning_rate)

@@ -255,14 +255,11 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (max_grad_norm; 0: none), Adam; the step size is a hyperparameter in
-    the optimizer state, set to the learning-rate schedule's value at the start of every update."""
-    def chain(learning_rate):
-        # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
-        max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=1e-5),
-                           optax.scale_by_learning_rate(learning_rate))
-    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
+    """Global-norm clipping (max_grad_norm; 0: none), then Adam's scaling; `learn` applies each
+    update's learning rate as a value, so the schedule needs no optimizer state."""
+    # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
+    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+    return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=1e-5))
 
 
 def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
@@ -271,15 +268,17 @@ def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[
     return grads, stats
 
 
-def learn(params, opt_state, batch: Batch, key, config: Config, optimizer):
+def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, learning_rate):
     """num_epochs epochs over the rollout [T, num_envs, ...]; each epoch shuffles the
-    environments and takes num_minibatches Adam steps on [T, num_envs / num_minibatches]
-    trajectory blocks (time order kept, as V-trace needs it). Stats [epochs, minibatches]."""
+    environments and takes num_minibatches Adam steps of size `learning_rate` on [T, num_envs /
+    num_minibatches] trajectory blocks (time order kept, as V-trace needs it). Stats [epochs, minibatches]."""
+    step_size = optax.scale_by_learning_rate(learning_rate)  # stateless: -learning_rate * update
 
     def update_minibatch(carry, minibatch):
         params, opt_state = carry
         grads, stats = minibatch_gradient(params, minibatch, config)
         updates, opt_state = optimizer.update(grads, opt_state)
+        updates, _ = step_size.update(updates, optax.EmptyState())
         return (optax.apply_updates(params, updates), opt_state), stats
 
     def update_epoch(carry, epoch_key):
@@ -400,8 +399,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         # 3. num_epochs epochs of num_minibatches Adam steps; V-trace inside every loss.
         learning_rate = schedule(update_index)
-        opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
-        params, opt_state, loss_stats = learn(state.params, opt_state, batch, k_epochs, config, optimizer)
+        params, opt_state, loss_stats = learn(state.params, state.opt_state, batch, k_epochs, config, optimizer,
+                                              learning_rate)
         lagged = state.lagged_params
         if config.actor_lag:  # drop the oldest, append the parameters this rollout's update started from
             lagged = jax.tree.map(lambda old, p: jnp.concatenate([old[1:], p[None]]), lagged, state.params)

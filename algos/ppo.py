@@ -356,18 +356,17 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
-        opt_state = state.opt_state._replace(hyperparams={**state.opt_state.hyperparams, "learning_rate": learning_rate})
         if config.unroll_length:  # whole unrolls, GAE in every minibatch (Brax's trainer)
             unrolls = to_unrolls(Unroll(obs=traj.obs, final_obs=final_obs, action=traj.action, log_prob=traj.log_prob,
                                         value=old_values, reward=rewards, terminated=info.terminated,
                                         done=info.terminated | info.truncated, action_mask=traj.action_mask,
                                         noise=traj.noise), config.unroll_length)
-            params, opt_state, loss_stats = learn(params, opt_state, unrolls, k_epochs, config, optimizer,
-                                                  unroll_gradient)
+            params, opt_state, loss_stats = learn(params, state.opt_state, unrolls, k_epochs, config, optimizer,
+                                                  unroll_gradient, learning_rate)
         else:
             prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
-            params, opt_state, loss_stats = learn(params, opt_state, samples_for(params), k_epochs, config, optimizer,
-                                                  minibatch_gradient, prepare=prepare)
+            params, opt_state, loss_stats = learn(params, state.opt_state, samples_for(params), k_epochs, config,
+                                                  optimizer, minibatch_gradient, learning_rate, prepare=prepare)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)

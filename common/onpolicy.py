@@ -67,20 +67,17 @@ def normalize_advantages(advantages: jax.Array) -> jax.Array:
 
 
 def make_optimizer(config) -> optax.GradientTransformation:
-    """Global-norm clipping (config.max_grad_norm; 0: none), Adam (config.adam_eps); the step
-    size is a hyperparameter in the optimizer state, starting at config.learning_rate and set to
-    the learning-rate schedule's value at the start of every update. Reads only those three
-    fields of `config`."""
-    def chain(learning_rate):
-        # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
-        max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-        return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps),
-                           optax.scale_by_learning_rate(learning_rate))
-    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate)
+    """Global-norm clipping (config.max_grad_norm; 0: none), then Adam's scaling (config.adam_eps).
+    The step size is not in it: `learn` applies each update's learning rate as a value
+    (optax.scale_by_learning_rate), so a schedule or a sweep's traced rate needs no optimizer
+    state. Reads only those two fields of `config`."""
+    # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
+    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+    return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps))
 
 
-def learn(params, opt_state, samples, key, config, optimizer, gradient, prepare=None):
-    """config.num_epochs epochs of config.num_minibatches Adam steps over one rollout's samples,
+def learn(params, opt_state, samples, key, config, optimizer, gradient, learning_rate, prepare=None):
+    """config.num_epochs epochs of config.num_minibatches Adam steps of size `learning_rate` over one rollout's samples,
     leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in ppo_rnn.py, each file
     passing its own `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params,
     samples)`, where given, makes each epoch's samples from the params it starts with (PPO's
@@ -88,10 +85,13 @@ def learn(params, opt_state, samples, key, config, optimizer, gradient, prepare=
     minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads only num_epochs,
     num_minibatches and target_kl (and passes it on to `gradient`). Returns params, optimizer
     state and loss stats [num_epochs, num_minibatches]."""
+    step_size = optax.scale_by_learning_rate(learning_rate)  # stateless: -learning_rate * update
+
     def update_minibatch(carry, minibatch):
         params, opt_state, stopped = carry
         grads, stats = gradient(params, minibatch, config)
         updates, new_opt_state = optimizer.update(grads, opt_state)
+        updates, _ = step_size.update(updates, optax.EmptyState())
         new_params = optax.apply_updates(params, updates)
         if config.target_kl is not None:  # KL measured before this step: once too large, stop the update
             stopped = stopped | (stats["approx_kl"] > config.target_kl)

@@ -45,7 +45,7 @@ FIXED_BATCH = textwrap.dedent(
             minibatch = jax.tree.map(lambda x: x[: config.minibatch_size], batch)
             grads, _ = ppo.minibatch_gradient(params, minibatch, config)
             new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer,
-                                          ppo.minibatch_gradient)
+                                          ppo.minibatch_gradient, config.learning_rate)
             return {"grads": grads, "params": new_params, "policy_loss": stats["policy_loss"]}
         # the batch split over the devices; XLA's partitioner places the rest
         mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))

@@ -302,13 +302,14 @@ def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
                         target=jax.random.normal(k[3], (B,)))
     prepare = lambda p, s: s._replace(advantage=ppo.value(p, s.obs, config.activation))
     optimizer, grad = ppo.make_optimizer(config), ppo.minibatch_gradient
-    both, _, _ = ppo.learn(params, optimizer.init(params), samples, k[4], config, optimizer, grad, prepare=prepare)
-    p1, state1, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], one_epoch, optimizer, grad)
-    p2, _, _ = ppo.learn(p1, state1, prepare(p1, samples), k[4], one_epoch, optimizer, grad)
+    lr = config.learning_rate
+    both, _, _ = ppo.learn(params, optimizer.init(params), samples, k[4], config, optimizer, grad, lr, prepare=prepare)
+    p1, state1, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], one_epoch, optimizer, grad, lr)
+    p2, _, _ = ppo.learn(p1, state1, prepare(p1, samples), k[4], one_epoch, optimizer, grad, lr)
     for a, b in zip(jax.tree.leaves(both), jax.tree.leaves(p2)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     # without prepare the second epoch reuses the first epoch's advantages: a different result
-    stale, _, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], config, optimizer, grad)
+    stale, _, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], config, optimizer, grad, lr)
     assert not all(np.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(jax.tree.leaves(stale), jax.tree.leaves(p2)))
 
 
