@@ -21,16 +21,16 @@ entry for (algorithm, env) over the file's own defaults and presets; a flag, or 
 How Brax's trainer's sizes map to scanrl's: Brax collects `batch_size * num_minibatches`
 unrolls of `unroll_length` steps per iteration over `num_envs` environments, so scanrl's
 `num_steps = unroll_length * batch_size * num_minibatches / num_envs`, with the same
-`num_minibatches` and epochs (`num_updates_per_batch`). Brax shuffles whole unrolls and
-computes GAE inside each minibatch with the current value net; PPO's `unroll_length` does
-the same, and the Playground recipes set it (it lifted scanrl's return on CheetahRun by
-17% and on WalkerWalk by 34%, benchmarks/RESULTS.md). The Brax notebook recipes leave
-it at 0 (GAE once per rollout, transitions shuffled): there scanrl already matches Brax's
-trainer, and it has not been measured with them. Brax's networks start from lecun-uniform
-weights, scanrl's from orthogonal ones with a 0.01 policy head (`init="lecun_uniform"`:
-Brax's), and Brax adds each batch to the observation statistics before its SGD
-(`fresh_obs_stats`); the recipes leave both off, since neither narrowed the gap to Brax's
-trainer on playground/CheetahRun (benchmarks/RESULTS.md).
+`num_minibatches` and epochs (`num_updates_per_batch`). Three things Brax's trainer does
+that scanrl's PPO does only when asked, and the Playground recipes ask for all three:
+whole unrolls shuffled into the minibatches with GAE computed inside each one by the
+current value net (`unroll_length`), each batch added to the observation statistics
+before its SGD (`fresh_obs_stats`), and lecun-uniform layers (`init="lecun_uniform"`;
+scanrl's default is orthogonal with a 0.01 policy head). Together they brought scanrl's
+PPO level with Brax's trainer on CheetahRun and WalkerWalk, where GAE once per rollout
+had left it at about 0.7x (benchmarks/RESULTS.md). The Brax notebook recipes leave them
+off: there scanrl already matches Brax's trainer, and they have not been measured with
+them.
 """
 
 from __future__ import annotations
@@ -100,11 +100,16 @@ def sac_fields(a: dict) -> dict:
                 eval_episodes=a["num_eval_envs"])
 
 
+# Brax's trainer as scanrl's PPO reproduces it: whole unrolls with GAE in every minibatch, the
+# observation statistics updated before the SGD, lecun-uniform layers (the module docstring)
+BRAX_PPO_UPDATE = dict(fresh_obs_stats=True, init="lecun_uniform")
+
+
 def playground_ppo(task: str) -> Recipe:
-    """Playground's DM Control Suite PPO (`brax_ppo_config`) with the task's own changes, and
-    Brax's per-minibatch GAE over its 30-step unrolls (PPO's `unroll_length`)."""
+    """Playground's DM Control Suite PPO (`brax_ppo_config`) with the task's own changes, run
+    as Brax's trainer runs it (`unroll_length`, BRAX_PPO_UPDATE)."""
     args = {**ppo_args(2048, 30, 1024, 32, 16, 0.995, 1e-3, 1e-2, 10.0, 60_000_000), **dmc_ppo_changes(task)}
-    return Recipe(PLAYGROUND_DMC, "ppo", args, dict(unroll_length=args["unroll_length"]))
+    return Recipe(PLAYGROUND_DMC, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"]))
 
 
 def playground_sac(task: str) -> Recipe:

@@ -41,9 +41,12 @@ def test_every_recipe_builds_a_valid_config_in_both_forms():
                                                                             pub.num_epochs)
             assert cpu.num_updates == pub.num_updates and cpu.action_dist == "tanh_normal"
             assert cpu.reward_scale == a["reward_scaling"] and cpu.adam_eps == 1e-8 and not cpu.normalize_reward
-            # Playground's recipes shuffle Brax's whole unrolls, GAE in every minibatch; the notebook's do not
-            unroll = a["unroll_length"] if env.startswith("playground/") else 0
-            assert cpu.unroll_length == pub.unroll_length == unroll
+            # Playground's recipes update as Brax's trainer does (whole unrolls, GAE in every minibatch, fresh
+            # observation statistics, lecun-uniform layers); the notebook's keep scanrl's own update
+            brax_update = env.startswith("playground/")
+            for form in (pub, cpu):
+                assert form.unroll_length == (a["unroll_length"] if brax_update else 0)
+                assert form.fresh_obs_stats == brax_update and form.init == ("lecun_uniform" if brax_update else "orthogonal")
         else:
             assert cpu.updates_per_step / cpu.num_envs == pub.updates_per_step / pub.num_envs
             assert cpu.batch_size == pub.batch_size and cpu.learning_starts == pub.learning_starts // factor
