@@ -1,0 +1,52 @@
+"""The results of short runs of the on-policy algorithms, saved so that two trees can be compared
+bit for bit: did a refactor change what the algorithms compute? 3-update runs of 2 seeds of PPO
+(CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), evaluating
+every 2 updates; every final policy parameter and every metric.
+
+    python benchmarks/fingerprint.py before.npz          # on one tree
+    python benchmarks/fingerprint.py after.npz           # on the other
+    python benchmarks/fingerprint.py --compare before.npz after.npz
+"""
+
+import sys
+
+import numpy as np
+
+CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02}), ("impala", "CartPole-v1", {}),
+         ("grpo", "CartPole-v1", {}), ("ppo_rnn", "CartPole-v1", {}))
+
+
+def fingerprint(path: str) -> None:
+    import jax
+
+    from scanrl.common.harness import devices
+
+    devices.use_cpu_cores()
+    from scanrl import algos
+
+    out = {}
+    for name, env, extra in CASES:
+        module = algos.get(name)
+        common = dict(num_seeds=2, eval_every=2, eval_episodes=2, log_every=0, **extra)
+        per_update = module.default_config(env, **common)
+        per_update = per_update.total_timesteps // per_update.num_updates
+        config = module.default_config(env, total_timesteps=3 * per_update, **common)
+        result = jax.device_get(module.make_train(config)(devices.seed_keys(0, 2)))
+        for i, leaf in enumerate(jax.tree.leaves(result["policy"])):
+            out[f"{name}_{env}/param{i}"] = np.asarray(leaf)
+        for key, value in result["metrics"].items():
+            out[f"{name}_{env}/{key}"] = np.asarray(value)
+    np.savez(path, **out)
+    print(f"{len(out)} arrays in {path}")
+
+
+def compare(a_path: str, b_path: str) -> None:
+    a, b = np.load(a_path), np.load(b_path)
+    if set(a) != set(b):
+        raise SystemExit(f"different arrays: {sorted(set(a) ^ set(b))}")
+    differ = [k for k in a if not np.array_equal(a[k], b[k], equal_nan=True)]
+    print(f"{len(a)} arrays, {len(differ)} differ" + (f": {', '.join(differ)}" if differ else " (bit for bit equal)"))
+
+
+if __name__ == "__main__":
+    compare(*sys.argv[2:4]) if sys.argv[1] == "--compare" else fingerprint(sys.argv[1])
