@@ -7,7 +7,8 @@ entry for (algorithm, env) over the file's own defaults and presets; a flag, or 
 
 - `published`: the values as the source publishes them (thousands of environments: a GPU).
 - `cpu`: the same, scaled for a CPU in one way: every count of environments, samples and
-  steps is divided by CPU_FACTOR (32), and everything else is kept. For PPO: `num_envs`,
+  steps is divided by CPU_FACTOR (32), and everything else is kept. A recipe published for
+  a CPU's sizes (Navix's 16 environments) is kept as it is. For PPO: `num_envs`,
   Brax's `batch_size` and `total_timesteps` / 32, so `num_steps` (the rollout per
   environment), the minibatch count, the epochs and the number of updates stay as
   published, and each minibatch holds 32x fewer transitions. For SAC: `num_envs`,
@@ -31,10 +32,16 @@ PPO level with Brax's trainer on CheetahRun and WalkerWalk, where GAE once per r
 had left it at about 0.7x (benchmarks/RESULTS.md). The Brax notebook recipes leave them
 off: there scanrl already matches Brax's trainer, and they have not been measured with
 them.
+
+The grid worlds and Craftax publish PureJaxRL-style scripts, whose settings are scanrl's own
+fields under other names; those recipes (`trainer="fields"`) hold the fields directly, and
+apply to every env of the suite their key's pattern matches (`craftax/Craftax*-Symbolic-v1`).
+Where a baseline's network has parts scanrl's files lack, the source says which.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import os
 from typing import NamedTuple
@@ -60,7 +67,9 @@ BRAX_SAC = dict(actor_hidden=(256, 256), critic_hidden=(256, 256), activation="r
 
 class Recipe(NamedTuple):
     source: str  # where the values are published
-    trainer: str  # "ppo" or "sac": which of Brax's trainers `args` are for
+    # "ppo" or "sac": which of Brax's trainers `args` are for; "fields": `args` are scanrl's
+    # Config fields already (a PureJaxRL-style script's settings, translated name by name)
+    trainer: str
     args: dict  # the trainer's own arguments as published (its names: num_envs, unroll_length, ...)
     fields: dict  # scanrl Config fields beyond what `args` give (env_options)
 
@@ -169,12 +178,64 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     **{("sac", f"playground/{task}"): playground_sac(task) for task in DMC_TASKS},
 }
 
+CRAFTAX_BASELINES = "MichaelTMatthews/Craftax_Baselines @ 7ce36fa"
+# ppo.py's argparse defaults (ppo.py L669-722) and its network (models/actor_critic.py `ActorCritic`:
+# separate actor and critic, three tanh layers of `layer_size` 512, orthogonal init with a 0.01
+# policy head, as scanrl's); clipped value loss, advantages normalised per minibatch, no observation
+# or reward normalisation, Adam eps 1e-5 after a global-norm clip of 1.0, lr annealed to 0.
+CRAFTAX_PPO = dict(num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_rate=2e-4, anneal_lr=True,
+                   num_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01,
+                   vf_coef=0.5, max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True,
+                   normalize_obs=False, normalize_reward=False)
+NAVIX_PPO = "epignatelli/navix @ 03b056a, navix/agents/ppo.py `PPOHparams` and agents/models.py `ActorCritic`"
+XLAND_PPO = ("corl-team/xland-minigrid @ a46e78c, configs/single.yaml (the paper's single-task settings) over "
+             "training/train_single_task.py `TrainConfig`; its observation encoder (tile and colour embeddings, "
+             "three 2x2 convolutions) and its previous-action and previous-reward inputs are not in scanrl's "
+             "ppo_rnn, which reads the grid with its own encoder")
+
+# (algorithm, fnmatch pattern of env ids) -> its recipe, for suites whose baselines share one
+# configuration; an exact entry in RECIPES wins over these
+SUITE_RECIPES: dict[tuple[str, str], Recipe] = {
+    ("ppo", "craftax/Craftax*-Symbolic-v1"): Recipe(
+        CRAFTAX_BASELINES + ", ppo.py", "fields",
+        dict(CRAFTAX_PPO, actor_hidden=(512, 512, 512), critic_hidden=(512, 512, 512), activation="tanh"), {}),
+    # ppo_rnn.py: the same defaults (L496-535); Dense 512 + relu, a GRU of 512, then actor and
+    # critic heads of two relu layers of 512; minibatches split the environments, as scanrl's do
+    ("ppo_rnn", "craftax/Craftax*-Symbolic-v1"): Recipe(
+        CRAFTAX_BASELINES + ", ppo_rnn.py", "fields",
+        dict(CRAFTAX_PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"), {}),
+    # 1e6 frames of 16 environments: a CPU's sizes; gamma is the env's own 0.99
+    ("ppo", "navix/*"): Recipe(NAVIX_PPO, "fields", dict(
+        num_envs=16, num_steps=128, total_timesteps=1_000_000, learning_rate=2.5e-4, anneal_lr=True, num_epochs=1,
+        num_minibatches=8, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+        clip_value_loss=True, normalize_advantages=True, actor_hidden=(64, 64), critic_hidden=(64, 64),
+        activation="tanh"), {}),
+    ("ppo_rnn", "xminigrid/*"): Recipe(XLAND_PPO, "fields", dict(
+        num_envs=16384, num_steps=256, total_timesteps=1_000_000_000, learning_rate=1e-3, anneal_lr=True,
+        num_epochs=1, num_minibatches=16, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
+        max_grad_norm=0.5, adam_eps=1e-8, clip_value_loss=True, normalize_advantages=True, gru_size=1024,
+        head_hidden=(256,), activation="tanh"), {}),
+}
+
 CPU_EVAL_ENVS = 16  # Brax's 128 one-episode evaluations are a GPU's; 16 on a CPU
+CPU_SIZED = 64  # a "fields" recipe with at most this many environments is published for a CPU already
+
+
+def recipe_for(algo: str, env: str) -> Recipe | None:
+    """The recipe for `algo` on `env`: an exact entry of RECIPES, else the first SUITE_RECIPES
+    pattern that matches, else None."""
+    if (algo, env) in RECIPES:
+        return RECIPES[(algo, env)]
+    return next((r for (a, pattern), r in SUITE_RECIPES.items() if a == algo and fnmatch.fnmatchcase(env, pattern)),
+                None)
 
 
 def cpu_factor(recipe: Recipe) -> int:
     """What a `cpu` recipe divides by: CPU_FACTOR, or for SAC at most its gradient steps per
-    vector step, so that they stay whole and the replay ratio stays the published one."""
+    vector step, so that they stay whole and the replay ratio stays the published one; 1 for
+    a "fields" recipe published at a CPU's sizes."""
+    if recipe.trainer == "fields":
+        return 1 if recipe.args["num_envs"] <= CPU_SIZED else CPU_FACTOR
     return min(CPU_FACTOR, recipe.args["grad_updates_per_step"]) if recipe.trainer == "sac" else CPU_FACTOR
 
 
@@ -184,10 +245,11 @@ def trainer_args(recipe: Recipe, form: str) -> dict:
     the same arguments to Brax's own trainer."""
     args = dict(recipe.args)
     if form == "cpu":
-        counts = ("num_envs", "batch_size", "num_timesteps") if recipe.trainer == "ppo" else \
-            ("num_envs", "grad_updates_per_step", "min_replay_size", "num_timesteps")
+        counts = {"ppo": ("num_envs", "batch_size", "num_timesteps"), "fields": ("num_envs", "total_timesteps"),
+                  "sac": ("num_envs", "grad_updates_per_step", "min_replay_size", "num_timesteps")}[recipe.trainer]
         args.update({name: max(1, args[name] // cpu_factor(recipe)) for name in counts})
-        args["num_eval_envs"] = CPU_EVAL_ENVS
+        if recipe.trainer != "fields":
+            args["num_eval_envs"] = CPU_EVAL_ENVS
     return args
 
 
@@ -215,14 +277,15 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     table has no entry or the choice is `none`. The fields include `recipe`, so that config.json
     records which form applied."""
     form = resolve(choice)
-    recipe = RECIPES.get((algo, env))
+    recipe = recipe_for(algo, env)
     if recipe is None or form == "none":
         return "none", {"recipe": "none"}
     args = trainer_args(recipe, form)
-    return form, {**(ppo_fields(args) if recipe.trainer == "ppo" else sac_fields(args)), **recipe.fields, "recipe": form}
+    translate = {"ppo": ppo_fields, "sac": sac_fields, "fields": dict}[recipe.trainer]
+    return form, {**translate(args), **recipe.fields, "recipe": form}
 
 
 def source(algo: str, env: str) -> str | None:
     """Where the recipe for `algo` on `env` comes from; None without one."""
-    recipe = RECIPES.get((algo, env))
+    recipe = recipe_for(algo, env)
     return recipe.source if recipe else None

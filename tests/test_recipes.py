@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from scanrl.algos import ppo, sac
+from scanrl.algos import ppo, ppo_rnn, sac
 from scanrl.common import recipes
 from scanrl.common.harness import run
 
@@ -54,15 +54,74 @@ def test_every_recipe_builds_a_valid_config_in_both_forms():
         assert cpu.learning_rate == pub.learning_rate and cpu.actor_hidden == pub.actor_hidden
 
 
+def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
+    """The baselines' own fields (Craftax, Navix, XLand-MiniGrid) are the Config's, published and
+    scaled: the cpu form divides the environments and the budget by CPU_FACTOR and keeps the
+    rollout, minibatches, epochs and number of updates; Navix's 16 environments stay as published."""
+    for (algo, pattern), recipe in recipes.SUITE_RECIPES.items():
+        assert recipe.trainer == "fields"
+        env = pattern.replace("*", "-Classic" if pattern.startswith("craftax/") else "X")
+        forms = {form: run.build_config({"ppo": ppo.Config, "ppo_rnn": ppo_rnn.Config}[algo],
+                                        {**recipes.lookup(algo, env, form)[1], "env": env})
+                 for form in ("published", "cpu")}
+        pub, cpu = forms["published"], forms["cpu"]
+        assert {k: getattr(pub, k) for k in recipe.args} == recipe.args and pub.run.recipe == "published"
+        factor = 1 if recipe.args["num_envs"] <= recipes.CPU_SIZED else recipes.CPU_FACTOR
+        assert recipes.cpu_factor(recipe) == factor and cpu.run.recipe == "cpu"
+        assert cpu.num_envs == pub.num_envs // factor and cpu.total_timesteps == pub.total_timesteps // factor
+        assert (cpu.num_steps, cpu.num_minibatches, cpu.num_epochs, cpu.num_updates) == (
+            pub.num_steps, pub.num_minibatches, pub.num_epochs, pub.num_updates)
+    assert recipes.cpu_factor(recipes.recipe_for("ppo", "navix/Navix-DoorKey-5x5-v0")) == 1
+
+
 def test_recipe_envs_exist_in_their_suites():
+    """Every exact entry names an env of its suite, and every pattern matches at least one."""
     installed("brax.envs", "brax")
     installed("mujoco_playground", "playground")
-    from scanrl.common.suites import brax, playground
+    from scanrl.common.suites import brax, craftax, navix, playground, xminigrid
 
-    names = {"brax": set(brax.NAMES()), "playground": set(playground.NAMES())}
+    names = {"brax": set(brax.NAMES()), "playground": set(playground.NAMES()), "craftax": set(craftax.NAMES()),
+             "navix": set(navix.NAMES()), "xminigrid": set(xminigrid.NAMES())}
     for _, env in recipes.RECIPES:
         suite, name = env.split("/")
         assert name in names[suite], env
+    for algo, pattern in recipes.SUITE_RECIPES:
+        suite = pattern.split("/")[0]
+        matched = [n for n in names[suite] if recipes.recipe_for(algo, f"{suite}/{n}") is recipes.SUITE_RECIPES[
+            (algo, pattern)]]
+        assert matched, pattern
+    # Craftax's baselines are for its symbolic observations; its pixel envs get none
+    assert recipes.recipe_for("ppo", "craftax/Craftax-Symbolic-v1") is not None
+    assert recipes.recipe_for("ppo", "craftax/Craftax-Classic-Pixels-v1") is None
+
+
+# (algorithm, env) -> (source's words, published num_envs, a field of that baseline's own)
+SUITE_PICKS = {
+    ("ppo", "craftax/Craftax-Classic-Symbolic-v1"): ("Craftax_Baselines", 1024, ("gae_lambda", 0.8)),
+    ("ppo_rnn", "craftax/Craftax-Symbolic-v1"): ("Craftax_Baselines", 1024, ("gru_size", 512)),
+    ("ppo", "navix/Navix-DoorKey-5x5-v0"): ("navix", 16, ("num_epochs", 1)),
+    ("ppo_rnn", "xminigrid/MiniGrid-DoorKey-5x5"): ("xland-minigrid", 16384, ("gru_size", 1024)),
+}
+
+
+@pytest.mark.parametrize("algo, env", sorted(SUITE_PICKS))
+def test_the_suite_recipe_follows_env_and_a_flag_wins(algo, env):
+    """--env picks its suite's baseline (from the command line, as a user meets it); a flag
+    overrides one value and keeps the rest; --recipe none gives the file's own defaults; the
+    other algorithm (no baseline for it there) is unchanged by --recipe."""
+    module = {"ppo": ppo, "ppo_rnn": ppo_rnn}[algo]
+    parse = lambda argv: run.parse_config(module.Config, module.default_config, module.__doc__, argv)  # noqa: E731
+    words, num_envs, (field, value) = SUITE_PICKS[(algo, env)]
+    assert words in recipes.source(algo, env)
+    published = parse(["--env", env, "--recipe", "published"])
+    assert published.num_envs == num_envs and getattr(published, field) == value
+    flagged = parse(["--env", env, "--recipe", "published", "--num-envs", "64"])
+    assert flagged.num_envs == 64 and dataclasses.replace(flagged, num_envs=num_envs) == published
+    none = parse(["--env", env, "--recipe", "none"])
+    assert none == module.default_config(env, recipe="none") and getattr(none, field) != value
+    other = ppo_rnn if algo == "ppo" else ppo
+    if recipes.recipe_for(other.__name__.rsplit(".", 1)[-1], env) is None:
+        assert other.default_config(env, recipe="published") == other.default_config(env, recipe="none")
 
 
 def test_the_recipe_follows_env_and_a_flag_wins():

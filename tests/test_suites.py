@@ -247,7 +247,8 @@ def test_grid_spaces(grid):
 @pytest.mark.parametrize("name", sorted(GRIDS))
 @pytest.mark.slow
 def test_ppo_learns_an_empty_grid(tmp_path, name):
-    """PPO's defaults, 1e5 steps (about 10 s of compile and 5-10 s of training here). The
+    """PPO's defaults (`--recipe none`: Navix's own recipe is 1e6 steps of one epoch each),
+    1e5 steps (about 10 s of compile and 5-10 s of training here). The
     reward comes only at the goal (Navix: 1; XLand: 1 - 0.9 * steps / 100), which a random
     policy also reaches within 100 steps now and then: what learning shows is the way to
     the goal. The first updates' episodes last 60-90 steps; the shortest path takes 4-6
@@ -255,7 +256,7 @@ def test_ppo_learns_an_empty_grid(tmp_path, name):
     the last updates' episodes last at most 10 steps (both runs reached 5-6 when this test
     was written)."""
     suite(name, name)
-    summary = ppo.main(["--env", GRIDS[name], "--total-timesteps", "100000", "--eval-every", "39", "--log-every", "39",
+    summary = ppo.main(["--env", GRIDS[name], "--recipe", "none", "--total-timesteps", "100000", "--eval-every", "39", "--log-every", "39",
                         "--out-dir", str(tmp_path)])
     assert summary["eval_return_mean"] > 0.9, summary
     lengths = np.load(f"{summary['run_dir']}/metrics.npz")["episode_length"][0]
@@ -460,7 +461,8 @@ SHORT_RUNS = {
 @pytest.mark.parametrize("name", sorted(SHORT_RUNS))
 @pytest.mark.slow
 def test_ppo_learns_snake_and_craftax(tmp_path, name):
-    """PPO with 64 environments x 64 steps, a ReLU MLP and learning rate 1e-3, one seed, no
+    """PPO with 64 environments x 64 steps, a ReLU MLP and learning rate 1e-3 over the file's own
+    defaults (`--recipe none`: Craftax's baseline recipe is 1e9 steps), one seed, no
     evaluation (a deterministic Snake policy can circle until the time limit).
 
     Snake: 128x128, 1e6 steps. Reward 1 per fruit; a uniform policy over the valid actions
@@ -477,7 +479,7 @@ def test_ppo_learns_snake_and_craftax(tmp_path, name):
     run reached 3.9 when this test was written)."""
     env_id, width, steps, threshold = SHORT_RUNS[name]
     suite(name, name)
-    summary = ppo.main(["--env", env_id, "--num-envs", "64", "--num-steps", "64", "--learning-rate", "1e-3",
+    summary = ppo.main(["--env", env_id, "--recipe", "none", "--num-envs", "64", "--num-steps", "64", "--learning-rate", "1e-3",
                         "--activation", "relu", "--actor-hidden", width, width, "--critic-hidden", width, width,
                         "--total-timesteps", steps, "--eval-every", "0", "--log-every", "20",
                         "--out-dir", str(tmp_path)])

@@ -464,7 +464,7 @@ class RunConfig:
     positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
     recipe: Literal["auto", "published", "cpu", "none"] = "auto"
     """the suite's own published configuration for --env, where common/recipes.py has one (Brax,
-    MuJoCo Playground): published, cpu (every count of environments and steps / 32), auto (published
+    MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of environments and steps / 32), auto (published
     with a GPU or TPU, else cpu) or none (the algorithm's own defaults); flags win over it."""
     hide_obs: tuple[int, ...] = ()
     """drop these components of the (flattened) observation, for training and evaluation: partial
