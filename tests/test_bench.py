@@ -97,6 +97,34 @@ def test_a_suite_writes_results_that_round_trip_and_a_report(suite):
 
 
 @pytest.mark.slow
+def test_rescore_writes_the_report_again_from_its_two_files_with_the_reference_points_of_now(suite, tmp_path,
+                                                                                              monkeypatch, capsys):
+    """--rescore needs only results.json and report.json: the same IQMs and per-cell columns, and
+    the normalised scores of the reference points as they are now (here CartPole's is taken away:
+    its normalised column empties, Catch's stays, and the aggregates are over Catch alone)."""
+    path, out = suite
+    again = tmp_path / "again"
+    again.mkdir()
+    for name in ("results.json", "report.json"):
+        shutil.copy(out / name, again / name)
+    before = json.loads((out / "report.json").read_text())
+    monkeypatch.delitem(stats.REFERENCE_POINTS, "CartPole-v1")
+    bench.main([str(path), "--out-dir", str(again), "--rescore", *REPS])
+    after = json.loads((again / "report.json").read_text())
+    for old, new in zip(before["cells"], after["cells"], strict=True):
+        assert {k: v for k, v in new.items() if k != "normalised_iqm"} == {
+            k: v for k, v in old.items() if k != "normalised_iqm"}
+    assert after["cells"][0]["normalised_iqm"] is None and before["cells"][0]["normalised_iqm"] is not None
+    assert after["cells"][1]["normalised_iqm"] == before["cells"][1]["normalised_iqm"]
+    assert after["aggregate_envs"] == {"ppo": ["Catch-bsuite"]}
+    assert "| ppo | CartPole-v1 | 2 | 1,024 |" in (again / "report.md").read_text()
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main([str(path), "--out-dir", str(tmp_path / "empty"), "--rescore"])
+    assert exit_info.value.code == 2 and "--rescore reads " in capsys.readouterr().err
+    assert not (tmp_path / "empty").exists()
+
+
+@pytest.mark.slow
 def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tmp_path):
     """The finished suite copied, its Catch cell removed: run again and interrupted (Ctrl-C)
     once that cell checkpointed, then run once more: the CartPole cell is never touched, the

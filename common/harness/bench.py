@@ -391,29 +391,45 @@ def report(suite: Suite, runs: list[dict[str, Any]], reps: int = stats.REPS, see
     suite's folder; returns report.json's content."""
     results = stats.results_from_runs(runs)
     stats.write_results(suite.out_dir / "results.json", results)
-    metric = suite.metric
     rows = []
-    progress = stats.Progress(f"IQMs of {len(runs)} cell{'s' if len(runs) > 1 else ''}, then the aggregates, "
-                              f"{reps:,} resamples per interval", len(runs) + 1)
+    for r in runs:
+        s, x = r["summary"], r[suite.metric]
+        finite = x[np.isfinite(x)] if x is not None else np.zeros(0)
+        rows.append({
+            "algo": r["algo"], "env": r["env"], "seeds": len(r["seeds"]), "scored": int(finite.size),
+            "steps_per_seed": s["total_timesteps"], "mean": float(finite.mean()) if finite.size else None,
+            "std": float(finite.std()) if finite.size else None,
+            "wall_seconds": s["wall_seconds"], "compile_seconds": s["compile_seconds"],
+            "env_steps_per_second": s["env_steps_per_second"], "stopped_by": s["stopped_by"],
+            "run_dir": s["run_dir"],
+        })
+    return write_report(suite, results, rows, reps, seed)
+
+
+def rescore(suite: Suite, reps: int = stats.REPS, seed: int = stats.SEED) -> dict:
+    """The report again from the suite folder's results.json and report.json alone (the run
+    folders need not be here): intervals, normalised scores and aggregates computed anew, with
+    the reference points as they are now."""
+    results = stats.load_results(suite.out_dir / "results.json")
+    rows = json.loads((suite.out_dir / "report.json").read_text())["cells"]
+    return write_report(suite, results, rows, reps, seed)
+
+
+def write_report(suite: Suite, results: dict, rows: list[dict], reps: int, seed: int) -> dict:
+    """Each row's IQM and normalised IQM from `results`' scores, the aggregates and pictures;
+    writes report.json and report.md and returns report.json's content."""
+    metric = suite.metric
+    scores = stats.cell_scores(results, metric)
+    progress = stats.Progress(f"IQMs of {len(rows)} cell{'s' if len(rows) > 1 else ''}, then the aggregates, "
+                              f"{reps:,} resamples per interval", len(rows) + 1)
     with progress:
-        for r in runs:
-            progress.step(f"{r['algo']} on {r['env']}")
-            s, x = r["summary"], r[metric]
-            point = stats.reference_point(r["env"], suite.points)
+        for row in rows:
+            progress.step(f"{row['algo']} on {row['env']}")
+            x = scores.get((row["algo"], row["env"]))
             raw = stats.iqm_interval(x, reps, seed) if x is not None else None
-            normalised = stats.iqm_interval(stats.normalise(x, r["env"], suite.points), reps, seed) \
-                if x is not None and point else None
-            finite = x[np.isfinite(x)] if x is not None else np.zeros(0)
-            rows.append({
-                "algo": r["algo"], "env": r["env"], "seeds": len(r["seeds"]), "scored": int(finite.size),
-                "steps_per_seed": s["total_timesteps"], "iqm": raw.as_list() if raw else None,
-                "normalised_iqm": normalised.as_list() if normalised else None,
-                "mean": float(finite.mean()) if finite.size else None,
-                "std": float(finite.std()) if finite.size else None,
-                "wall_seconds": s["wall_seconds"], "compile_seconds": s["compile_seconds"],
-                "env_steps_per_second": s["env_steps_per_second"], "stopped_by": s["stopped_by"],
-                "run_dir": s["run_dir"],
-            })
+            normalised = stats.iqm_interval(stats.normalise(x, row["env"], suite.points), reps, seed) \
+                if x is not None and stats.reference_point(row["env"], suite.points) else None
+            row.update(iqm=raw.as_list() if raw else None, normalised_iqm=normalised.as_list() if normalised else None)
         progress.step("aggregates and performance profiles")
         aggregate, notes = _aggregates(results, metric, suite.points, reps, seed)
     content = {"suite": str(suite.path), "metric": metric, "metric_means": stats.METRICS[metric],
@@ -552,6 +568,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dry-run", action="store_true", help="check every cell and list what would run; run nothing")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report over the finished cells; run nothing")
+    parser.add_argument("--rescore", action="store_true",
+                        help="write the report again from the suite folder's results.json and report.json (no run "
+                             "folders needed), with the reference points as they are now; run nothing")
     parser.add_argument("--reps", type=int, default=stats.REPS,
                         help=f"bootstrap resamples per interval (default {stats.REPS:,})")
     parser.add_argument("--seed", type=int, default=stats.SEED, help="numpy seed of the bootstrap (default 0)")
@@ -563,6 +582,13 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         fail(str(e))
     try:
+        if args.rescore:
+            for name in ("results.json", "report.json"):
+                if not (suite.out_dir / name).is_file():
+                    fail(f"--rescore reads {suite.out_dir / name}, which is not there.")
+            rescore(suite, args.reps, args.seed)
+            print(f"wrote {suite.out_dir / 'report.md'} from {suite.out_dir / 'results.json'}", flush=True)
+            return
         if not args.report_only:
             check_cells(suite)
         if args.dry_run:

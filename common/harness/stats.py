@@ -316,9 +316,10 @@ class ReferencePoint(NamedTuple):
     reference_source: str
 
 
-def _measured(env: str, episodes: int, stderr: float) -> str:
-    return (f"measured: `python benchmarks/reference/random_returns.py {env}` ({episodes:,} episodes of a uniform random "
-            f"policy, seed 0, standard error {stderr:.2f}; gymnax 1.0.1, jax 0.10.2)")
+def _measured(env: str, episodes: int, stderr: float, package: str = "gymnax 1.0.1") -> str:
+    flag = "" if episodes == 1000 else f"--episodes {episodes} "
+    return (f"measured: `python benchmarks/reference/random_returns.py {flag}{env}` ({episodes:,} episodes of a uniform "
+            f"random policy, seed 0, standard error {stderr:.2f}; {package}, jax 0.10.2)")
 
 
 # gymnax's README (the package description of gymnax 1.0.1) lists, per environment, the return
@@ -353,6 +354,27 @@ REFERENCE_POINTS: dict[str, ReferencePoint] = {
         5.78, 1000.0, _measured("brax/inverted_pendulum", 1000, 0.10) + ", brax 0.14.2",
         "the maximum: reward 1 per step while the pole stays up (brax/envs/inverted_pendulum.py), 1000-step episodes "
         "(common/suites/brax.py); Brax's own PPO and SAC trainers and scanrl's reach it (benchmarks/RESULTS.md)"),
+    # The suites' own baselines publish curves, not numbers, for these envs: the reference is the
+    # maximum return, from each env's reward
+    "navix/Navix-Empty-5x5-v0": ReferencePoint(
+        0.41, 1.0, _measured("navix/Navix-Empty-5x5-v0", 1000, 0.02, "navix 0.7.4"),
+        "the maximum: reward 1 on reaching the goal, 0 otherwise (navix rewards.on_goal_reached), which ends the episode"),
+    "xminigrid/MiniGrid-Empty-5x5": ReferencePoint(
+        0.24, 0.955, _measured("xminigrid/MiniGrid-Empty-5x5", 1000, 0.01, "xminigrid 0.9.3"),
+        "the maximum: reward 1 - 0.9 * steps / 100 at the goal (xminigrid/environment.py), reached in 5 steps at the "
+        "fewest from its fixed start"),
+    "jumanji/Snake-v1": ReferencePoint(
+        6.17, 143.0, _measured("jumanji/Snake-v1", 1000, 0.06, "jumanji 1.1.2"),
+        "the maximum: reward 1 per fruit on the 12 x 12 board, where a snake of length 1 can eat 143 before it fills it "
+        "(jumanji's Snake defaults); Jumanji's A2C baseline publishes curves only"),
+    "craftax/Craftax-Classic-Symbolic-v1": ReferencePoint(
+        1.57, 22.0, _measured("craftax/Craftax-Classic-Symbolic-v1", 1000, 0.04, "craftax 1.6.1"),
+        "the maximum: +1 per achievement, 22 of them, and +-0.1 per health point gained or lost, which nets at most 0 "
+        "from full health; the Craftax paper (arXiv:2402.16801) reports PPO at about 90% of it after 1e9 steps"),
+    "playground/CartpoleBalance": ReferencePoint(
+        358.91, 1000.0, _measured("playground/CartpoleBalance", 256, 3.21, "playground 0.2.0"),
+        "the maximum: a reward of at most 1 per step (DM Control's upright x centred x small control x small "
+        "velocity) over 1000-step episodes"),
 }
 
 
