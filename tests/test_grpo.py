@@ -79,6 +79,7 @@ def test_groups_are_contiguous_blocks():
     assert not np.allclose(grpo.group_advantages(returns[:, across], ones, G), adv[:, across], atol=1e-3)
 
 
+@pytest.mark.slow
 def test_reference_kl_is_zero_at_the_reference_and_positive_elsewhere():
     log_prob = jnp.log(jnp.array([0.2, 0.5, 0.9]))
     np.testing.assert_array_equal(grpo.reference_kl(log_prob, log_prob), 0.0)
@@ -162,6 +163,7 @@ def test_shared_group_reset_gives_groups_one_first_observation(shared):
 TANH = dict(clip_eps=1e-6, kl_coef=0.1, truncate_at_first_done=False)
 
 
+@pytest.mark.slow
 def test_tanh_normal_ratio_is_one_on_its_own_rollout():
     """1 epoch x 1 minibatch: the loss's log pi of the stored pre-tanh u meets the rollout's, and the KL
     to the reference (the same parameters here) is 0, also with the mean deep in saturation
@@ -175,6 +177,7 @@ def test_tanh_normal_ratio_is_one_on_its_own_rollout():
         assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
 
 
+@pytest.mark.slow
 def test_tanh_normal_env_actions_stay_in_the_bounds():
     """The env (its VecEnv's clipping off) counts no action outside [-1, 3] x [0, 0.5] in a rollout, and
     act gives none, whatever the actor's loc and scale."""

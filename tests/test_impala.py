@@ -124,6 +124,7 @@ def test_vtrace_equals_a_plain_python_loop(seed, lambda_, rho_bar, c_bar):
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_critic_gradient_treats_targets_and_advantages_as_constants():
     """With no entropy bonus, the critic's gradient of impala_loss is exactly that of
     0.5 * mean((V - v_s)^2) with v_s held fixed: nothing flows through the V-trace targets,
@@ -224,6 +225,7 @@ def test_minibatches_must_be_whole_trajectories():
 
 
 # --- tanh-squashed normal (--action-dist tanh_normal; shared pieces and checks: test_nets.py) ----------
+@pytest.mark.slow
 def test_tanh_normal_importance_ratios_are_one_on_its_own_rollout():
     """No lag, 1 epoch x 1 minibatch: the learner's log pi of the stored pre-tanh u meets the rollout's
     log mu, also with the mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken
@@ -236,6 +238,7 @@ def test_tanh_normal_importance_ratios_are_one_on_its_own_rollout():
         assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
 
 
+@pytest.mark.slow
 def test_tanh_normal_env_actions_stay_in_the_bounds():
     """The env (its VecEnv's clipping off) counts no action outside [-1, 3] x [0, 0.5] in a rollout, and
     act gives none, whatever the actor's loc and scale."""

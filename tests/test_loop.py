@@ -179,6 +179,7 @@ def test_install_exposes_scanrl_and_no_top_level_algos_or_common(tmp_path):
     assert top_level is None or top_level.split() == ["scanrl"]
 
 
+@pytest.mark.slow
 def test_built_wheel_holds_scanrl_algos_and_common_only(tmp_path):
     """A regular (non-editable) build maps algos/ and common/ under scanrl/."""
     proc = subprocess.run(

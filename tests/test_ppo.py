@@ -287,6 +287,7 @@ def test_tanh_normal_trains_on_pendulum_without_nan():
     assert np.isfinite(jax.tree.leaves(out["policy"])[0]).all()
 
 
+@pytest.mark.slow
 def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
     """learn's `prepare` (recompute_advantages) makes every epoch's samples from that epoch's
     starting params: 2 epochs with one full-batch minibatch equal two 1-epoch calls, each on

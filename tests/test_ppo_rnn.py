@@ -86,6 +86,7 @@ def test_the_replay_from_stored_states_reproduces_the_rollout(seq_len, burn_in):
     np.testing.assert_array_equal(metrics["clip_fraction"], 0.0)
 
 
+@pytest.mark.slow
 def test_a_truncated_episode_bootstraps_with_the_state_before_the_reset():
     """A hand-built rollout of two episodes (one env): the first is cut by a time limit at step
     2, the second starts at step 3. V(final observation) at the cut comes from the state the
@@ -167,6 +168,7 @@ NET = dict(gru_size=16, encoder_hidden=(16,), head_hidden=(16,))
 TANH = dict(clip_eps=1e-6, seq_len=8, burn_in=4, **NET)
 
 
+@pytest.mark.slow
 def test_tanh_normal_ratio_is_one_on_its_own_rollout():
     """1 epoch x 1 minibatch: the replay's log pi of the stored pre-tanh u meets the rollout's, also with
     the mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken through atanh of the
@@ -179,6 +181,7 @@ def test_tanh_normal_ratio_is_one_on_its_own_rollout():
         assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
 
 
+@pytest.mark.slow
 def test_tanh_normal_env_actions_stay_in_the_bounds():
     """The env (its VecEnv's clipping off) counts no action outside [-1, 3] x [0, 0.5] in a rollout, and
     act gives none, whatever the policy head's loc and scale."""
