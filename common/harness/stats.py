@@ -372,7 +372,7 @@ REFERENCE_POINTS: dict[str, ReferencePoint] = {
         "the maximum: +1 per achievement, 22 of them, and +-0.1 per health point gained or lost, which nets at most 0 "
         "from full health; the Craftax paper (arXiv:2402.16801) reports PPO at about 90% of it after 1e9 steps"),
     "playground/CartpoleBalance": ReferencePoint(
-        358.91, 1000.0, _measured("playground/CartpoleBalance", 256, 3.21, "playground 0.2.0"),
+        358.16, 1000.0, _measured("playground/CartpoleBalance", 1000, 1.73, "playground 0.2.0"),
         "the maximum: a reward of at most 1 per step (DM Control's upright x centred x small control x small "
         "velocity) over 1000-step episodes"),
 }
