@@ -204,12 +204,13 @@ SUITE_RECIPES: dict[tuple[str, str], Recipe] = {
     ("ppo_rnn", "craftax/Craftax*-Symbolic-v1"): Recipe(
         CRAFTAX_BASELINES + ", ppo_rnn.py", "fields",
         dict(CRAFTAX_PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"), {}),
-    # 1e6 frames of 16 environments: a CPU's sizes; gamma is the env's own 0.99
+    # 1e6 frames of 16 environments: a CPU's sizes; gamma is the env's own 0.99; its MLPs read
+    # the grid flattened (scanrl's `auto` torso would take it for an image)
     ("ppo", "navix/*"): Recipe(NAVIX_PPO, "fields", dict(
         num_envs=16, num_steps=128, total_timesteps=1_000_000, learning_rate=2.5e-4, anneal_lr=True, num_epochs=1,
         num_minibatches=8, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
         clip_value_loss=True, normalize_advantages=True, actor_hidden=(64, 64), critic_hidden=(64, 64),
-        activation="tanh"), {}),
+        activation="tanh", torso="mlp"), {}),
     ("ppo_rnn", "xminigrid/*"): Recipe(XLAND_PPO, "fields", dict(
         num_envs=16384, num_steps=256, total_timesteps=1_000_000_000, learning_rate=1e-3, anneal_lr=True,
         num_epochs=1, num_minibatches=16, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,

@@ -1,0 +1,142 @@
+"""scanrl's PPO against Navix's own PPO (`navix.agents.PPO`, the agent of Navix's baselines) on
+a Navix env, side by side: the same settings (the recipe of common/recipes.py, which is
+Navix's `PPOHparams`), the same env steps, the same number of seeds, in one sitting.
+
+Navix's side is the installed package's own agent: `PPO(PPOHparams(budget=...),
+ActorCritic(...), env)` on `navix.make(ENV)`, its MLP encoders reading the symbolic grid
+flattened (as its baselines feed it), its `train` vmapped over the seeds and jitted in one program. scanrl's
+side is `algos/ppo.py --env navix/ENV` with the recipe. Both run in a fresh process without a
+compile cache; the wall times are those processes', imports and compiling included.
+
+Per cell: each seed's final return, the mean return of the training episodes that ended in
+the last 10% of updates (scanrl's summary.json computes it per update, then averages the
+updates; Navix's side the same from its per-step `returns` and `done_mask` logs); the IQM
+over seeds with its 95% stratified-bootstrap interval (rliable); the wall seconds of each side
+and their ratio. A JSON per cell in --out; `--table` renders them.
+
+    python benchmarks/navix_ppo.py --env navix/Navix-DoorKey-5x5-v0 --seeds 5
+    python benchmarks/navix_ppo.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "reference" / "navix_ppo"
+
+NAVIX = r"""
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+import flax.linen as nn
+import navix as nx
+from navix.agents import PPO, PPOHparams, ActorCritic
+from navix.agents.models import MLPEncoder
+name, seeds, hp = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+env = nx.make(name)  # its registered observation: the symbolic grid [H, W, 3]
+flat = lambda: nn.Sequential([lambda x: jnp.ravel(x).astype(jnp.float32), MLPEncoder()])  # one env's grid, flattened
+network = ActorCritic(action_dim=len(env.action_set), actor_encoder=flat(), critic_encoder=flat())
+agent = PPO(hparams=PPOHparams(**hp), network=network, env=env)
+_, logs = jax.jit(jax.vmap(agent.train))(jax.random.split(jax.random.key(0), seeds))
+done, returns = np.asarray(logs["done_mask"], bool), np.asarray(logs["returns"], np.float64)  # [seeds, updates, T, N]
+with np.errstate(all="ignore"):
+    per_update = np.where(done, returns, 0.0).sum((2, 3)) / done.sum((2, 3))  # [seeds, updates], NaN: none ended
+tail = per_update[:, -max(1, per_update.shape[1] // 10):]
+print("RESULT" + json.dumps({"updates": per_update.shape[1], "final_returns": np.nanmean(tail, 1).tolist()}))
+"""
+
+
+def hparams(fields: dict, timesteps: int) -> dict:
+    """Navix's PPOHparams for the recipe's fields."""
+    return {"budget": timesteps, "num_envs": fields["num_envs"], "num_steps": fields["num_steps"],
+            "num_minibatches": fields["num_minibatches"], "num_epochs": fields["num_epochs"],
+            "gae_lambda": fields["gae_lambda"], "clip_eps": fields["clip_eps"], "ent_coef": fields["ent_coef"],
+            "vf_coef": fields["vf_coef"], "max_grad_norm": fields["max_grad_norm"], "lr": fields["learning_rate"],
+            "anneal_lr": fields["anneal_lr"], "normalise_advantage": fields["normalize_advantages"],
+            "clip_value_loss": fields["clip_value_loss"]}
+
+
+def run_navix(env: str, seeds: int, hp: dict) -> dict:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", NAVIX, env.split("/", 1)[1], str(seeds), json.dumps(hp)],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    if not lines:
+        raise SystemExit(f"Navix's PPO failed on {env}: {proc.stderr[-3000:]}")
+    return {"wall": wall, **json.loads(lines[0][6:])}
+
+
+def run_scanrl(env: str, timesteps: int, seeds: int) -> dict:
+    with tempfile.TemporaryDirectory() as out:
+        command = ["algos/ppo.py", "--env", env, "--total-timesteps", str(timesteps), "--num-seeds", str(seeds),
+                   "--eval-every", "0", "--log-every", "0", "--no-compile-cache", "--out-dir", out]
+        started = time.perf_counter()
+        subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - started
+        (run_dir,) = Path(out).iterdir()
+        summary = json.loads((run_dir / "summary.json").read_text())
+    return {"command": "python " + " ".join(command[:-2]), "wall": wall, "updates": summary["updates"],
+            "final_returns": summary["final_return_per_seed"]}
+
+
+def cell(args: argparse.Namespace) -> dict:
+    from importlib.metadata import version
+
+    from scanrl.common import recipes
+
+    fields = recipes.lookup("ppo", args.env, "published")[1]
+    timesteps = args.timesteps or fields["total_timesteps"]
+    started = time.strftime("%Y-%m-%d %H:%M")
+    scanrl = run_scanrl(args.env, timesteps, args.seeds)
+    print(f"scanrl: {json.dumps(scanrl)}", flush=True)
+    hp = hparams(fields, timesteps)
+    theirs = run_navix(args.env, args.seeds, hp)
+    print(f"navix: {json.dumps(theirs)}", flush=True)
+    return {"env": args.env, "timesteps": timesteps, "seeds": args.seeds, "started": started,
+            "finished": time.strftime("%Y-%m-%d %H:%M"), "navix_version": version("navix"), "navix_hparams": hp,
+            "scanrl": scanrl, "navix": theirs}
+
+
+def table(out: Path) -> str:
+    from scanrl.common.harness import stats
+
+    rows = ["| env | steps/seed | seeds | scanrl IQM [95% CI] | Navix's PPO IQM [95% CI] | wall scanrl / Navix (s) | "
+            "wall ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for path in sorted(out.glob("*.json")):
+        c = json.loads(path.read_text())
+        s, n = c["scanrl"], c["navix"]
+        fmt = lambda v: (lambda e: f"{e.point:.3f} [{e.low:.3f}, {e.high:.3f}]")(  # noqa: E731
+            stats.iqm_interval(np.array(v["final_returns"], np.float64)))
+        rows.append(f"| {c['env']} | {c['timesteps']:,} | {c['seeds']} | {fmt(s)} | {fmt(n)} | "
+                    f"{s['wall']:,.0f} / {n['wall']:,.0f} | {s['wall'] / n['wall']:.2f}x |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="navix/Navix-DoorKey-5x5-v0")
+    parser.add_argument("--timesteps", type=int, default=0, help="env steps per seed (0: the recipe's, 1e6)")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
+    args = parser.parse_args()
+    if args.table:
+        print(table(args.out))
+        return
+    result = cell(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"ppo__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(table(args.out))
+
+
+if __name__ == "__main__":
+    main()
