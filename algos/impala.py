@@ -20,8 +20,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from scanrl.common import envs, recipes
-from scanrl.common.harness import loop, run
+from scanrl.common import algorithm, envs, recipes
+from scanrl.common.harness import run
 from scanrl.common.harness.run import RunConfig
 from scanrl.common.nets import squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn
 from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
@@ -29,6 +29,7 @@ from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_p
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 import optax
 
 
@@ -318,7 +319,7 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
-def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
+def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """IMPALA's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
     env, env_params = envs.resolve(config.env, env, env_params)
@@ -419,7 +420,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return to_bounds(action, low, high) if tanh_normal else action
 
-    return loop.Algorithm(
+    return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
         env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
@@ -427,9 +428,25 @@ def make_algorithm(config: Config, env=None, env_params=None) -> loop.Algorithm:
 
 
 def make_train(config: Config, env=None, env_params=None):
-    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run, one jitted
-    program, seeds vmapped and sharded over devices; metrics leaves [num_seeds, num_updates]."""
-    return loop.build(make_algorithm, config, env, env_params).train
+    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
+    program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
+    spreads them over the devices. Metrics leaves [num_seeds, num_updates]. The command line
+    runs the same pieces in chunks, with evaluation and checkpoints, bit for bit alike."""
+    env, _, env_params = algorithm.environment(config, env, env_params)
+    algo = make_algorithm(config, env, env_params)
+    mesh = algorithm.seed_mesh(config)
+    per_device = config.run.num_seeds // mesh.size
+
+    def train(keys):  # keys [per_device]: this device's seeds
+        states = algorithm.vmap_seeds(algo.init, per_device)(keys)
+        update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
+        states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+        return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
+                "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
+
+    # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
+    train = jax.shard_map(train, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)
+    return jax.jit(train, compiler_options=algorithm.COMPILER_OPTIONS)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02})
 def fingerprint(path: str) -> None:
     import jax
 
-    from scanrl.common.harness import devices
+    from scanrl.common.harness import devices, loop
 
     devices.use_cpu_cores()
     from scanrl import algos
@@ -31,7 +31,7 @@ def fingerprint(path: str) -> None:
         per_update = module.default_config(env, **common)
         per_update = per_update.total_timesteps // per_update.num_updates
         config = module.default_config(env, total_timesteps=3 * per_update, **common)
-        result = jax.device_get(module.make_train(config)(devices.seed_keys(0, 2)))
+        result = jax.device_get(loop.build(module.make_algorithm, config).train(devices.seed_keys(0, 2)))  # evaluated
         for i, leaf in enumerate(jax.tree.leaves(result["policy"])):
             out[f"{name}_{env}/param{i}"] = np.asarray(leaf)
         for key, value in result["metrics"].items():

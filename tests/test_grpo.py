@@ -238,13 +238,13 @@ DATA_PARALLEL = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import grpo
-    from scanrl.common.harness import devices
+    from scanrl.common.harness import devices, loop
     results = {}
     for shards in (1, 2, 4):
         config = grpo.default_config(sys.argv[1], num_envs=8, group_size=4, num_steps=64, num_minibatches=2,
                                      num_epochs=2, total_timesteps=8 * 64 * 3, eval_every=3, eval_episodes=4,
                                      log_every=0, data_parallel=shards, kl_coef=0.1)
-        out = jax.device_get(grpo.make_train(config)(devices.seed_keys(0, 1)))
+        out = jax.device_get(loop.build(grpo.make_algorithm, config).train(devices.seed_keys(0, 1)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     print("RESULT" + json.dumps(results))
     """

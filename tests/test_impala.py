@@ -197,13 +197,13 @@ DATA_PARALLEL = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import impala
-    from scanrl.common.harness import devices
+    from scanrl.common.harness import devices, loop
     results = {}
     for shards in (1, 2, 4):
         config = impala.default_config(sys.argv[1], num_seeds=1, num_envs=16, num_steps=32, num_minibatches=2,
                                        num_epochs=2, total_timesteps=16 * 32 * 3, eval_every=3, eval_episodes=4,
                                        log_every=0, data_parallel=shards, actor_lag=1)
-        out = jax.device_get(impala.make_train(config)(devices.seed_keys(0, 1)))
+        out = jax.device_get(loop.build(impala.make_algorithm, config).train(devices.seed_keys(0, 1)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     print("RESULT" + json.dumps(results))
     """

@@ -10,7 +10,7 @@ import pytest
 from scanrl.algos import ppo
 from scanrl.common.harness.run import train_and_write
 from conftest import check_run_tools
-from scanrl.common.harness import devices
+from scanrl.common.harness import devices, loop
 
 
 # --- loss pieces against hand computations ----------------------------------------------------
@@ -207,7 +207,7 @@ SMALL = dict(total_timesteps=4 * 32 * 6, num_envs=4, num_steps=32, eval_every=3,
 
 def run(num_seeds, seed=0, env="CartPole-v1", **kw):
     config = ppo.default_config(env, num_seeds=num_seeds, seed=seed, **{**SMALL, **kw})
-    out = ppo.make_train(config)(devices.seed_keys(seed, num_seeds))
+    out = loop.build(ppo.make_algorithm, config).train(devices.seed_keys(seed, num_seeds))  # evaluated, padded
     return jax.device_get(out)
 
 

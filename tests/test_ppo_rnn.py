@@ -136,7 +136,7 @@ def test_normalisation_options_track_what_the_rollouts_saw():
     for k in plain["metrics"]:
         np.testing.assert_array_equal(off["metrics"][k], plain["metrics"][k])
     on = run(normalize_obs=True, normalize_reward=True, reward_scale=0.1)
-    state = on["state"].train
+    state = on["state"]  # the algorithm's TrainState, leading axis = seed
     steps = 3 * 4 * 16
     np.testing.assert_allclose(state.obs_stats.count[0], steps + 1e-4, rtol=1e-6)
     np.testing.assert_allclose(state.return_stats.count[0], steps + 1e-4, rtol=1e-6)
@@ -246,14 +246,14 @@ DATA_PARALLEL = textwrap.dedent(
     import json, sys
     import jax
     from scanrl.algos import ppo_rnn
-    from scanrl.common.harness import devices
+    from scanrl.common.harness import devices, loop
     results = {}
     for shards in (1, 2, 4):
         config = ppo_rnn.default_config("CartPole-v1", num_envs=8, num_steps=32, seq_len=16, burn_in=4,
                                         num_minibatches=4, num_epochs=2, total_timesteps=8 * 32 * 3, gru_size=16,
                                         encoder_hidden=(16,), head_hidden=(16,), eval_every=3, eval_episodes=4,
                                         log_every=0, hide_obs=(1, 3), data_parallel=shards)
-        out = jax.device_get(ppo_rnn.make_train(config)(devices.seed_keys(0, 1)))
+        out = jax.device_get(loop.build(ppo_rnn.make_algorithm, config).train(devices.seed_keys(0, 1)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     print("RESULT" + json.dumps(results))
     """

@@ -12,7 +12,7 @@ import optax
 import pytest
 
 from scanrl.algos import sac
-from scanrl.common.harness import devices, sweeps
+from scanrl.common.harness import devices, loop, sweeps
 from conftest import assert_shards_match_one_device, check_run_tools
 
 
@@ -269,7 +269,7 @@ def test_no_update_before_learning_starts_then_updates_per_step_each_step():
     settings = dict(num_envs=2, num_steps=100, total_timesteps=800, learning_starts=250, updates_per_step=3,
                     batch_size=32, eval_every=2, log_every=0, num_devices=1)
     config = sac.default_config(num_seeds=2, **settings)
-    out = jax.device_get(sac.make_train(config)(devices.seed_keys(0, 2)))
+    out = jax.device_get(loop.build(sac.make_algorithm, config).train(devices.seed_keys(0, 2)))
     metrics = out["metrics"]
     np.testing.assert_array_equal(metrics["gradient_steps"], [[0, 225, 300, 300]] * 2)
     assert np.all(np.isnan(metrics["critic_loss"][:, 0])) and np.all(np.isfinite(metrics["critic_loss"][:, 1:]))
@@ -320,13 +320,13 @@ SHORT_RUNS_SCRIPT = r"""
 import json
 import jax
 from scanrl.algos import sac
-from scanrl.common.harness import devices
+from scanrl.common.harness import devices, loop
 results = {}
 for shards in (1, 2, 4):  # 4 envs, learning from the second update on: 3 updates of 25 gradient steps
     config = sac.default_config(num_seeds=1, num_envs=4, num_steps=25, total_timesteps=4 * 25 * 4,
                                 learning_starts=100, batch_size=32, eval_every=2, eval_episodes=4,
                                 log_every=0, num_devices=shards, data_parallel=shards)
-    out = jax.device_get(sac.make_train(config)(devices.seed_keys(0, 1)))
+    out = jax.device_get(loop.build(sac.make_algorithm, config).train(devices.seed_keys(0, 1)))
     results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     results[shards]["first_param"] = jax.tree.leaves(out["policy"])[0].tolist()
 print("RESULT" + json.dumps(results))

@@ -264,9 +264,6 @@ def plan_layout(
     return Layout(Mesh(grid, ("seed", "data")), num_seeds, math.ceil(num_seeds / shards))
 
 
-# XLA's CPU backend spends most of a train program's compile time in LLVM passes that
-# buy nothing measurable for these small, loop-heavy programs (benchmarks/RESULTS.md).
-COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
 
 
 def fetch(tree):

@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         devices.enable_compile_cache(run.compile_cache)  # as the run does: a second look compiles nothing
         if not 0 <= args.seed_index < run.num_seeds:
             configs.fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
-        env, base_params = loop.environment(config)
+        env, base_params, _ = loop.environment(config)
         train_params = envs.override_params(base_params, run.env_params, "--env-params")
         eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
         algo = module.make_algorithm(config, env, train_params)

@@ -1,13 +1,15 @@
 """From an algorithm's pieces to compiled programs: the whole run, and the same run in chunks.
 
-An algorithm file's `make_algorithm(config, env, env_params)` returns an `Algorithm`:
-`init(key) -> state`, `update(state, update_index) -> (state, metrics)`, `act(policy,
+An algorithm file's `make_algorithm(config, env, env_params)` returns an `Algorithm`
+(common/algorithm.py): `init(key) -> state`, `update(state, update_index) -> (state, metrics)`, `act(policy,
 obs, key, deterministic) -> action`, `policy_params(state) -> policy`, and its env and
 sizes. `build(make_algorithm, config)` places the seeds on the device mesh
 (common/harness/devices.py) and returns a `Program` of three jitted functions:
 
 - `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run in one
-  program (what each file's `make_train` returns); metrics leaves [num_seeds, num_updates];
+  program, evaluated; metrics leaves [num_seeds, num_updates]. Each algorithm file's own
+  `make_train` writes out the same run without the evaluation (common/algorithm.py), and
+  trains bit for bit alike;
 - `start(keys) -> state` and `advance(state, first_update, n) -> (state, metrics)`: the
   same run in chunks of at most `chunk` updates (metrics [num_seeds, chunk], NaN past
   `n`; the updates past `n` are computed and discarded). `advance` is compiled once for every n and donates its state. Chunks run back to
@@ -45,28 +47,12 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 import numpy as np
 
 from scanrl.common import envs
+from scanrl.common.algorithm import Algorithm, environment, vmap_seeds, COMPILER_OPTIONS
 
 from scanrl.common.harness import devices, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
 SAMPLED_TAG = 1  # fold_in tag of the sampled policy's evaluation keys (the deterministic one keeps its own)
-
-
-class Algorithm(NamedTuple):
-    """What an algorithm file gives the loop (see the module docstring)."""
-
-    init: Callable[[jax.Array], Any]
-    update: Callable[[Any, jax.Array], tuple[Any, dict]]
-    act: Callable[..., jax.Array]
-    policy_params: Callable[[Any], Any]
-    env: Any
-    env_params: Any
-    num_updates: int
-    steps_per_update: int  # env steps per seed in one update
-    # A recurrent policy: init_carry(n) is its state for n environments, and
-    # act(policy, obs, key, deterministic, carry) -> (actions, carry). None: act returns actions.
-    # Either act takes `mask=` (valid actions [N, A]) where the env has an action mask.
-    init_carry: Callable[[int], Any] | None = None
 
 
 def acting(algo: Algorithm, policy: Any, deterministic: bool, num_envs: int) -> tuple[Any, Callable]:
@@ -126,16 +112,6 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
     return envs.override_params(base_params, run.env_params, "--env-params")
 
 
-def environment(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
-    """(env, default params) a run trains on: config.env or the user's own env object, with
-    --hide-obs applied (ValueError with one sentence for a bad index)."""
-    options = dict(zip(config.run.env_options[::2], config.run.env_options[1::2]))
-    env, params = envs.resolve(config.env, env, env_params, options)
-    if config.run.hide_obs:
-        env = envs.HiddenObs(env, config.run.hide_obs, params)
-    return env, params
-
-
 def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int) -> tuple[Callable, Callable]:
     """`init_one(key, hparams) -> SeedState` and `update_one(state, u) -> (state, metrics)` for one
     seed (one sweep row): the algorithm's update, the non-finite watch and the evaluation."""
@@ -173,14 +149,9 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
 def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout) -> tuple[Callable, Callable]:
     """`init_all(keys, hparams) -> states` and `updates(length)(states, first, n) -> (states,
     metrics)`: every seed's block vmapped on its device, the blocks shard_mapped over "seed"."""
-    # A device's block of seeds: vmapped, except one seed per device, where vmap's batching
-    # pass would only re-trace the whole program (0.7 -> 0.4 s of tracing for PPO).
-    if layout.seeds_per_shard > 1:
-        init_block, update_block = jax.vmap(init_one), jax.vmap(update_one, in_axes=(0, None))
-    else:
-        add, drop = partial(jax.tree.map, lambda x: x[None]), partial(jax.tree.map, lambda x: x[0])
-        init_block = lambda keys, hp: add(init_one(keys[0], drop(hp)))  # noqa: E731
-        update_block = lambda states, u: add(update_one(drop(states), u))  # noqa: E731
+    # A device's block of seeds, vmapped as `make_train` maps them (bit for bit the same run)
+    init_block = vmap_seeds(init_one, layout.seeds_per_shard)
+    update_block = vmap_seeds(update_one, layout.seeds_per_shard, in_axes=(0, None))
 
     # With data parallelism the map is manual over "seed" alone: "data" is XLA's to partition.
     # Without, both axes are manual: the partitioner has nothing to do, and compiling is about
@@ -221,8 +192,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     run = config.run
     num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
     layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
-    env, base_params = environment(config, env, env_params)
-    train_params = envs.override_params(base_params, run.env_params, "--env-params")
+    env, base_params, train_params = environment(config, env, env_params)
     algo = make_algorithm(config, env, train_params)
     num_updates = algo.num_updates
     # A sweep's values enter as arrays: the pieces are built inside the program from a view of
@@ -245,7 +215,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     def policy_of(states):
         return jax.vmap(algo.policy_params)(jax.tree.map(lambda x: x[:num_seeds], states.train))
 
-    jit = partial(jax.jit, compiler_options=devices.COMPILER_OPTIONS)
+    jit = partial(jax.jit, compiler_options=COMPILER_OPTIONS)
     replicated = NamedSharding(layout.mesh, P())
     # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
     # partitioner chose inside (environments over "data"): `advance` is lowered for that one

@@ -37,7 +37,7 @@ import jax
 import numpy as np
 import tyro
 
-from scanrl.common import recipes
+from scanrl.common import algorithm, recipes
 from scanrl.common.harness import checkpoint, console, devices, loop, programs, sweeps
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_algorithm, check_budget,
@@ -202,7 +202,7 @@ class Prepared:
         if self.source_key is None:
             return self.start.compile(), self.advance.compile(), programs.metric_names(self.advance)
         mesh_devices = list(self.program.layout.mesh.devices.flat)
-        key = programs.program_key(self.start, self.advance, mesh_devices, devices.COMPILER_OPTIONS)
+        key = programs.program_key(self.start, self.advance, mesh_devices, algorithm.COMPILER_OPTIONS)
         entry, self.cache = programs.load_program(key, mesh_devices, self.start, self.advance), "program"
         if entry is None:
             unsharded = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape)
@@ -299,7 +299,7 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     t0 = time.perf_counter()
     num_local = len(program.layout.mesh.local_devices)
     source = programs.source_key(config_dict(config), sweep.values if sweep else None, make_algorithm,
-                                 devices.COMPILER_OPTIONS, user_env=env is not None)
+                                 algorithm.COMPILER_OPTIONS, user_env=env is not None)
     cached = programs.load(source, list(program.layout.mesh.devices.flat)) if source else None
     if cached is not None:  # a repeated start: nothing to trace, lower or compile
         state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
