@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.harness import run
-from scanrl.common.harness.run import RunConfig
+from scanrl.common.runconfig import RunConfig, build_config
 from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
                                 sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
@@ -106,10 +105,10 @@ class Config:
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
-    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
+    num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
 
     def __post_init__(self):
-        run.check_values(
+        algorithm.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps",
                             "target_kl", "adam_eps", "min_std"),
             nonnegative=("kl_coef", "ent_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
@@ -122,7 +121,7 @@ class Config:
         if self.batch_size % self.num_minibatches:
             raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
                              f"{self.num_minibatches}; pick a divisor of {self.batch_size}.")
-        run.check_budget(self, self.batch_size, "rollout")
+        algorithm.check_budget(self, self.batch_size, "rollout")
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
@@ -141,7 +140,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
     has none for grpo yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **recipes.lookup("grpo", env, recipe)[1], **overrides, "env": env})
+    return build_config(Config, {**preset, **recipes.lookup("grpo", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -438,6 +437,8 @@ def make_train(config: Config, env=None, env_params=None):
 def main(argv: list[str] | None = None) -> dict:
     """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
     this file runs under its own name); returns summary.json's content."""
+    from scanrl.common.harness import run  # the command line's driver: loaded only to run
+
     return run.main(sys.modules[__name__], argv)
 
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.harness import run
-from scanrl.common.harness.run import RunConfig
+from scanrl.common.runconfig import RunConfig, build_config
 from scanrl.common.nets import squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn
 from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
                                 actor_critic_value as value)
@@ -104,10 +103,10 @@ class Config:
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_envs = property(lambda self: self.num_envs // self.num_minibatches)
-    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
+    num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
 
     def __post_init__(self):
-        run.check_values(
+        algorithm.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
                             "clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "min_std"),
             nonnegative=("actor_lag", "max_grad_norm", "ent_coef", "vf_coef"),
@@ -116,7 +115,7 @@ class Config:
         if self.num_envs % self.num_minibatches:
             raise ValueError(f"--num-envs {self.num_envs} is not divisible by --num-minibatches {self.num_minibatches}; "
                              "minibatches are whole trajectories, so pick a divisor of num_envs.")
-        run.check_budget(self, self.batch_size, "rollout")
+        algorithm.check_budget(self, self.batch_size, "rollout")
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (2e6 steps): 16 envs give twice the
@@ -136,7 +135,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
     has none for impala yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **recipes.lookup("impala", env, recipe)[1], **overrides, "env": env})
+    return build_config(Config, {**preset, **recipes.lookup("impala", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,6 +454,8 @@ def make_train(config: Config, env=None, env_params=None):
 def main(argv: list[str] | None = None) -> dict:
     """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
     this file runs under its own name); returns summary.json's content."""
+    from scanrl.common.harness import run  # the command line's driver: loaded only to run
+
     return run.main(sys.modules[__name__], argv)
 
 

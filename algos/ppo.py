@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.harness import run
-from scanrl.common.harness.run import RunConfig
+from scanrl.common.runconfig import RunConfig, build_config
 # the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
 from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
@@ -123,10 +122,10 @@ class Config:
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
-    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
+    num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
 
     def __post_init__(self):
-        run.check_values(
+        algorithm.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
                             "target_kl", "min_std", "reward_scale", "adam_eps"),
             nonnegative=("ent_coef", "vf_coef", "max_grad_norm", "unroll_length"), within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
@@ -141,7 +140,7 @@ class Config:
         if self.unroll_length and self.recompute_advantages:
             raise ValueError(f"--recompute-advantages has no effect with --unroll-length {self.unroll_length}, which "
                              "recomputes GAE in every minibatch; add --unroll-length 0 to recompute it every epoch instead.")
-        run.check_budget(self, self.batch_size, "rollout")
+        algorithm.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
             raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
 
@@ -163,7 +162,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     common/recipes.py has one (`recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters or run settings, flat) win."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **recipes.lookup("ppo", env, recipe)[1], **overrides, "env": env})
+    return build_config(Config, {**preset, **recipes.lookup("ppo", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,6 +415,8 @@ def make_train(config: Config, env=None, env_params=None):
 def main(argv: list[str] | None = None) -> dict:
     """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
     this file runs under its own name); returns summary.json's content."""
+    from scanrl.common.harness import run  # the command line's driver: loaded only to run
+
     return run.main(sys.modules[__name__], argv)
 
 

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.harness import run
-from scanrl.common.harness.run import RunConfig
+from scanrl.common.runconfig import RunConfig, build_config
 from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, head_distribution, mlp_apply,
                                 mlp_init, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
@@ -124,10 +123,10 @@ class Config:
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     sequence_length = property(lambda self: self.seq_len or self.num_steps)
     num_sequences = property(lambda self: self.batch_size // self.sequence_length)
-    num_updates = property(lambda self: run.updates_for(self, self.batch_size))
+    num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
 
     def __post_init__(self):
-        run.check_values(
+        algorithm.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",
                             "target_kl", "adam_eps", "min_std", "reward_scale"),
             nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm"),
@@ -138,7 +137,7 @@ class Config:
         if self.num_sequences % self.num_minibatches:
             raise ValueError(f"the rollout holds {self.num_sequences} sequences (num_envs * num_steps / seq_len), not "
                              f"divisible by --num-minibatches {self.num_minibatches}.")
-        run.check_budget(self, self.batch_size, "rollout")
+        algorithm.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
             raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
 
@@ -159,7 +158,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
     has none for ppo_rnn yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return run.build_config(Config, {**preset, **recipes.lookup("ppo_rnn", env, recipe)[1], **overrides, "env": env})
+    return build_config(Config, {**preset, **recipes.lookup("ppo_rnn", env, recipe)[1], **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,6 +489,8 @@ def make_train(config: Config, env=None, env_params=None):
 def main(argv: list[str] | None = None) -> dict:
     """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
     this file runs under its own name); returns summary.json's content."""
+    from scanrl.common.harness import run  # the command line's driver: loaded only to run
+
     return run.main(sys.modules[__name__], argv)
 
 

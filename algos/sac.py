@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.harness import run
-from scanrl.common.harness.run import RunConfig
+from scanrl.common.runconfig import RunConfig, build_config
 from scanrl.common.nets import mlp_apply, mlp_init
 
 import jax
@@ -97,7 +96,7 @@ class Config:
     """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
 
     steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
-    num_updates = property(lambda self: run.updates_for(self, self.steps_per_iteration))  # iterations
+    num_updates = property(lambda self: algorithm.updates_for(self, self.steps_per_iteration))  # iterations
 
     @property
     def buffer_rows(self) -> int:
@@ -105,14 +104,14 @@ class Config:
         return max(1, min(self.buffer_size, self.num_updates * self.steps_per_iteration) // self.num_envs)
 
     def __post_init__(self):
-        run.check_values(
+        algorithm.check_values(
             self, positive=("num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step", "learning_rate",
                             "alpha", "target_entropy_scale", "reward_scale"),
             nonnegative=("learning_starts", "max_grad_norm"), within={"gamma": "(0, 1]", "tau": "(0, 1]"},
         )
         if self.log_std_min >= self.log_std_max:
             raise ValueError(f"--log-std-min {self.log_std_min} must be smaller than --log-std-max {self.log_std_max}.")
-        run.check_budget(self, self.steps_per_iteration, "iteration")
+        algorithm.check_budget(self, self.steps_per_iteration, "iteration")
         if self.buffer_size < self.num_envs:
             raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
 
@@ -121,7 +120,7 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
     """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
     recipe for `env` where common/recipes.py has one (`recipe`: auto, published, cpu, none);
     `overrides` (hyperparameters or run settings, flat) win."""
-    return run.build_config(Config, {**recipes.lookup("sac", env, recipe)[1], **overrides, "env": env})
+    return build_config(Config, {**recipes.lookup("sac", env, recipe)[1], **overrides, "env": env})
 
 
 def replay_buffer_bytes(config: Config, obs_dim: int, action_dim: int) -> int:
@@ -493,6 +492,8 @@ def buffer_summary(program) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
     this file runs under its own name); returns summary.json's content."""
+    from scanrl.common.harness import run  # the command line's driver: loaded only to run
+
     return run.main(sys.modules[__name__], argv, extra_summary=buffer_summary)
 
 

@@ -1,4 +1,5 @@
-"""What every algorithm file's `make_train` needs besides its own math: the `Algorithm` it
+"""What every algorithm file needs besides its own math: the value checks its Config runs, and for
+`make_train`: the `Algorithm` it
 builds (its pieces for one seed), the env a Config trains on, the seeds' vmap, the device
 mesh and the compiler options. The command line's harness (common/harness/loop.py) builds
 its chunked, evaluated programs from the same pieces, so the two train bit for bit alike
@@ -7,6 +8,7 @@ its chunked, evaluated programs from the same pieces, so the two train bit for b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 from typing import Any, Callable, NamedTuple
@@ -15,6 +17,8 @@ import jax
 from jax.sharding import Mesh
 
 from scanrl.common import envs
+
+INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
 
 # XLA's CPU backend spends most of a train program's compile time in LLVM passes that buy
 # nothing measurable for these small, loop-heavy programs (benchmarks/RESULTS.md).
@@ -76,3 +80,61 @@ def seed_mesh(config: Any) -> Mesh:
                          "train one seed's environments over several devices from the command line.")
     count = math.gcd(run.num_seeds, run.num_devices or jax.device_count())
     return Mesh(jax.devices()[:count], ("seed",))
+
+
+# ---------------------------------------------------------------------------------------------
+# Value checks every Config runs in __post_init__: one sentence naming the flag
+# ---------------------------------------------------------------------------------------------
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple[str, ...] = (),
+                 within: dict[str, str] | None = None) -> None:
+    """Raise ValueError naming the flag and echoing the value for the first bad one.
+
+    Every float field must be finite; `positive` ints are at least 1, floats > 0;
+    `within` maps a field to an interval such as "(0, 1]"; None values are not checked.
+    """
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{flag(f.name)} must be a finite number, got {value}.")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise ValueError(f"{flag(f.name)} {k} must be a finite number, got {v}.")
+    for name in positive:
+        value = getattr(config, name)
+        if value is not None and not value > 0:
+            raise ValueError(f"{flag(name)} must be {'at least 1' if isinstance(value, int) else 'positive'}, got {value}.")
+    for name in nonnegative:
+        value = getattr(config, name)
+        if value is not None and value < 0:
+            raise ValueError(f"{flag(name)} must be 0 or positive, got {value}.")
+    for name, interval in (within or {}).items():
+        value, (low, high) = getattr(config, name), map(float, interval[1:-1].split(","))
+        if value is None:
+            continue
+        above = value >= low if interval[0] == "[" else value > low
+        below = value <= high if interval[-1] == "]" else value < high
+        if not (above and below):
+            raise ValueError(f"{flag(name)} must lie in {interval}, got {value}.")
+
+
+def check_budget(config: Any, per_update: int, unit: str) -> None:
+    """--total-timesteps: 0 (until a stop condition holds) or at least one update's steps."""
+    total = config.total_timesteps
+    if total < 0:
+        raise ValueError(f"--total-timesteps must be 0 or positive, got {total}.")
+    if total == 0 and not config.run.has_stop_condition:
+        raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
+                         "--stop-minutes or --stop-plateau too.")
+    if 0 < total < per_update:
+        raise ValueError(f"--total-timesteps {total} is smaller than one {unit} (num_envs * num_steps = {per_update}); "
+                         f"raise it or shrink the {unit}.")
+
+
+def updates_for(config: Any, per_update: int) -> int:
+    """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for --total-timesteps 0."""
+    return config.total_timesteps // per_update if config.total_timesteps else INDEFINITE_UPDATES

@@ -11,6 +11,7 @@ import pytest
 from conftest import HANG_GUARD, REPO, run_python, run_scripts
 
 from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.common.harness import run
 
 PPO = "algos/ppo.py"
 
@@ -394,7 +395,7 @@ def test_resuming_another_algorithms_folder_names_it(cli_error, tmp_path):
 
     run_dir = tmp_path / "ppo__CartPole-v1__20260101-000000"
     run_dir.mkdir()
-    (run_dir / "config.json").write_text(json.dumps({"algo": "ppo", **ppo.run.config_dict(ppo.default_config())}))
+    (run_dir / "config.json").write_text(json.dumps({"algo": "ppo", **run.config_dict(ppo.default_config())}))
     code, err = cli_error(impala.main, ["--resume", str(run_dir)])
     assert code == 2 and err == (f"error: --resume {run_dir} is a ppo run, not a impala one: continue it with "
                                  f"`python -m scanrl.algos.ppo --resume {run_dir}`."), err
@@ -402,7 +403,7 @@ def test_resuming_another_algorithms_folder_names_it(cli_error, tmp_path):
     assert code == 2 and "is the config of a ppo run, not a impala one: train it with `python -m scanrl.algos.ppo" in err
     old = tmp_path / "older"  # no "algo" in config.json: summary.json says it
     old.mkdir()
-    (old / "config.json").write_text(json.dumps(ppo.run.config_dict(ppo.default_config())))
+    (old / "config.json").write_text(json.dumps(run.config_dict(ppo.default_config())))
     (old / "summary.json").write_text(json.dumps({"algo": "ppo"}))
     code, err = cli_error(impala.main, ["--resume", str(old)])
     assert code == 2 and f"--resume {old} is a ppo run" in err

@@ -106,6 +106,17 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
         np.testing.assert_array_equal(np.asarray(m, np.float32), metrics[k], err_msg=f"{name}: metric {k}")
 
 
+def test_an_algorithm_file_imports_only_the_kit(python_process):
+    """Importing any algorithm file loads scanrl's kit (common/*.py) and no module of the
+    command line's harness (common/harness/): a copied file carries only the kit."""
+    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac; "
+                                 "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = eval(proc.stdout.strip().splitlines()[-1])
+    assert {"scanrl.common.envs", "scanrl.common.algorithm", "scanrl.common.runconfig"} <= set(loaded)
+    assert [m for m in loaded if m.startswith("scanrl.common.harness")] == []
+
+
 def has_host_callback(lowered) -> bool:
     text = lowered.as_text()
     return "callback" in text

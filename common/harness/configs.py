@@ -22,69 +22,18 @@ import re
 import sys
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 import tyro
 
-INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
-
-
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple[str, ...] = (),
-                 within: dict[str, str] | None = None) -> None:
-    """Raise ValueError naming the flag and echoing the value for the first bad one.
-
-    Every float field must be finite; `positive` ints are at least 1, floats > 0;
-    `within` maps a field to an interval such as "(0, 1]"; None values are not checked.
-    """
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{flag(f.name)} must be a finite number, got {value}.")
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise ValueError(f"{flag(f.name)} {k} must be a finite number, got {v}.")
-    for name in positive:
-        value = getattr(config, name)
-        if value is not None and not value > 0:
-            raise ValueError(f"{flag(name)} must be {'at least 1' if isinstance(value, int) else 'positive'}, got {value}.")
-    for name in nonnegative:
-        value = getattr(config, name)
-        if value is not None and value < 0:
-            raise ValueError(f"{flag(name)} must be 0 or positive, got {value}.")
-    for name, interval in (within or {}).items():
-        value, (low, high) = getattr(config, name), map(float, interval[1:-1].split(","))
-        if value is None:
-            continue
-        above = value >= low if interval[0] == "[" else value > low
-        below = value <= high if interval[-1] == "]" else value < high
-        if not (above and below):
-            raise ValueError(f"{flag(name)} must lie in {interval}, got {value}.")
-
-
-def check_budget(config: Any, per_update: int, unit: str) -> None:
-    """--total-timesteps: 0 (until a stop condition holds) or at least one update's steps."""
-    total = config.total_timesteps
-    if total < 0:
-        raise ValueError(f"--total-timesteps must be 0 or positive, got {total}.")
-    if total == 0 and not config.run.has_stop_condition:
-        raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
-                         "--stop-minutes or --stop-plateau too.")
-    if 0 < total < per_update:
-        raise ValueError(f"--total-timesteps {total} is smaller than one {unit} (num_envs * num_steps = {per_update}); "
-                         f"raise it or shrink the {unit}.")
-
-
-def updates_for(config: Any, per_update: int) -> int:
-    """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for --total-timesteps 0."""
-    return config.total_timesteps // per_update if config.total_timesteps else INDEFINITE_UPDATES
+from scanrl.common.algorithm import INDEFINITE_UPDATES, check_budget, check_values, flag, updates_for  # noqa: F401
+from scanrl.common.runconfig import (  # noqa: F401  (the run settings live in the kit: every Config holds one)
+    LAUNCH_FIELDS, NOT_IN_LABELS, NOT_IN_PROGRAM, OUTPUT_FIELDS, RESUMABLE, RUN_FIELDS, STOP_FIELDS, RunConfig,
+    build_config,
+)
 
 
 def _field_types(config_cls: type) -> dict[str, Any]:
@@ -443,127 +392,3 @@ def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoRetu
     except BrokenPipeError:  # `--help | head`: the reader left; no traceback for that
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(0)  # tyro exits after printing the help
-
-
-# ---------------------------------------------------------------------------------------------
-# The run settings every algorithm shares
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RunConfig:
-    """Run settings shared by every algorithm (flat flags)."""
-
-    seed: int = 0
-    """first seed; seed i of the run uses jax.random.key(seed + i)."""
-    num_seeds: int = 1
-    """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
-    env_params: dict[str, float] = field(default_factory=dict)
-    """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too unless
-    --eval-env-params is given)."""
-    env_options: tuple[str, ...] = ()
-    """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's physics: generalized,
-    positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
-    recipe: Literal["auto", "published", "cpu", "none"] = "auto"
-    """the suite's own published configuration for --env, where common/recipes.py has one (Brax,
-    MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of environments and steps / 32), auto (published
-    with a GPU or TPU, else cpu) or none (the algorithm's own defaults); flags win over it."""
-    hide_obs: tuple[int, ...] = ()
-    """drop these components of the (flattened) observation, for training and evaluation: partial
-    observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""
-    eval_every: int = 50
-    """evaluate the policy every this many updates, and after the last (0: never): its sampled
-    actions and its deterministic ones (the mode), both reported."""
-    eval_episodes: int = 10
-    """episodes per evaluation and policy (run in parallel)."""
-    eval_policy: Literal["sampled", "deterministic"] = "sampled"
-    """the evaluation --stop-return and --stop-plateau read, the progress shows first and a
-    sweep ranks by: sampled (the policy that trained; Brax's trainers' default) or deterministic
-    (its mode, or argmax; Stable-Baselines3's)."""
-    eval_env_params: dict[str, float] = field(default_factory=dict)
-    """evaluate on the default env with these parameters instead, e.g. --eval-env-params length 0.7."""
-    log_every: int = 10
-    """progress line, progress.jsonl record and wandb log every this many updates: the run
-    advances in chunks of this many updates (0: one chunk, no progress lines)."""
-    checkpoint_every: int = 100
-    """save the whole training state to RUN_DIR/checkpoints every this many updates (at the first
-    chunk boundary past each multiple; the last 3 are kept), and always at the end (0: only at the end)."""
-    resume: str = ""
-    """continue the run in this folder from its newest checkpoint with its saved config; flags that
-    would change its results are refused, --total-timesteps may be raised to extend it."""
-    config: str = ""
-    """read settings from this JSON or YAML file first (any subset of fields; a run folder's
-    config.json reproduces that run); flags given with it win."""
-    stop_return: float | None = None
-    """stop once the mean over seeds of the latest evaluation return (of --eval-policy; the
-    episode return with --eval-every 0) reaches this."""
-    stop_minutes: float | None = None
-    """stop after this many minutes of training (wall clock, this invocation)."""
-    stop_plateau: int | None = None
-    """stop when this many evaluations in a row bring no new best mean evaluation return (of --eval-policy)."""
-    num_devices: int = 0
-    """devices to use (0: all; on CPU one device per core)."""
-    data_parallel: int = 1
-    """devices that split each seed's environments, gradients and statistics averaged
-    (1: none, seeds fill the devices; 0: automatic, devices left over by too few seeds split
-    environments). On CPU splitting costs more than it saves (benchmarks/RESULTS.md)."""
-    distributed: bool = False
-    """multi-process run: jax.distributed.initialize() before anything else (also implied by
-    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
-    compile_cache: bool = True
-    """keep compiled programs in ~/.cache/scanrl/jax (or $JAX_COMPILATION_CACHE_DIR): a repeated run
-    starts without tracing or compiling (common/harness/programs.py)."""
-    wandb_mode: Literal["disabled", "offline", "online"] = "disabled"
-    """wandb logging: disabled (default, needs no account), offline (local files), online."""
-    wandb_project: str = "scanrl"
-    """wandb project name."""
-    out_dir: str = "runs"
-    """parent folder of the run folder."""
-    sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """sweep a hyperparameter, repeatable: FIELD=V1,V2,... (grid: the product of every --sweep) or
-    FIELD=log:LOW:HIGH / FIELD=uniform:LOW:HIGH (random search, --sweep-samples draws seeded by --seed);
-    configs x seeds train in one program (README, Sweeps)."""
-    sweep_samples: int = 8
-    """random-search draws for log:/uniform: sweeps."""
-    sweep_mode: Literal["program", "loop"] = "program"
-    """program: every config in one compiled program (float hyperparameters only); loop: one
-    program per config, one after another (for sizes and switches)."""
-
-    def __post_init__(self):
-        check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
-                     nonnegative=("eval_every", "log_every", "checkpoint_every", "num_devices", "data_parallel"))
-        if len(self.env_options) % 2:
-            raise ValueError(f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}.")
-        if self.stop_plateau is not None and not self.eval_every:
-            raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
-        if self.resume and self.config:
-            raise ValueError(f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}.")
-
-    @property
-    def eval_metric(self) -> str:
-        """The metric of the evaluation that --eval-policy names."""
-        return "eval_return_sampled" if self.eval_policy == "sampled" else "eval_return"
-
-    @property
-    def has_stop_condition(self) -> bool:
-        return any(v is not None for v in (self.stop_return, self.stop_minutes, self.stop_plateau))
-
-
-RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
-# What each run setting touches, declared here once; every consumer reads these sets.
-LAUNCH_FIELDS = frozenset({"config", "resume"})  # how a run was started, not what it is: not in config.json
-OUTPUT_FIELDS = frozenset({"out_dir", "wandb_mode", "wandb_project", "compile_cache", "checkpoint_every", "distributed"})
-STOP_FIELDS = frozenset({"stop_return", "stop_minutes", "stop_plateau", "eval_policy"})  # read between chunks
-# The compiled program is the same whatever these are (common/harness/programs.py's key leaves them out).
-NOT_IN_PROGRAM = LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS | {"seed"}
-# --resume may change these: they change nothing a run computes (total_timesteps may only grow).
-RESUMABLE = LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS | {"log_every", "total_timesteps"}
-# scanrl-plot's legends leave these out: where output goes and how often, not what was run.
-NOT_IN_LABELS = OUTPUT_FIELDS | {"log_every", "num_devices"}
-assert (LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS) <= RUN_FIELDS
-
-
-def build_config(config_cls: type, values: dict[str, Any]):
-    """A Config from flat values: names of RunConfig fields go to its `run` field, on top of
-    the Config's own default RunConfig; the rest are the algorithm's hyperparameters."""
-    run_default = config_cls.__dataclass_fields__["run"].default_factory()
-    run = dataclasses.replace(run_default, **{k: v for k, v in values.items() if k in RUN_FIELDS})
-    return config_cls(**{k: v for k, v in values.items() if k not in RUN_FIELDS}, run=run)
