@@ -70,7 +70,8 @@ def vmap_seeds(fn: Callable, num_seeds: int, in_axes: Any = 0) -> Callable:
 
 def seed_mesh(config: Any) -> Mesh:
     """The devices `make_train` spreads seeds over: as many of --num-devices (default: all) as
-    divide --num-seeds evenly, on one axis "seed"."""
+    divide --num-seeds evenly, on one axis "seed". Asking for more devices than JAX has is a
+    ValueError; where JAX started with fewer CPU devices than cores, a warning says so."""
     from scanrl.common.harness import devices  # here: a warning where JAX started with fewer devices than cores
 
     devices.use_cpu_cores()
@@ -78,8 +79,8 @@ def seed_mesh(config: Any) -> Mesh:
     if run.data_parallel > 1:
         raise ValueError(f"make_train shards seeds only, got --data-parallel {run.data_parallel}: "
                          "train one seed's environments over several devices from the command line.")
-    count = math.gcd(run.num_seeds, run.num_devices or jax.device_count())
-    return Mesh(jax.devices()[:count], ("seed",))
+    available = devices.select_devices(run.num_devices)  # more than JAX has: one sentence, as on the command line
+    return Mesh(available[:math.gcd(run.num_seeds, len(available))], ("seed",))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -112,17 +112,32 @@ print(callable(pong.plt.subplots), type(seaborn).__name__, hasattr(seaborn, "hea
 
 
 def test_default_config_then_make_train_keeps_one_cpu_device_per_core(python_process):
-    """The Python API's order (docs/api.md): `default_config` builds the env to choose a preset,
-    which starts JAX; it starts with one CPU device per core, as `make_train` would choose."""
+    """The Python API's order (docs/api.md): building a Config starts no JAX backend, on any
+    suite whose action type is known without building arrays (all but Jumanji), for every
+    algorithm; `make_train` then gets one CPU device per core, and asking it for more devices
+    than JAX has is one sentence naming the flag."""
     proc = python_process(["-c", """
 import jax
-from scanrl.algos import ppo
+from jax._src import xla_bridge
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common.harness import devices
+ids = ["CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "brax/ant", "playground/CheetahRun",
+       "craftax/Craftax-Classic-Symbolic-v1", "navix/Navix-DoorKey-5x5-v0", "xminigrid/MiniGrid-Empty-5x5"]
+configs = {(m.__name__, e): m.default_config(e) for m in (grpo, impala, ppo, ppo_rnn, sac) for e in ids}
+print(bool(xla_bridge._backends), configs["scanrl.algos.ppo", "Pendulum-v1"].gamma,
+      configs["scanrl.algos.ppo", "CartPole-v1"].gamma)
 config = ppo.default_config("CartPole-v1", num_seeds=2)
 print(jax.local_device_count() == devices.cpu_count(), ppo.make_train(config) is not None)
+try:
+    ppo.make_train(ppo.default_config("CartPole-v1", num_devices=devices.cpu_count() + 1))
+except ValueError as error:
+    print(error)
 """])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["True", "True"]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False 0.95 0.99"  # no backend, and Pendulum still got the continuous preset
+    assert lines[1] == "True True"
+    assert lines[2].startswith("--num-devices ") and "more devices than the" in lines[2], lines[2:]
     assert "use fewer cores" not in proc.stderr
 
 

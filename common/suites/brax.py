@@ -21,6 +21,8 @@ from typing import Any
 
 from scanrl.common.suites.base import RawStateEnv
 
+ACTIONS = "box"  # every env of the suite: envs.is_continuous answers without building one
+
 DEFAULT_BACKEND = "generalized"
 OPTIONS = {"backend": ("generalized", "positional", "spring", "mjx")}  # --env-options: name -> choices
 

@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from gymnax.environments import environment, spaces
 
+ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
+
 # The forms `make_craftax_env_from_name` builds without auto-reset.
 _NAMES = ["Craftax-Classic-Pixels-v1", "Craftax-Classic-Symbolic-v1", "Craftax-Pixels-v1", "Craftax-Symbolic-v1"]
 

@@ -23,6 +23,8 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
+
 
 def NAMES() -> list[str]:
     import navix

@@ -23,6 +23,8 @@ from typing import Any
 
 from scanrl.common.suites.base import RawStateEnv
 
+ACTIONS = "box"  # every env of the suite: envs.is_continuous answers without building one
+
 
 def registry():
     """`mujoco_playground.registry` (its import prints that the optional Warp is missing: muted)."""

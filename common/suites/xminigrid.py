@@ -22,6 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 from gymnax.environments import environment, spaces
 
+ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
+
 
 def NAMES() -> list[str]:
     import xminigrid
