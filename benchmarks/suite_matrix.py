@@ -55,7 +55,7 @@ def cell(algo: str, env: str, out_dir: Path) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
     more = str(6 * per_update)
     resumed = run([f"algos/{algo}.py", "--resume", str(run_dir), "--total-timesteps", more])
-    evaluated = run(["-m", "scanrl.common.harness.evaluate", str(run_dir), "--episodes", "2"])
+    evaluated = run(["-c", "from scanrl.algos import scanrl_eval; scanrl_eval()", str(run_dir), "--episodes", "2"])
     after = json.loads((run_dir / "summary.json").read_text())
     ok = not resumed.returncode and not evaluated.returncode and after["updates"] > summary["updates"]
     what = (f"trained {summary['updates']} updates (eval {summary['eval_return_mean']:.2f}), resumed to "

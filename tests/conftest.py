@@ -155,12 +155,13 @@ def check_run_tools(run_dir):
     is a picture of the run (not blank)."""
     from PIL import Image
 
+    from scanrl import algos
     from scanrl.common.harness import evaluate
 
     metrics = np.load(Path(run_dir) / "metrics.npz")
     last = metrics["eval_return"][:, -1]
     assert np.isfinite(last).all()  # every run evaluates after its last update
-    result = evaluate.main([str(run_dir), "--out", str(Path(run_dir) / "eval.json")])
+    result = evaluate.main([str(run_dir), "--out", str(Path(run_dir) / "eval.json")], algos)
     np.testing.assert_allclose([r["mean"] for r in result["per_seed"]], last, rtol=1e-6)
     with Image.open(Path(run_dir) / "curves.png") as image:
         assert image.format == "PNG" and image.size[0] >= 600 and image.size[1] >= 400

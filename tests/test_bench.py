@@ -15,6 +15,7 @@ import pytest
 from conftest import HANG_GUARD, REPO
 from test_lifecycle import assert_same_run, signal_after_checkpoint
 
+from scanrl import algos
 from scanrl.common.harness import bench, stats
 
 # Every chunk one update and a checkpoint every 2, so an interrupt finds the Catch cell mid-run.
@@ -50,7 +51,7 @@ def suite(tmp_path_factory):
     """The two-cell suite, run once: (suite file, its folder)."""
     folder = tmp_path_factory.mktemp("bench")
     path = write_suite(folder, SUITE)
-    bench.main([str(path), "--out-dir", str(folder / "out"), *REPS])
+    bench.main([str(path), "--out-dir", str(folder / "out"), *REPS], algos)
     return path, folder / "out"
 
 
@@ -77,7 +78,7 @@ def test_a_suite_writes_results_that_round_trip_and_a_report(suite):
         assert [v["step_count"] for v in steps] == [128 * u for u in evaluated[env]]
         assert steps[-1]["eval_return"] == runs["seed_0"]["absolute_metrics"]["eval_return"]
     # The file is what the finished runs give, written and read back unchanged.
-    assert results == stats.results_from_runs(bench.collect(bench.read_suite(path, str(out))))
+    assert results == stats.results_from_runs(bench.collect(bench.read_suite(path, str(out), algos)))
     scores, tasks = stats.score_dict(results)
     assert tasks == {"ppo": ["CartPole-v1", "Catch-bsuite"]} and scores["ppo"].shape == (2, 2)  # [runs, tasks]
 
@@ -109,7 +110,7 @@ def test_rescore_writes_the_report_again_from_its_two_files_with_the_reference_p
         shutil.copy(out / name, again / name)
     before = json.loads((out / "report.json").read_text())
     monkeypatch.delitem(stats.REFERENCE_POINTS, "CartPole-v1")
-    bench.main([str(path), "--out-dir", str(again), "--rescore", *REPS])
+    bench.main([str(path), "--out-dir", str(again), "--rescore", *REPS], algos)
     after = json.loads((again / "report.json").read_text())
     for old, new in zip(before["cells"], after["cells"], strict=True):
         assert {k: v for k, v in new.items() if k != "normalised_iqm"} == {
@@ -119,7 +120,7 @@ def test_rescore_writes_the_report_again_from_its_two_files_with_the_reference_p
     assert after["aggregate_envs"] == {"ppo": ["Catch-bsuite"]}
     assert "| ppo | CartPole-v1 | 2 | 1,024 |" in (again / "report.md").read_text()
     with pytest.raises(SystemExit) as exit_info:
-        bench.main([str(path), "--out-dir", str(tmp_path / "empty"), "--rescore"])
+        bench.main([str(path), "--out-dir", str(tmp_path / "empty"), "--rescore"], algos)
     assert exit_info.value.code == 2 and "--rescore reads " in capsys.readouterr().err
     assert not (tmp_path / "empty").exists()
 
@@ -135,7 +136,7 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
     shutil.rmtree(out / "runs" / "ppo__Catch-bsuite")
     finished = files_of(out / "runs" / "ppo__CartPole-v1")
 
-    proc = subprocess.Popen([sys.executable, "-m", "scanrl.common.harness.bench", str(path), "--out-dir", str(out),
+    proc = subprocess.Popen([scanrl_bench(), str(path), "--out-dir", str(out),
                              *REPS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = signal_after_checkpoint(proc, out / "runs" / "ppo__Catch-bsuite", signal.SIGINT)
     assert proc.returncode == 130, stderr[-3000:]
@@ -144,7 +145,7 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
     interrupted = run_dir(out, "ppo__Catch-bsuite")
     assert json.loads((interrupted / "summary.json").read_text())["stopped_by"] == "interrupt"
 
-    result = subprocess.run([sys.executable, "-m", "scanrl.common.harness.bench", str(path), "--out-dir", str(out),
+    result = subprocess.run([scanrl_bench(), str(path), "--out-dir", str(out),
                              *REPS], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in result.stdout
@@ -159,7 +160,7 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
 
 def test_a_cell_resumes_from_its_checkpoint_or_starts_again_without_one(tmp_path, monkeypatch):
     path = write_suite(tmp_path, SUITE)
-    suite = bench.read_suite(path, str(tmp_path / "out"))
+    suite = bench.read_suite(path, str(tmp_path / "out"), algos)
     started = suite.folder(suite.cells[0]) / "ppo__CartPole-v1__20260101-000000"  # stopped before a checkpoint
     (started / "checkpoints").mkdir(parents=True)
     (started / "config.json").write_text("{}")
@@ -198,7 +199,7 @@ def test_a_cell_resumes_from_its_checkpoint_or_starts_again_without_one(tmp_path
 def test_a_bad_suite_is_one_sentence_and_exit_2_before_anything_runs(tmp_path, capsys, text, message):
     path = write_suite(tmp_path, text)
     with pytest.raises(SystemExit) as exit_info:
-        bench.main([str(path), "--out-dir", str(tmp_path / "out")])
+        bench.main([str(path), "--out-dir", str(tmp_path / "out")], algos)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: {path}"), err
@@ -206,9 +207,15 @@ def test_a_bad_suite_is_one_sentence_and_exit_2_before_anything_runs(tmp_path, c
     assert not (tmp_path / "out").exists()
 
 
-def test_scanrl_bench_is_installed_as_a_console_script():
+def scanrl_bench() -> str:
+    """The installed console script: beside the interpreter (a venv used without activating
+    it), else on PATH."""
     script = Path(sys.executable).parent / "scanrl-bench"
     path = str(script) if script.is_file() else shutil.which("scanrl-bench")
     assert path, f"scanrl-bench is not installed beside {sys.executable} (pip install -e .)"
-    result = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=HANG_GUARD)
+    return path
+
+
+def test_scanrl_bench_is_installed_as_a_console_script():
+    result = subprocess.run([scanrl_bench(), "--help"], capture_output=True, text=True, timeout=HANG_GUARD)
     assert result.returncode == 0 and "usage: scanrl-bench" in result.stdout and "--dry-run" in result.stdout

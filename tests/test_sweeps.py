@@ -198,9 +198,10 @@ def test_an_interrupted_sweep_resumes_to_the_uninterrupted_result(sweep_dir, tmp
 
 @pytest.mark.slow
 def test_the_run_tools_point_a_sweep_folder_elsewhere(sweep_dir, capsys):
+    from scanrl import algos
     from scanrl.common.harness import evaluate, plots
 
-    for main, message in [(evaluate.main, "is a sweep of several configs; train one of them"),
+    for main, message in [(lambda argv: evaluate.main(argv, algos), "is a sweep of several configs; train one of them"),
                           (plots.main, "is a sweep of several configs: its sweep.png compares them.")]:
         with pytest.raises(SystemExit) as exit_info:
             main([str(sweep_dir)])

@@ -97,13 +97,13 @@ def test_the_band_is_a_95_percent_bootstrap_interval_of_the_mean():
 @pytest.mark.slow
 def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
     """Both policies: the table (deterministic; --sample: sampled) per seed, and both means."""
-    result = evaluate.main([run_dir, "--checkpoint", "2", "--out", f"{run_dir}/eval2.json"])
+    result = evaluate.main([run_dir, "--checkpoint", "2", "--out", f"{run_dir}/eval2.json"], algos)
     assert result["update"] == 2 and result["policy"] == "checkpoints/update_2.npz"
     metrics = np.load(f"{run_dir}/metrics.npz")
     np.testing.assert_allclose([r["mean"] for r in result["per_seed"]], metrics["eval_return"][:, 1], rtol=1e-6)
     np.testing.assert_allclose(result["mean_return_deterministic"], metrics["eval_return"][:, 1].mean(), rtol=1e-6)
     np.testing.assert_allclose(result["mean_return_sampled"], metrics["eval_return_sampled"][:, 1].mean(), rtol=1e-6)
-    sampled = evaluate.main([run_dir, "--checkpoint", "2", "--sample", "--out", f"{run_dir}/eval3.json"])
+    sampled = evaluate.main([run_dir, "--checkpoint", "2", "--sample", "--out", f"{run_dir}/eval3.json"], algos)
     np.testing.assert_allclose([r["mean"] for r in sampled["per_seed"]], metrics["eval_return_sampled"][:, 1],
                                rtol=1e-6)
     assert sampled["mean_return_deterministic"] == result["mean_return_deterministic"]
@@ -111,9 +111,9 @@ def test_eval_from_a_checkpoint_reproduces_that_evaluation(run_dir):
 
 @pytest.mark.slow
 def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
-    base = evaluate.main([run_dir, "--out", f"{run_dir}/e0.json"])
-    longer = evaluate.main([run_dir, "--env-params", "length", "2.0", "--out", f"{run_dir}/e1.json"])
-    other = evaluate.main([run_dir, "--key", "7", "--episodes", "3", "--sample", "--out", f"{run_dir}/e2.json"])
+    base = evaluate.main([run_dir, "--out", f"{run_dir}/e0.json"], algos)
+    longer = evaluate.main([run_dir, "--env-params", "length", "2.0", "--out", f"{run_dir}/e1.json"], algos)
+    other = evaluate.main([run_dir, "--key", "7", "--episodes", "3", "--sample", "--out", f"{run_dir}/e2.json"], algos)
     assert longer["env_params"] == {"length": 2.0}
     assert [r["returns"] for r in longer["per_seed"]] != [r["returns"] for r in base["per_seed"]]
     assert all(len(r["returns"]) == 3 for r in other["per_seed"]) and not other["deterministic"]
@@ -129,9 +129,9 @@ def test_gif_draws_each_state_of_the_episode_under_its_own_caption(run_dir, tmp_
     those t steps. L is the evaluation program's own count for the same episode; each frame is
     the one drawn here from that state with that caption (the last a terminal state)."""
     gif = tmp_path / "episode.gif"
-    evaluate.main([run_dir, "--gif", str(gif), "--seed-index", "1", "--out", str(tmp_path / "e.json")])
+    evaluate.main([run_dir, "--gif", str(gif), "--seed-index", "1", "--out", str(tmp_path / "e.json")], algos)
     # The same episode, counted by the evaluation program: seed 1's key, one environment.
-    module, config = evaluate.load_config(run_dir)
+    module, config = evaluate.load_config(run_dir, algos)
     env, params = envs.make("CartPole-v1")
     algo = module.make_algorithm(config, env, params)
     policy, update = evaluate.load_policy(run_dir, algo, 2)
@@ -212,14 +212,15 @@ def test_tools_command_lines_and_their_errors(run_dir, tmp_path, capsys):
     for tool, proc in helps.items():
         stdout, stderr = proc.communicate(timeout=HANG_GUARD)
         assert proc.returncode == 0 and "usage" in stdout.lower(), (tool, stderr[-2000:])
+    evaluate_main = lambda argv: evaluate.main(argv, algos)  # noqa: E731  (as scanrl-eval calls it)
     for main, args, message in [
         (plots.main, [str(tmp_path)], f"{tmp_path} is not a finished run folder (it has no config.json"),
         (plots.main, [run_dir, "--metric", "nope"], "--metric nope: "),
-        (evaluate.main, [str(tmp_path)], f"{tmp_path} is not a run folder (it has no config.json)."),
-        (evaluate.main, [run_dir, "--checkpoint", "3"], "--checkpoint 3: "),
-        (evaluate.main, [run_dir, "--episodes", "0"], "--episodes must be at least 1, got 0."),
-        (evaluate.main, [run_dir, "--env-params", "lenth", "2"], "Unknown environment parameter(s) lenth"),
-        (evaluate.main, [run_dir, "--env-params", "length"], "--env-params takes KEY VALUE pairs, got length."),
+        (evaluate_main, [str(tmp_path)], f"{tmp_path} is not a run folder (it has no config.json)."),
+        (evaluate_main, [run_dir, "--checkpoint", "3"], "--checkpoint 3: "),
+        (evaluate_main, [run_dir, "--episodes", "0"], "--episodes must be at least 1, got 0."),
+        (evaluate_main, [run_dir, "--env-params", "lenth", "2"], "Unknown environment parameter(s) lenth"),
+        (evaluate_main, [run_dir, "--env-params", "length"], "--env-params takes KEY VALUE pairs, got length."),
     ]:
         with pytest.raises(SystemExit) as exit_info:
             main(args)
@@ -236,7 +237,7 @@ def test_a_renderer_that_fails_here_is_one_sentence_and_the_evaluation_stands(ru
 
     monkeypatch.setattr(render, "frame", no_display)
     gif, out = tmp_path / "episode.gif", tmp_path / "e.json"
-    result = evaluate.main([run_dir, "--gif", str(gif), "--out", str(out)])
+    result = evaluate.main([run_dir, "--gif", str(gif), "--out", str(out)], algos)
     printed = capsys.readouterr().out
     assert "--gif: CartPole-v1 cannot be drawn on this machine (RuntimeError: Failed to initialize OpenGL); " \
            "no GIF written, the numbers above stand." in printed, printed

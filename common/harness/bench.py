@@ -96,6 +96,11 @@ class Suite:
     metric: str
     cells: list[Cell]
     points: dict[str, stats.ReferencePoint]  # the built-in reference points and the suite's own
+    algorithms: Any  # the registry the cells name algorithms from: names() and get(name) -> module
+
+    def module(self, cell: Cell) -> str:
+        """The module a cell's process runs (`python -m MODULE`)."""
+        return self.algorithms.get(cell.algo).__name__
 
     def folder(self, cell: Cell) -> Path:
         """Where the cell's run folder goes (its --out-dir)."""
@@ -175,11 +180,10 @@ def _points(value: Any, where: str) -> dict[str, stats.ReferencePoint]:
     return out
 
 
-def read_suite(path: str | Path, out_dir: str | None = None) -> Suite:
-    """The suite file's cells. ValueError with one sentence naming the key for anything wrong
-    in the file itself (the algorithms' own checks come in `check_cells`)."""
-    from scanrl import algos
-
+def read_suite(path: str | Path, out_dir: str | None, algorithms: Any) -> Suite:
+    """The suite file's cells, naming algorithms of the registry `algorithms` (scanrl.algos:
+    names() and get(name)). ValueError with one sentence naming the key for anything wrong in
+    the file itself (the algorithms' own checks come in `check_cells`)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such suite file.")
@@ -219,8 +223,9 @@ def read_suite(path: str | Path, out_dir: str | None = None) -> Suite:
                 raise ValueError(f"{where} has no `{key}:`.")
         names = _names(group["algos"], f"{where}.algos")
         for name in names:
-            if name not in algos.names():
-                raise ValueError(f"{where}.algos: unknown algorithm {name!r}; scanrl has {', '.join(algos.names())}.")
+            if name not in algorithms.names():
+                raise ValueError(f"{where}.algos: unknown algorithm {name!r}; scanrl has "
+                                 f"{', '.join(algorithms.names())}.")
         envs = _names(group["envs"], f"{where}.envs")
         budget = _whole(group["total_timesteps"], f"{where}.total_timesteps") if "total_timesteps" in group else None
         group_seeds = _whole(group["seeds"], f"{where}.seeds") if "seeds" in group else seeds
@@ -234,7 +239,7 @@ def read_suite(path: str | Path, out_dir: str | None = None) -> Suite:
                 seen[cell.name] = cell.where
                 cells.append(cell)
     points = {**stats.REFERENCE_POINTS, **_points(data.get("reference_points"), f"{path}: reference_points")}
-    return Suite(path=path, out_dir=Path(folder), metric=metric, cells=cells, points=points)
+    return Suite(path=path, out_dir=Path(folder), metric=metric, cells=cells, points=points, algorithms=algorithms)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,11 +280,10 @@ def _parse(module: Any, argv: list[str]) -> Any:
 def check_cells(suite: Suite) -> None:
     """Every cell's command line as its algorithm parses it, its programs built (not compiled)
     and its folder's state; fail() with one sentence naming the cell for the first problem."""
-    from scanrl import algos
     from scanrl.common.harness import loop
 
     for cell in suite.cells:
-        module, folder = algos.get(cell.algo), suite.folder(cell)
+        module, folder = suite.algorithms.get(cell.algo), suite.folder(cell)
         argv = cell.argv(folder)
         try:
             existing = run_folders(folder)
@@ -317,12 +321,12 @@ def _check_unchanged(run_dir: Path, config: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 # Running the cells
 # ---------------------------------------------------------------------------------------------
-def run_cell(cell: Cell, argv: list[str]) -> int:
+def run_cell(module: str, argv: list[str]) -> int:
     """Run one cell as its own process; returns its exit code. The process has its own session,
     so a Ctrl-C at the terminal reaches this process only, which passes it (and SIGTERM) on:
     the first makes the run checkpoint and stop, a second stops it at once, as for a run started
     by hand."""
-    proc = subprocess.Popen([sys.executable, "-m", f"scanrl.algos.{cell.algo}", *argv], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", module, *argv], start_new_session=True)
     received = []
 
     def forward(sig, frame):
@@ -359,7 +363,7 @@ def run_suite(suite: Suite) -> int:
                 shutil.rmtree(existing[0])
             print(f"{head}: {cell.seeds} seeds" + (f", {cell.total_timesteps:,} env steps per seed"
                                                     if cell.total_timesteps else ""), flush=True)
-        code = run_cell(cell, argv)
+        code = run_cell(suite.module(cell), argv)
         if code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
             print(f"Suite interrupted in cell {i + 1}/{len(suite.cells)} ({cell}): continue with "
                   f"`scanrl-bench {suite.path}`.", flush=True)
@@ -560,8 +564,9 @@ def markdown(suite: Suite, content: dict, pictures: list[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> None:
-    """`scanrl-bench SUITE.yaml [--out-dir DIR] [--dry-run] [--report-only] [--reps N]`."""
+def main(argv: list[str] | None, algorithms: Any) -> None:
+    """`scanrl-bench SUITE.yaml [--out-dir DIR] [--dry-run] [--report-only] [--reps N]`, with
+    the algorithms of the registry `algorithms` (the console script passes scanrl.algos)."""
     parser = configs.ToolParser(prog="scanrl-bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("suite", metavar="SUITE.yaml", help="the suite file (docs/statistics.md)")
     parser.add_argument("--out-dir", help="the suite's folder (default: the file's out_dir)")
@@ -578,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.reps < 1:
         fail(f"--reps takes a number of resamples >= 1, got {args.reps}.")
     try:
-        suite = read_suite(args.suite, args.out_dir)
+        suite = read_suite(args.suite, args.out_dir, algorithms)
     except ValueError as e:
         fail(str(e))
     try:
@@ -596,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
                 existing = run_folders(suite.folder(cell))
                 state = ("finished" if finished(existing[0]) else "resume" if _checkpoints(existing[0]) else
                          "restart") if existing else "start"
-                print(f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}): python -m scanrl.algos.{cell.algo} "
+                print(f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}): python -m {suite.module(cell)} "
                       + " ".join(cell.argv(suite.folder(cell))))
             return
         suite.out_dir.mkdir(parents=True, exist_ok=True)
@@ -612,6 +617,3 @@ def main(argv: list[str] | None = None) -> None:
     if code:
         raise SystemExit(code)
 
-
-if __name__ == "__main__":
-    main()

@@ -44,15 +44,13 @@ def run_algorithm(run_dir: str | Path) -> str:
     return configs.run_algorithm(run_dir) or run_dir.name.split("__")[0]
 
 
-def load_algorithm(run_dir: str | Path) -> Any:
+def load_algorithm(run_dir: str | Path, algorithms: Any) -> Any:
     """The algorithm module that trained a run folder: the file config.json records for a copy
-    of an algorithm file (RunFolderError, one sentence, where that file is gone), else scanrl's
-    algorithm of that name."""
+    of an algorithm file (RunFolderError, one sentence, where that file is gone), else the
+    algorithm of that name in the registry `algorithms` (scanrl.algos: get(name) -> module)."""
     path = configs.algorithm_file(run_dir)
     if path is None:
-        from scanrl import algos
-
-        return algos.get(run_algorithm(run_dir))
+        return algorithms.get(run_algorithm(run_dir))
     if not Path(path).is_file():
         raise configs.RunFolderError(f"{run_dir} was trained by {path}, which is gone; put that file back to use "
                                      f"this run.")
@@ -67,9 +65,10 @@ def load_algorithm(run_dir: str | Path) -> Any:
     return sys.modules[name]
 
 
-def load_config(run_dir: str | Path) -> tuple[Any, Any]:
-    """(algorithm module, its Config) of a run folder, as the run was configured."""
-    module = load_algorithm(run_dir)
+def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
+    """(algorithm module, its Config) of a run folder, as the run was configured (`algorithms`:
+    as in load_algorithm)."""
+    module = load_algorithm(run_dir, algorithms)
     saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
     if saved.get("sweep"):
         raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
@@ -241,12 +240,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """`scanrl-eval`: returns what it writes to eval.json."""
+def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
+    """`scanrl-eval`: returns what it writes to eval.json. `algorithms`: the registry of the
+    runs that no copied file trained (the console script passes scanrl.algos)."""
 
     args = _arguments(argv)
     try:
-        module, config = load_config(args.run_dir)
+        module, config = load_config(args.run_dir, algorithms)
         run = config.run
         devices.enable_compile_cache(run.compile_cache)  # as the run does: a second look compiles nothing
         if not 0 <= args.seed_index < run.num_seeds:
@@ -329,12 +329,3 @@ def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: An
     print(f"  wrote {args.gif}: {len(frames)} frames (the start, then the state after each of {len(frames) - 1} "
           f"steps), return {returns[-1]:.1f} ({time.perf_counter() - start:.1f} s)")
     return str(args.gif)
-
-
-def cli() -> None:
-    """The `scanrl-eval` console script (main's return value would be printed as an exit status)."""
-    main()
-
-
-if __name__ == "__main__":
-    cli()
