@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 from jax.sharding import Mesh
 
-from scanrl.common import envs
+from scanrl.common import cores, envs
 
 INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
 
@@ -72,14 +72,12 @@ def seed_mesh(config: Any) -> Mesh:
     """The devices `make_train` spreads seeds over: as many of --num-devices (default: all) as
     divide --num-seeds evenly, on one axis "seed". Asking for more devices than JAX has is a
     ValueError; where JAX started with fewer CPU devices than cores, a warning says so."""
-    from scanrl.common.harness import devices  # here: a warning where JAX started with fewer devices than cores
-
-    devices.use_cpu_cores()
+    cores.use_cpu_cores()
     run = config.run
     if run.data_parallel > 1:
         raise ValueError(f"make_train shards seeds only, got --data-parallel {run.data_parallel}: "
                          "train one seed's environments over several devices from the command line.")
-    available = devices.select_devices(run.num_devices)  # more than JAX has: one sentence, as on the command line
+    available = cores.select_devices(run.num_devices)  # more than JAX has: one sentence, as on the command line
     return Mesh(available[:math.gcd(run.num_seeds, len(available))], ("seed",))
 
 

@@ -11,7 +11,7 @@
   observation normalisation and for reward scaling by the std of the discounted return.
 
 gymnax is imported when first needed (`gymnax()`): its import runs JAX computations, which
-would fix JAX's device count before `devices.use_cpu_cores()` could set it.
+would fix JAX's device count before `cores.use_cpu_cores()` could set it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
+
+from scanrl.common import cores
 
 START_TAG = 0x57A27  # folded into an update's key to draw new cached starts (VecEnv.refresh_starts)
 DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/harness/devices.py)
@@ -111,10 +113,8 @@ def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
     it (`--env-options`), for suites whose adapter takes any (ValueError otherwise).
 
     Building an env starts JAX, so first JAX gets one CPU device per core, as `make_train`
-    would give it (`devices.use_cpu_cores`): `default_config` then `make_train` keeps them."""
-    from scanrl.common.harness import devices  # here, not at import: a copied algorithm file loads only the kit
-
-    devices.use_cpu_cores(warn=False)
+    would give it (`cores.use_cpu_cores`): `default_config` then `make_train` keeps them."""
+    cores.use_cpu_cores(warn=False)
     check_env_id(env_id)
     suite, name = suite_of(env_id)
     if options:

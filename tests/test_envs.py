@@ -154,5 +154,5 @@ print(jax.local_device_count(), devices.cpu_count())
     assert proc.returncode == 0, proc.stderr[-2000:]
     count, cores = map(int, proc.stdout.split())
     assert count == 1
-    warning = "call scanrl.common.harness.devices.use_cpu_cores() before computing anything"
+    warning = "call scanrl.common.cores.use_cpu_cores() before computing anything"
     assert (warning in proc.stderr) == (cores > 1), proc.stderr[-2000:]

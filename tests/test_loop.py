@@ -118,6 +118,22 @@ def test_an_algorithm_file_imports_only_the_kit(python_process):
     assert [m for m in loaded if m.startswith("scanrl.common.harness")] == []
 
 
+@pytest.mark.slow
+def test_make_train_builds_and_runs_without_the_harness(python_process):
+    """The Python API's whole path, a Config, `make_train` and its run, loads no harness module
+    either: a copied file's own training needs only the kit."""
+    proc = python_process(["-c", """
+import sys
+import jax
+from scanrl.algos import ppo
+config = ppo.default_config("CartPole-v1", num_seeds=2, total_timesteps=512, num_envs=4, num_steps=16)
+out = ppo.make_train(config)(jax.random.split(jax.random.key(0), 2))
+print(jax.tree.leaves(out["metrics"])[0].shape, sorted(m for m in sys.modules if m.startswith('scanrl.common.harness')))
+"""])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "(2, 8) []"  # 2 seeds x 512 / (4 x 16) updates; no harness module
+
+
 def has_host_callback(lowered) -> bool:
     text = lowered.as_text()
     return "callback" in text

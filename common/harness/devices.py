@@ -1,13 +1,8 @@
 """Seeds across devices: one compiled program trains every seed on every device.
 
-`use_cpu_cores()` gives JAX one CPU device per core: on a CPU-only machine that is the
-fast path, because XLA runs one device's program on one core. It must run before JAX
-computes anything. The command line and `loop.build` (hence every `make_train`) call it;
-a library user who computes with JAX first calls it at the top of the script, and gets a
-warning when JAX has already started with fewer devices. Importing scanrl changes no JAX
-setting. Set `XLA_FLAGS=--xla_force_host_platform_device_count=N` or
-`JAX_NUM_CPU_DEVICES=N` yourself to choose another count; `--num-devices N` restricts a
-run to the first N devices.
+One CPU device per core (`use_cpu_cores`, `cpu_count`, `select_devices`) is the kit's
+(common/cores.py), re-exported here; the command line and `loop.build` call it before JAX
+computes anything.
 
 `plan_layout` picks a mesh with axes ("seed", "data"): seeds are vmapped within a device
 and sharded over the "seed" axis; the "data" axis splits each seed's environments
@@ -29,40 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-
-def _backend_initialised() -> bool:
-    from jax._src import xla_bridge
-
-    return bool(xla_bridge._backends)
-
-
-def cpu_count() -> int:
-    """Cores this process may use (respects CPU affinity, e.g. under taskset or SLURM)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
-
-
-def use_cpu_cores(warn: bool = True) -> None:
-    """Give JAX one CPU device per core (the CPU fast path), unless the count was chosen with
-    XLA_FLAGS or JAX_NUM_CPU_DEVICES. Call it before JAX computes anything; if JAX has
-    already started on the CPU with fewer devices than cores, nothing changes and (with
-    `warn`) a warning says so."""
-    from jax._src import distributed
-
-    user_chose = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "") or (
-        "JAX_NUM_CPU_DEVICES" in os.environ
-    )
-    if user_chose or distributed.global_state.client is not None:  # multi-process: initialize_distributed chose
-        return
-    if not _backend_initialised():
-        jax.config.update("jax_num_cpu_devices", cpu_count())
-    elif warn and jax.default_backend() == "cpu" and jax.local_device_count() < cpu_count():
-        warnings.warn(
-            f"JAX had already started with {jax.local_device_count()} CPU device(s) for {cpu_count()} cores, "
-            "so runs use fewer cores; call scanrl.common.harness.devices.use_cpu_cores() before computing anything "
-            "with JAX.", stacklevel=2)
+from scanrl.common.cores import _backend_initialised, cpu_count, select_devices, use_cpu_cores  # noqa: F401  (the kit's; re-exported)
 
 
 def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> str | None:
@@ -121,21 +83,6 @@ def initialize_distributed() -> None:
     if "JAX_PROCESS_ID" in os.environ:
         kwargs["process_id"] = int(os.environ["JAX_PROCESS_ID"])
     jax.distributed.initialize(**kwargs)
-
-
-def select_devices(num_devices: int = 0) -> list:
-    """The devices a run uses: all of them (0) or the first `num_devices`."""
-    available = jax.devices()
-    if jax.process_count() > 1 and num_devices not in (0, len(available)):
-        raise ValueError(f"--num-devices must be 0 (all {len(available)} devices) in a multi-process run.")
-    if num_devices < 0:
-        raise ValueError(f"--num-devices must be 0 (all) or positive, got {num_devices}.")
-    if num_devices > len(available):
-        raise ValueError(
-            f"--num-devices {num_devices} asks for more devices than the {len(available)} available; "
-            "on CPU set XLA_FLAGS=--xla_force_host_platform_device_count=N to simulate more."
-        )
-    return available[: num_devices or len(available)]
 
 
 def divisors(n: int) -> list[int]:
