@@ -44,7 +44,7 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config: hyperparameters (run settings: common/harness/run.py's RunConfig, the same flat flags)
+# Config: hyperparameters (run settings: common/runconfig.py's RunConfig, the same flat flags)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Config:
@@ -118,7 +118,7 @@ class Config:
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
     run: RunConfig = field(default_factory=RunConfig)
-    """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
+    """run settings (seeds, devices, evaluation, logging, output): common/runconfig.py, flat flags."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     sequence_length = property(lambda self: self.seq_len or self.num_steps)

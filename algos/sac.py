@@ -39,7 +39,7 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config: hyperparameters (run settings: common/harness/run.py's RunConfig, the same flat flags)
+# Config: hyperparameters (run settings: common/runconfig.py's RunConfig, the same flat flags)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Config:
@@ -93,7 +93,7 @@ class Config:
     activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
     """hidden-layer activation."""
     run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
-    """run settings (seeds, devices, evaluation, logging, output): common/harness/run.py, flat flags."""
+    """run settings (seeds, devices, evaluation, logging, output): common/runconfig.py, flat flags."""
 
     steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
     num_updates = property(lambda self: algorithm.updates_for(self, self.steps_per_iteration))  # iterations
