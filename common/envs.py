@@ -131,19 +131,20 @@ def is_continuous(env_id: str) -> bool:
     (reported later, with the reason).
 
     Answered without starting JAX where it can be, so that building a Config leaves the device
-    count to `make_train`: a suite whose adapter declares its ACTIONS says so, and gymnax and
-    MinAtar envs are built abstractly (`jax.make_jaxpr` traces without a backend). The rest
-    (Jumanji, whose specs are arrays) are built, which starts JAX with one CPU device per core."""
+    count to `make_train`: a suite whose adapter declares its ACTIONS says so, and gymnax's
+    plain-Python envs are built abstractly (`jax.make_jaxpr` traces without a backend). The rest
+    (Jumanji, whose specs are arrays and whose construction keeps jitted functions, which must
+    not be made inside a trace) are built, which starts JAX with one CPU device per core."""
     try:
         suite, _ = suite_of(env_id)
-        declared = None if suite == "gymnax" else getattr(_adapter(env_id), "ACTIONS", None)
-        if declared is not None:
-            return declared == "box"
+        if suite != "gymnax":
+            declared = getattr(_adapter(env_id), "ACTIONS", None)
+            return declared == "box" if declared is not None else not is_discrete(*make(env_id))
         answer = []
         try:  # a trace builds the env's arrays as abstract values: no backend, no devices fixed
             jax.make_jaxpr(lambda: answer.append(not is_discrete(*make(env_id))) or ())()
             return answer[0]
-        except Exception:  # the env's construction reads an array's value: build it for real
+        except jax.errors.JAXTypeError:  # the env's construction reads an array's value: build it for real
             return not is_discrete(*make(env_id))
     except ValueError:
         return False

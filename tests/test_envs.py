@@ -156,3 +156,15 @@ print(jax.local_device_count(), devices.cpu_count())
     assert count == 1
     warning = "call scanrl.common.cores.use_cpu_cores() before computing anything"
     assert (warning in proc.stderr) == (cores > 1), proc.stderr[-2000:]
+
+
+def test_is_continuous_answers_as_the_built_env_does_for_every_gymnax_env():
+    """`envs.is_continuous` builds gymnax envs inside a trace (no JAX backend); its answer is the
+    built env's action space for every registered env (MNISTBandit needs a download: left out)."""
+    import gymnax
+
+    ids = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
+    assert len(ids) > 20
+    answers = {e: envs.is_continuous(e) for e in ids}
+    assert answers == {e: not envs.is_discrete(*envs.make(e)) for e in ids}
+    assert answers["Pendulum-v1"] and answers["MountainCarContinuous-v0"] and not answers["CartPole-v1"]
