@@ -136,6 +136,7 @@ def is_continuous(env_id: str) -> bool:
     (Jumanji, whose specs are arrays and whose construction keeps jitted functions, which must
     not be made inside a trace) are built, which starts JAX with one CPU device per core."""
     try:
+        check_env_id(env_id)  # a malformed id is refused later, before its suite is imported
         suite, _ = suite_of(env_id)
         if suite != "gymnax":
             declared = getattr(_adapter(env_id), "ACTIONS", None)
