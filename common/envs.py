@@ -136,8 +136,9 @@ def is_continuous(env_id: str) -> bool:
     (Jumanji, whose specs are arrays and whose construction keeps jitted functions, which must
     not be made inside a trace) are built, which starts JAX with one CPU device per core."""
     try:
-        check_env_id(env_id)  # a malformed id is refused later, before its suite is imported
-        suite, _ = suite_of(env_id)
+        suite, name = suite_of(env_id)
+        if not name.strip():  # no name: refused later (check_env_id), before its suite is imported
+            return False
         if suite != "gymnax":
             declared = getattr(_adapter(env_id), "ACTIONS", None)
             return declared == "box" if declared is not None else not is_discrete(*make(env_id))
