@@ -9,7 +9,9 @@ both sides samples actions (Brax's `deterministic_eval=False`) over the recipe's
 episodes, one episode per environment. scanrl trains all seeds in one program (`--num-seeds`);
 Brax's trainer trains one seed per call, so each of its seeds runs in a fresh process, with
 a persistent compile cache that its first seed fills and the others load; scanrl runs
-without one. The wall times include compiling.
+without one. On a GPU, `--brax-parallel` starts Brax's seed processes at once instead, sharing
+the GPU, and its wall is from the first `train` call's start to the last one's end. The wall
+times include compiling.
 
 brax 0.14.2's trainer calls `jax.device_put_replicated`, which jax 0.10 removed: the Brax
 process defines it for its one device (a leading axis of 1) before training.
@@ -21,6 +23,7 @@ that wall, each side, and their ratios; a JSON per cell in --out, and `--table` 
     python benchmarks/brax_trainers.py --env brax/inverted_double_pendulum --timesteps 300000 --seeds 5
     python benchmarks/brax_trainers.py --algo sac --env brax/hopper --timesteps 100000 --seeds 5
     python benchmarks/brax_trainers.py --table
+    python benchmarks/brax_trainers.py --form published --env brax/ant --timesteps 9830400 --evals 1 --brax-parallel
 
 `--scanrl-flags=FLAGS` adds flags to scanrl's side (a variant; its JSON and table row are named by
 them), `--reuse-brax CELL.json` keeps an earlier cell's Brax side (checked: the same trainer
@@ -70,25 +73,50 @@ def progress(step, metrics):
         evals.append((int(step), float(metrics["eval/episode_reward"])))
 common = dict(environment=env, episode_length=1000, normalize_observations=True, action_repeat=1, num_evals=num_evals,
               deterministic_eval=False, progress_fn=progress, seed=seed, **extra)
-t = time.perf_counter()
+t, start = time.perf_counter(), time.time()
 if algo == "ppo":
     from brax.training.agents.ppo import train
     train.train(**common, **args)
 else:
     from brax.training.agents.sac import train
     train.train(**common, **args, max_replay_size=1_048_576)
-print("RESULT" + json.dumps({"wall": time.perf_counter() - t, "steps": evals[-1][0], "eval": evals[-1][1]}))
+print("RESULT" + json.dumps({"wall": time.perf_counter() - t, "steps": evals[-1][0], "eval": evals[-1][1],
+                             "start": start, "end": time.time()}))
 """
 
 
-def run_brax(algo: str, env: str, backend: str, args: dict, seed: int, num_evals: int, cache: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", BRAX, algo, env, backend, str(seed), str(num_evals), json.dumps(args)],
-                          capture_output=True, text=True, env={**os.environ, "JAX_COMPILATION_CACHE_DIR": cache,
-                                                               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"})
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+def brax_command(algo: str, env: str, backend: str, args: dict, seed: int, num_evals: int) -> list[str]:
+    return [sys.executable, "-c", BRAX, algo, env, backend, str(seed), str(num_evals), json.dumps(args)]
+
+
+def brax_result(env: str, returncode: int, stdout: str, stderr: str) -> dict:
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT")]
     if not lines:
-        raise SystemExit(f"Brax's trainer failed on {env}: {proc.stderr[-2000:]}")
+        raise SystemExit(f"Brax's trainer failed on {env} (exit {returncode}): {stderr[-2000:]}")
     return json.loads(lines[0][6:])
+
+
+def run_brax(algo: str, env: str, backend: str, args: dict, seed: int, num_evals: int, cache: str) -> dict:
+    proc = subprocess.run(brax_command(algo, env, backend, args, seed, num_evals), capture_output=True, text=True,
+                          env={**os.environ, "JAX_COMPILATION_CACHE_DIR": cache,
+                               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"})
+    return brax_result(env, proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_brax_parallel(algo: str, env: str, backend: str, args: dict, seeds: int, num_evals: int) -> list[dict]:
+    """Every seed in its own process at once, sharing the accelerator (each takes an equal
+    part of its memory): Brax's trainer runs one seed per call, and on a GPU one seed leaves
+    room beside it. No compile cache: all seeds compile at the same time."""
+    share = {"XLA_PYTHON_CLIENT_MEM_FRACTION": f"{0.9 / seeds:.3f}"}
+    procs = [subprocess.Popen(brax_command(algo, env, backend, args, seed, num_evals), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, **share})
+             for seed in range(seeds)]
+    results = []
+    for seed, proc in enumerate(procs):
+        out, err = proc.communicate()
+        results.append(brax_result(env, proc.returncode, out, err))
+        print(f"brax seed {seed}: {json.dumps(results[-1])}", flush=True)
+    return results
 
 
 def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals: int, flags: list[str],
@@ -99,17 +127,23 @@ def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals
     fields = recipes.lookup(algo, env, form)[1]
     per_update = fields["num_envs"] * (fields.get("num_steps") or 200)
     updates = max(1, timesteps // per_update)
+    process = None  # the whole process's seconds, imports included, when run here
     with tempfile.TemporaryDirectory() as out:
         if run_dir is None:
-            subprocess.run([sys.executable, f"algos/{algo}.py", "--env", env, "--recipe", form, "--total-timesteps",
-                            str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(max(1, updates // evals)),
-                            "--log-every", "0", "--no-compile-cache", "--out-dir", out, *flags],
-                           cwd=REPO, capture_output=True, text=True, check=True)
+            t = time.perf_counter()
+            proc = subprocess.run([sys.executable, f"algos/{algo}.py", "--env", env, "--recipe", form,
+                                   "--total-timesteps", str(timesteps), "--num-seeds", str(seeds), "--eval-every",
+                                   str(max(1, updates // evals)), "--log-every", "0", "--no-compile-cache",
+                                   "--out-dir", out, *flags], cwd=REPO, capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(f"scanrl failed on {env} (exit {proc.returncode}): {proc.stderr[-3000:]}")
+            process = time.perf_counter() - t
             (run_dir,) = Path(out).iterdir()
         summary = json.loads((run_dir / "summary.json").read_text())
         last = json.loads((run_dir / "progress.jsonl").read_text().splitlines()[-1])
     return {"wall": summary["compile_seconds"] + summary["run_seconds"], "compile": summary["compile_seconds"],
-            "steps": summary["updates"] * per_update, "evals": last["per_seed"]["eval_return_sampled"]}
+            "steps": summary["updates"] * per_update, "evals": last["per_seed"]["eval_return_sampled"],
+            **({"process_wall": process} if process is not None else {})}
 
 
 def cell(args: argparse.Namespace) -> dict:
@@ -134,6 +168,12 @@ def cell(args: argparse.Namespace) -> dict:
         earlier = json.loads(args.reuse_brax.read_text())
         assert earlier["trainer_args"] == trainer and earlier["seeds"] == args.seeds, "--reuse-brax: another setting"
         brax_side = earlier["brax"]
+    elif args.brax_parallel:
+        brax = run_brax_parallel(args.algo, args.env, backend, trainer, args.seeds, args.evals + 1)
+        # all seeds together: from the first train call's start to the last one's end
+        brax_side = {"wall": max(b["end"] for b in brax) - min(b["start"] for b in brax), "steps": brax[0]["steps"],
+                     "evals": [b["eval"] for b in brax], "per_seed_wall": [b["wall"] for b in brax],
+                     "seeds_in_parallel": True}
     else:
         brax = []
         with tempfile.TemporaryDirectory() as cache:  # its first seed compiles, the others load the programs
@@ -179,6 +219,8 @@ def main() -> None:
     parser.add_argument("--scanrl-flags", default="", help="more flags for scanrl's side, e.g. '--recompute-advantages'")
     parser.add_argument("--scanrl-run", type=Path, help="a finished scanrl run folder made with this cell's command")
     parser.add_argument("--reuse-brax", type=Path, help="a cell's JSON whose Brax side to keep (same trainer arguments)")
+    parser.add_argument("--brax-parallel", action="store_true",
+                        help="run Brax's seeds at once, one process each, sharing the accelerator (a GPU's form)")
     parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
     args = parser.parse_args()
     if args.table:
