@@ -62,8 +62,11 @@ class NavixEnv(environment.Environment):
         return timestep.observation.astype(jnp.float32), EnvState(timestep=timestep, time=0)
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
-        # Navix draws its randomness from the key kept in its state: `key` is not used.
-        timestep = self.env.step(state.timestep, action)
+        # Navix draws its randomness from the key kept in its state: `key` is not used. Navix's
+        # public `step` is `lax.cond(finished, reset, _step)`; gymnax's `step` has already reset
+        # a finished episode, so the timestep here never is finished, and under vmap that cond
+        # would compute a second, unused reset on every step.
+        timestep = self.env._step(state.timestep, action)
         new = EnvState(timestep=timestep, time=state.time + 1)
         return timestep.observation.astype(jnp.float32), new, timestep.reward, self.is_terminated(new, params), {}
 
