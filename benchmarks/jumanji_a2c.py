@@ -46,11 +46,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+import sidebyside
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "reference" / "jumanji_a2c"
@@ -146,23 +145,9 @@ def run_jumanji(env: str, timesteps: int, seeds: int, epochs: int, episodes: int
 
 def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int) -> dict:
     updates = timesteps // (64 * 64)
-    with tempfile.TemporaryDirectory() as out:
-        command = ["-m", "scanrl.algos.ppo", "--env", env, *SCANRL_FLAGS, *SCANRL_ENV_FLAGS.get(env, []),
-                   "--total-timesteps", str(timesteps), "--num-seeds", str(seeds),
-                   "--eval-every", str(updates), "--eval-episodes", str(episodes),
-                   "--log-every", "0", "--no-compile-cache", "--out-dir", out]
-        started = time.perf_counter()
-        proc = subprocess.run([sys.executable, *command], capture_output=True, text=True)
-        wall = time.perf_counter() - started
-        if proc.returncode:
-            raise SystemExit(f"scanrl's PPO failed on {env}: {proc.stderr[-3000:]}")
-        (run_dir,) = Path(out).iterdir()
-        summary = json.loads((run_dir / "summary.json").read_text())
-        sampled = np.load(run_dir / "metrics.npz")["eval_return_sampled"][:, -1]  # [seeds], after the last update
-    return {"command": "python " + " ".join(command[:-2]), "wall": wall, "updates": summary["updates"],
-            "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
-            "run_steps_per_second": summary["env_steps_per_second"], "compile_seconds": summary["compile_seconds"],
-            "final_returns": sampled.tolist(), "training_scores": summary["final_return_per_seed"]}
+    return sidebyside.run_scanrl("ppo", [
+        "--env", env, *SCANRL_FLAGS, *SCANRL_ENV_FLAGS.get(env, []), "--total-timesteps", str(timesteps),
+        "--num-seeds", str(seeds), "--eval-every", str(updates), "--eval-episodes", str(episodes)])
 
 
 def cell(args: argparse.Namespace) -> dict:
@@ -183,15 +168,12 @@ def cell(args: argparse.Namespace) -> dict:
 
 
 def table(out: Path) -> str:
-    from scanrl.common.harness import stats
-
     rows = ["| env | steps/seed | seeds | scanrl PPO IQM [95% CI] | Jumanji A2C IQM [95% CI] | scanrl training score | "
             "wall scanrl / Jumanji (s) | env steps/s scanrl / Jumanji |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for path in sorted(out.glob("*.json")):
         c = json.loads(path.read_text())
         s, j = c["scanrl"], c["jumanji"]
-        fmt = lambda v: (lambda e: f"{e.point:.3f} [{e.low:.3f}, {e.high:.3f}]")(  # noqa: E731
-            stats.iqm_interval(np.array(v, np.float64)))
+        fmt = sidebyside.iqm_text
         rows.append(f"| {c['env']} | {c['timesteps']:,} | {c['seeds']} | {fmt(s['final_returns'])} | "
                     f"{fmt(j['final_returns'])} | {fmt(s['training_scores'])} | {s['wall']:,.0f} / {j['wall']:,.0f} | "
                     f"{s['env_steps_per_second']:,.0f} / {j['env_steps_per_second']:,.0f} |")

@@ -69,11 +69,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+import sidebyside
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "reference" / "xland_ppo"
@@ -162,26 +161,12 @@ def run_xland(env: str, timesteps: int, seeds: int, episodes: int, overrides: di
 
 def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int, fields: dict) -> dict:
     updates = timesteps // (fields["num_envs"] * fields["num_steps"])
-    with tempfile.TemporaryDirectory() as out:
-        command = ["-m", "scanrl.algos.ppo_rnn", "--env", env, "--recipe", "cpu",
-                   "--num-envs", str(fields["num_envs"]), "--num-steps", str(fields["num_steps"]),
-                   "--num-epochs", str(fields["update_epochs"]), "--num-minibatches", str(fields["num_minibatches"]),
-                   "--gru-size", str(fields["rnn_hidden_dim"]), "--head-hidden", str(fields["head_hidden_dim"]),
-                   "--total-timesteps", str(timesteps), "--num-seeds", str(seeds),
-                   "--eval-every", str(updates), "--eval-episodes", str(episodes),
-                   "--log-every", "0", "--no-compile-cache", "--out-dir", out]
-        started = time.perf_counter()
-        proc = subprocess.run([sys.executable, *command], capture_output=True, text=True)
-        wall = time.perf_counter() - started
-        if proc.returncode:
-            raise SystemExit(f"scanrl's recurrent PPO failed on {env}: {proc.stderr[-3000:]}")
-        (run_dir,) = Path(out).iterdir()
-        summary = json.loads((run_dir / "summary.json").read_text())
-        sampled = np.load(run_dir / "metrics.npz")["eval_return_sampled"][:, -1]  # [seeds], after the last update
-    return {"command": "python " + " ".join(command[:-2]), "wall": wall, "updates": summary["updates"],
-            "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
-            "run_steps_per_second": summary["env_steps_per_second"], "compile_seconds": summary["compile_seconds"],
-            "final_returns": sampled.tolist(), "training_scores": summary["final_return_per_seed"]}
+    return sidebyside.run_scanrl("ppo_rnn", [
+        "--env", env, "--recipe", "cpu", "--num-envs", str(fields["num_envs"]), "--num-steps", str(fields["num_steps"]),
+        "--num-epochs", str(fields["update_epochs"]), "--num-minibatches", str(fields["num_minibatches"]),
+        "--gru-size", str(fields["rnn_hidden_dim"]), "--head-hidden", str(fields["head_hidden_dim"]),
+        "--total-timesteps", str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(updates),
+        "--eval-episodes", str(episodes)])
 
 
 def cell(args: argparse.Namespace) -> dict:
@@ -207,16 +192,13 @@ def cell(args: argparse.Namespace) -> dict:
 
 
 def table(out: Path) -> str:
-    from scanrl.common.harness import stats
-
     rows = ["| env | steps/seed | seeds | GRU / head | scanrl IQM [95% CI] | XLand's PPO IQM [95% CI] | "
             "scanrl training score | wall scanrl / XLand (s) | env steps/s scanrl / XLand |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for path in sorted(out.glob("*.json")):
         c = json.loads(path.read_text())
         s, x = c["scanrl"], c["xland"]
-        fmt = lambda v: (lambda e: f"{e.point:.3f} [{e.low:.3f}, {e.high:.3f}]")(  # noqa: E731
-            stats.iqm_interval(np.array(v, np.float64)))
+        fmt = sidebyside.iqm_text
         sizes = f"{x['overrides']['rnn_hidden_dim']} / {x['overrides']['head_hidden_dim']}"
         rows.append(f"| {c['env']} | {c['timesteps']:,} | {c['seeds']} | {sizes} | {fmt(s['final_returns'])} | "
                     f"{fmt(x['final_returns'])} | {fmt(s['training_scores'])} | {s['wall']:,.0f} / {x['wall']:,.0f} | "

@@ -1,0 +1,43 @@
+"""What the side-by-side scripts (jumanji_a2c.py, navix_ppo.py, xland_ppo.py, ...) share: scanrl's
+side of a cell run as a command in a fresh process, and an IQM with its interval as text."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def run_scanrl(module: str, flags: list[str]) -> dict:
+    """`python -m scanrl.algos.MODULE FLAGS` in a fresh process, with an evaluation after the last
+    update among FLAGS: its wall (imports and compiling included), budget, speed, each seed's
+    sampled evaluation return after the last update (`final_returns`) and its training score."""
+    with tempfile.TemporaryDirectory() as out:
+        command = ["-m", f"scanrl.algos.{module}", *flags, "--log-every", "0", "--no-compile-cache"]
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, *command, "--out-dir", out], capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        if proc.returncode:
+            raise SystemExit(f"scanrl's {module} failed: {proc.stderr[-3000:]}")
+        (run_dir,) = Path(out).iterdir()
+        summary = json.loads((run_dir / "summary.json").read_text())
+        sampled = np.load(run_dir / "metrics.npz")["eval_return_sampled"][:, -1]  # [seeds], after the last update
+    seeds = len(sampled)
+    return {"command": "python " + " ".join(command), "wall": wall, "updates": summary["updates"],
+            "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
+            "run_steps_per_second": summary["env_steps_per_second"], "compile_seconds": summary["compile_seconds"],
+            "final_returns": sampled.tolist(), "training_scores": summary["final_return_per_seed"]}
+
+
+def iqm_text(values, digits: int = 3) -> str:
+    """rliable's IQM of `values` (one per seed) with its 95% stratified-bootstrap interval:
+    "point [low, high]"; "-" when there is no value."""
+    from scanrl.common.harness import stats
+
+    e = stats.iqm_interval(np.array(values, np.float64)) if values is not None and len(values) else None
+    return "-" if e is None else f"{e.point:,.{digits}f} [{e.low:,.{digits}f}, {e.high:,.{digits}f}]"
