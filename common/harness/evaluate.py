@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from scanrl.common import envs
+from scanrl.common.algorithm import Algorithm
 from scanrl.common.harness import checkpoint, configs, devices, loop
 from scanrl.common.harness.logging import differ_widely
 
@@ -77,7 +78,7 @@ def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
     return module, module.default_config(env, **saved)
 
 
-def load_policy(run_dir: str | Path, algo: loop.Algorithm, num_seeds: int, update: int | None = None) -> tuple[Any, int]:
+def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: int | None = None) -> tuple[Any, int]:
     """A run's policy (leaves [num_seeds, ...]) and the update it comes from: the final one
     (params.npz) or, with `update`, the one in checkpoints/update_<update>.npz."""
     run_dir = Path(run_dir)
@@ -121,7 +122,7 @@ def evaluation_keys(first_seed: int, num_seeds: int, update: int, key: int | Non
     return jax.vmap(lambda k: jax.random.fold_in(k, tag))(streams)
 
 
-def run_episodes(algo: loop.Algorithm, env_params: Any, policy: Any, keys: jax.Array, episodes: int,
+def run_episodes(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Array, episodes: int,
                  deterministic: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Returns and lengths [num_seeds, episodes]: one program, seeds vmapped."""
     vec_env = envs.VecEnv(algo.env, env_params, episodes)
@@ -137,7 +138,7 @@ def run_episodes(algo: loop.Algorithm, env_params: Any, policy: Any, keys: jax.A
 QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-def record_episode(algo: loop.Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
+def record_episode(algo: Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
                    max_steps: int = 1000) -> tuple[Any, np.ndarray, np.ndarray]:
     """One episode of one seed's policy (leaves unbatched), at most `max_steps` steps: the
     L + 1 states it passes through (leaves [L + 1, ...]: the reset state, then the state after
@@ -299,7 +300,7 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     return result
 
 
-def write_episode_gif(args: argparse.Namespace, algo: loop.Algorithm, config: Any, env_params: Any, policy: Any,
+def write_episode_gif(args: argparse.Namespace, algo: Algorithm, config: Any, env_params: Any, policy: Any,
                       keys: jax.Array) -> str | None:
     """Render one episode of seed `--seed-index` to `--gif`; None (with a sentence) if it cannot be drawn."""
     from scanrl.common.harness import render
