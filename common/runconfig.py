@@ -7,6 +7,7 @@ command line (common/harness/) reads them; an algorithm file only carries them.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -93,6 +94,25 @@ class RunConfig:
     sweep_mode: Literal["program", "loop"] = "program"
     """program: every config in one compiled program (float hyperparameters only); loop: one
     program per config, one after another (for sizes and switches)."""
+    pbt: bool = False
+    """population-based training over the --sweep fields (their ranges or values): --pbt-population
+    members train in one program, and every --pbt-interval updates the worst copy the best and perturb
+    their hyperparameters (docs: Population-based training)."""
+    pbt_population: int = 8
+    """--pbt: members per run (every seed of --num-seeds is an independent run of this many)."""
+    pbt_interval: int = 10
+    """--pbt: updates between exploit/explore steps."""
+    pbt_fraction: float = 0.25
+    """--pbt: truncation selection: this fraction of the members, the worst by fitness, copy members
+    drawn from the same fraction at the top."""
+    pbt_perturb: float = 1.25
+    """--pbt: explore multiplies each copied hyperparameter by this or divides it by this (even odds),
+    within its --sweep range; a listed field moves to a neighbouring value."""
+    pbt_resample: float = 0.25
+    """--pbt: probability that explore draws a hyperparameter afresh from its --sweep range instead."""
+    pbt_fitness: Literal["episodes", "eval"] = "episodes"
+    """--pbt: rank members by the mean return of the interval's training episodes, or of its
+    evaluations (of --eval-policy)."""
 
     def __post_init__(self):
         check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
@@ -101,8 +121,26 @@ class RunConfig:
             raise ValueError(f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}.")
         if self.stop_plateau is not None and not self.eval_every:
             raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
+        check_values(self, positive=("pbt_population", "pbt_interval"), within={"pbt_fraction": "(0, 0.5]",
+                                                                               "pbt_resample": "[0, 1]"})
+        if self.pbt_perturb <= 1:
+            raise ValueError(f"--pbt-perturb must be greater than 1, got {self.pbt_perturb}.")
+        if self.pbt:
+            self._check_pbt()
         if self.resume and self.config:
             raise ValueError(f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}.")
+
+    def _check_pbt(self) -> None:
+        if not self.sweep:
+            raise ValueError("--pbt searches the --sweep fields: give at least one, e.g. --sweep learning_rate=log:1e-4:1e-2.")
+        if self.sweep_mode == "loop":
+            raise ValueError("--pbt changes hyperparameters inside one program, so it cannot run with --sweep-mode loop.")
+        if int(self.pbt_population * self.pbt_fraction) < 1:
+            raise ValueError(f"--pbt-population {self.pbt_population} is too small for --pbt-fraction "
+                             f"{self.pbt_fraction:g}: truncation needs at least {math.ceil(1 / self.pbt_fraction)} members.")
+        if self.pbt_fitness == "eval" and (not self.eval_every or self.pbt_interval % self.eval_every):
+            raise ValueError(f"--pbt-fitness eval needs an evaluation within every interval: make --eval-every "
+                             f"({self.eval_every}) a divisor of --pbt-interval {self.pbt_interval}.")
 
     @property
     def eval_metric(self) -> str:

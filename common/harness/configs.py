@@ -107,7 +107,7 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a mapping of field names to values, not a {type(data).__name__}.")
-    data = {**{k: v for k, v in data.items() if k not in ("run", "algo", "algo_file")}, **(data.get("run") or {})}
+    data = {**{k: v for k, v in data.items() if k not in ("run", "algo", "algo_file", "pbt_schedule")}, **(data.get("run") or {})}
     types, values = _field_types(config_cls), {}
     for key, value in data.items():
         if key in LAUNCH_FIELDS:
@@ -150,6 +150,8 @@ class Run:
         self.summary = json.loads((self.dir / "summary.json").read_text())
         with np.load(self.dir / "metrics.npz") as z:
             self.metrics = {k: z[k].astype(np.float64) for k in z.files}
+        if self.summary.get("num_configs") and self.config.get("pbt"):
+            raise RunFolderError(f"{self.dir} is a population-based training run: its pbt.png shows the members.")
         if self.summary.get("num_configs"):
             raise RunFolderError(f"{self.dir} is a sweep of several configs: its sweep.png compares them.")
         self.steps_per_update = self.summary["total_timesteps"] / max(self.summary["updates"], 1)
@@ -346,7 +348,9 @@ HELP_GROUPS = {  # box -> (what it holds, its run settings); the algorithm's own
         "stop_plateau")),
     "logging": ("progress, run folder, wandb, compile cache",
                 ("log_every", "out_dir", "wandb_mode", "wandb_project", "compile_cache")),
-    "sweeps": ("many configs in one program", ("sweep", "sweep_samples", "sweep_mode")),
+    "sweeps": ("many configs in one program, and population-based training", (
+        "sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_fraction", "pbt_perturb",
+        "pbt_resample", "pbt_fitness")),
 }
 
 

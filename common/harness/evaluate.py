@@ -71,18 +71,25 @@ def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
     as in load_algorithm)."""
     module = load_algorithm(run_dir, algorithms)
     saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
-    if saved.get("sweep"):
+    if saved.get("sweep") and not saved.get("pbt"):
         raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
                                      f"--config {run_dir}/best_config.json) and evaluate that run.")
     env = saved.pop("env", module.Config.__dataclass_fields__["env"].default)
     return module, module.default_config(env, **saved)
 
 
-def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: int | None = None) -> tuple[Any, int]:
+def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: int | None = None,
+                rows: list[int] | None = None, hparams: tuple[str, ...] = ()) -> tuple[Any, int]:
     """A run's policy (leaves [num_seeds, ...]) and the update it comes from: the final one
-    (params.npz) or, with `update`, the one in checkpoints/update_<update>.npz."""
+    (params.npz) or, with `update`, the one in checkpoints/update_<update>.npz. `rows`: which
+    rows of a PBT run's population to take (one per seed), whose swept fields are `hparams`."""
+    from scanrl.common.harness import pbt
+
     run_dir = Path(run_dir)
-    one_seed = jax.eval_shape(lambda k: loop.SeedState(train=algo.init(k), eval_key=k, hparams={}), jax.random.key(0))
+    rows = list(range(num_seeds)) if rows is None else rows
+    one_seed = jax.eval_shape(lambda k: loop.SeedState(
+        train=algo.init(k), eval_key=k, hparams={name: jnp.float32(0) for name in hparams},
+        pbt=pbt.initial_record() if hparams else ()), jax.random.key(0))
     if update is None:
         path = run_dir / "params.npz"
         if not path.is_file():
@@ -92,6 +99,8 @@ def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: in
         flat, treedef = jax.tree_util.tree_flatten_with_path(template)
         with np.load(path) as saved:
             leaves = [saved[jax.tree_util.keystr(p, simple=True, separator="/")] for p, _ in flat]
+        if hparams:  # a population's params.npz is [members, seeds, ...]
+            leaves = [x.reshape((-1,) + x.shape[2:])[rows] for x in leaves]
         summary = json.loads((run_dir / "summary.json").read_text())
         return treedef.unflatten([jnp.asarray(x) for x in leaves]), int(summary["updates"])
     path = run_dir / "checkpoints" / f"update_{update}.npz"
@@ -107,7 +116,7 @@ def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: in
 
     def seeds_only(a: np.ndarray, t) -> jax.Array:
         is_key = jnp.issubdtype(t.dtype, jax.dtypes.prng_key)
-        a = a[:num_seeds]  # drop the padding seeds
+        a = a[rows]  # drop the padding seeds (and the members not asked for)
         return jax.random.wrap_key_data(a) if is_key else jnp.asarray(a)
 
     train = treedef.unflatten([seeds_only(a, t) for a, t in zip(raw, leaves)]).train
@@ -229,6 +238,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--key", type=int, help="draw other episodes (default: the run's last evaluation's key)")
     parser.add_argument("--gif", metavar="FILE", help="render one episode of one seed to this GIF")
     parser.add_argument("--seed-index", type=int, default=0, help="which seed of the run --gif shows (0-based)")
+    parser.add_argument("--member", type=int, help="a --pbt run: evaluate this member of the population (0-based; "
+                        "default: each run's winner, as pbt.json names it)")
     parser.add_argument("--out", metavar="FILE", help="where to write the results (default: RUN_DIR/eval.json)")
     args = parser.parse_args(argv)
     if args.episodes is not None and args.episodes < 1:
@@ -256,7 +267,10 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         train_params = envs.override_params(base_params, run.env_params, "--env-params")
         eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
         algo = module.make_algorithm(config, env, train_params)
-        policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint)
+        rows, members = population_rows(args, run)
+        policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint, rows,
+                                     tuple(sorted(f.split("=")[0].strip().replace("-", "_") for f in run.sweep))
+                                     if run.pbt else ())
     except ValueError as e:
         configs.fail(str(e))
     episodes = args.episodes or run.eval_episodes
@@ -271,8 +285,12 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     rows = [{"seed": run.seed + i, "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()),
              "max": float(r.max()), "mean_length": float(l.mean()), "returns": r.tolist()}
             for i, (r, l) in enumerate(zip(returns, lengths))]
+    if members is not None:
+        for row, member in zip(rows, members):
+            row["member"] = member
     result = {
         "run_dir": str(args.run_dir), "algo": run_algorithm(args.run_dir), "env": config.env,
+        **({"pbt_members": members} if members is not None else {}),
         "update": update, "policy": "params.npz" if args.checkpoint is None else f"checkpoints/update_{update}.npz",
         "episodes": episodes, "deterministic": not args.sample, "env_params": args.env_params,
         "key": "the run's last evaluation" if args.key is None else args.key,
@@ -280,6 +298,9 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         # both policies' mean over seeds and episodes, whichever the table shows
         "mean_return_deterministic": float(deterministic.mean()), "mean_return_sampled": float(sampled.mean()),
     }
+    if members is not None:
+        print(f"PBT population: member {', '.join(map(str, members))} of the run{'s' if len(members) > 1 else ''} "
+              f"({'--member' if args.member is not None else 'each run' + chr(39) + 's winner, pbt.json'})")
     print(f"{result['algo']} on {config.env}, policy after update {update}: {episodes} episode(s) per seed, "
           f"{'deterministic' if not args.sample else 'sampled'} actions"
           + (f", env params {args.env_params}" if args.env_params else ""))
@@ -298,6 +319,26 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     if args.gif:
         result["gif"] = write_episode_gif(args, algo, config, eval_params, policy, keys)
     return result
+
+
+def population_rows(args: argparse.Namespace, run: Any) -> tuple[list[int] | None, list[int] | None]:
+    """(rows of params.npz, members): for a --pbt run, per seed the member --member names or the
+    winner pbt.json names; (None, None) otherwise."""
+    if not run.pbt:
+        if args.member is not None:
+            configs.fail(f"--member {args.member}: {args.run_dir} is not a --pbt run.")
+        return None, None
+    if args.member is not None:
+        if not 0 <= args.member < run.pbt_population:
+            configs.fail(f"--member {args.member} is not a member of this population (it has {run.pbt_population}: "
+                         f"0..{run.pbt_population - 1}).")
+        members = [args.member] * run.num_seeds
+    else:
+        path = Path(args.run_dir) / "pbt.json"
+        if not path.is_file():
+            configs.fail(f"{args.run_dir} has no pbt.json yet (a PBT run writes it when it ends); pass --member K.")
+        members = [r["winner"] for r in json.loads(path.read_text())["runs"]]
+    return [m * run.num_seeds + s for s, m in enumerate(members)], members
 
 
 def write_episode_gif(args: argparse.Namespace, algo: Algorithm, config: Any, env_params: Any, policy: Any,

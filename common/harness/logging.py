@@ -143,6 +143,7 @@ class RunLogger:
         self._bar, self._resumed_at, self._session_seconds, self._last_eval = None, resume_update, 0.0, ("", "")
         # the evaluation shown first (and read by the stop conditions): --eval-policy's
         self.eval_policy = config.get("eval_policy", "sampled")
+        self.population = bool(config.get("pbt"))  # a sweep's rows are a --pbt population
         self.run_dir = Path(run_dir) if run_dir else new_run_dir(out_dir, algo, env)
         self._wandb = None
         if not self.active:
@@ -340,8 +341,8 @@ class RunLogger:
     def _print_table(self, summary: dict[str, Any]) -> None:
         out = sys.stdout
         if self.num_configs > 1:  # the sweep's table (common/harness/sweeps.py) follows
-            print(f"\n{self.algo} on {self.env}: sweep of {self.num_configs} configs x {self.seeds_per_config} seeds",
-                  file=out)
+            what = "population of {} members" if self.population else "sweep of {} configs"
+            print(f"\n{self.algo} on {self.env}: {what.format(self.num_configs)} x {self.seeds_per_config} seeds", file=out)
         else:
             print(f"\n{self.algo} on {self.env}: final return per seed (mean over the last 10% of updates)", file=out)
             for i, r in enumerate(summary["final_return_per_seed"]):

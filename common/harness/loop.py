@@ -49,7 +49,7 @@ import numpy as np
 from scanrl.common import envs
 from scanrl.common.algorithm import Algorithm, environment, vmap_seeds, COMPILER_OPTIONS
 
-from scanrl.common.harness import devices, sweeps
+from scanrl.common.harness import devices, pbt as pbt_lib, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
 SAMPLED_TAG = 1  # fold_in tag of the sampled policy's evaluation keys (the deterministic one keeps its own)
@@ -74,6 +74,7 @@ class SeedState(NamedTuple):
     train: Any  # the algorithm's state
     eval_key: jax.Array
     hparams: dict  # a sweep's values of the swept fields for this row (float32 scalars); {} otherwise
+    pbt: Any = ()  # --pbt: the member's fitness record (common/harness/pbt.py); () otherwise
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Program:
     policy: Callable  # policy(state) -> policy pytree, leaves [num_seeds, ...]
     state_sharding: NamedSharding  # of every leaf of the state
     sweep: Any = None  # common/sweeps.Sweep: num_seeds counts (config, seed) rows
+    pbt: Any = None  # common/harness/pbt.Spec with --pbt: the sweep's rows are its population
 
     @property
     def num_updates(self) -> int:
@@ -112,9 +114,11 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
     return envs.override_params(base_params, run.env_params, "--env-params")
 
 
-def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int) -> tuple[Callable, Callable]:
+def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int, fitness: str | None = None
+             ) -> tuple[Callable, Callable]:
     """`init_one(key, hparams) -> SeedState` and `update_one(state, u) -> (state, metrics)` for one
-    seed (one sweep row): the algorithm's update, the non-finite watch and the evaluation."""
+    seed (one sweep row): the algorithm's update, the non-finite watch and the evaluation.
+    `fitness`: with --pbt, the metric each update adds to the member's fitness record."""
 
     def evaluate(algo, train_state, key):
         """(deterministic, sampled) mean evaluation returns."""
@@ -126,7 +130,8 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
         return tuple(returns)
 
     def init_one(key, hp):
-        return SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp)
+        return SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp,
+                         pbt=pbt_lib.initial_record() if fitness else ())
 
     def update_one(state, u):
         algo = pieces(state.hparams)
@@ -141,14 +146,20 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
             nan = jnp.float32(jnp.nan)
             metrics["eval_return"], metrics["eval_return_sampled"] = jax.lax.cond(
                 due, lambda: evaluate(algo, train, key), lambda: (nan, nan))
-        return state._replace(train=train), {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
+        metrics = {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
+        if fitness:
+            state = state._replace(pbt=pbt_lib.record(state.pbt, metrics[fitness]))
+        return state._replace(train=train), metrics
 
     return init_one, update_one
 
 
-def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout) -> tuple[Callable, Callable]:
+def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout, pbt: Any = None,
+                num_rows: int = 0) -> tuple[Callable, Callable]:
     """`init_all(keys, hparams) -> states` and `updates(length)(states, first, n) -> (states,
-    metrics)`: every seed's block vmapped on its device, the blocks shard_mapped over "seed"."""
+    metrics)`: every seed's block vmapped on its device, the blocks shard_mapped over "seed".
+    `pbt` (a common/harness/pbt.Spec): after each update, the population's exploit and explore
+    where an interval ends, over the `num_rows` rows that are not padding."""
     # A device's block of seeds, vmapped as `make_train` maps them (bit for bit the same run)
     init_block = vmap_seeds(init_one, layout.seeds_per_shard)
     update_block = vmap_seeds(update_one, layout.seeds_per_shard, in_axes=(0, None))
@@ -170,6 +181,9 @@ def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout
                 new_states, metrics = update_block(states, first + j)
                 keep = j < n
                 states = jax.tree.map(lambda a, b: jnp.where(keep, a, b), new_states, states)
+                if pbt is not None:
+                    states, population = pbt_lib.step(states, first + j, keep, pbt, layout.seeds_per_shard, num_rows)
+                    metrics = {**metrics, **population}
                 return states, jax.tree.map(lambda m: jnp.where(keep, m, jnp.nan), metrics)
 
             states, metrics = jax.lax.scan(body, states, jnp.arange(length))
@@ -186,7 +200,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     sentence when no device layout fits or the env or its parameters are wrong.
 
     With a `sweep` (common/harness/sweeps.py) the rows of the seed axis are (config, seed) pairs,
-    config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row."""
+    config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row. With
+    `run.pbt` the sweep's rows are a population (common/harness/pbt.py) that exploits and
+    explores every `run.pbt_interval` updates."""
     # where JAX has not started yet (a library user's make_train); a warning where it started with fewer devices
     devices.use_cpu_cores()
     run = config.run
@@ -203,7 +219,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     chunk = min(chunk or num_updates, num_updates)
     data = layout.data_parallel  # evaluation episodes: a multiple of the data devices, so each gets a share
     eval_env = envs.VecEnv(algo.env, evaluation_params(run, base_params), math.ceil(run.eval_episodes / data) * data)
-    init_all, updates = seed_mapped(*one_seed(run, pieces, eval_env, num_updates), layout)
+    spec = pbt_lib.spec(run, sweep, num_updates) if sweep else None
+    fitness = pbt_lib.fitness_metric(run) if spec else None
+    init_all, updates = seed_mapped(*one_seed(run, pieces, eval_env, num_updates, fitness), layout, spec, num_seeds)
 
     def padded(keys):  # rows that do not fill the mesh evenly are padded with row 0, then dropped
         if keys.shape[0] != num_seeds:
@@ -241,5 +259,5 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     return Program(
         config=config, algorithm=algo, layout=layout, num_seeds=num_seeds, chunk=chunk,
         train=train, start=start, advance=advance, policy=jit(policy_of),
-        state_sharding=state_sharding, sweep=sweep,
+        state_sharding=state_sharding, sweep=sweep, pbt=spec,
     )

@@ -38,7 +38,7 @@ import numpy as np
 import tyro
 
 from scanrl.common import algorithm, recipes
-from scanrl.common.harness import checkpoint, console, devices, loop, programs, sweeps
+from scanrl.common.harness import checkpoint, console, devices, loop, pbt, programs, sweeps
 from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
     INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_algorithm, check_budget,
     check_flag_names,
@@ -289,8 +289,9 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         ckpt = found[-1]
     else:
         _check_out_dir(run.out_dir)
-    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config)
+    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config, population=run.pbt_population if run.pbt else None)
     program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None, sweep=sweep)
+    pbt.check(run, program.num_updates if config.total_timesteps else None)
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
         raise ValueError(f"--resume {run.resume}: the run already trained all {program.num_updates} updates; "
                          f"raise --total-timesteps to extend it.")
@@ -336,7 +337,7 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
 def _what_compiles(config: Any, program: loop.Program) -> str:
     """The compile line: env, seeds x devices, updates, where the run folder goes."""
     run, layout = config.run, program.layout
-    rows = f"{program.sweep.size} configs x {run.num_seeds} seeds" if program.sweep else \
+    rows = f"{program.sweep.size} {'members' if program.pbt else 'configs'} x {run.num_seeds} seeds" if program.sweep else \
         f"{run.num_seeds} seed{'s' if run.num_seeds > 1 else ''}"
     updates = "updates until a stop condition" if config.total_timesteps == 0 else f"{program.num_updates:,} updates"
     folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
@@ -690,6 +691,9 @@ def _advance_until_done(run: RunConfig, program: loop.Program, advance: Callable
             metrics.pop("_policy_finite")
             p.chunks.append(metrics)
             logger.on_chunk(first + n, metrics, now - t_last)
+            if program.pbt and logger.active:
+                pbt.write_lineage(logger.run_dir, pbt.lineage(p.metrics(list(metrics)), program.sweep, program.pbt,
+                                                              run.seed, program.steps_per_update))
             t_last = now
             p.nonfinite = p.nonfinite or found
             code = REASONS.index("non-finite") if p.nonfinite else 0
@@ -727,7 +731,9 @@ def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable 
             **(extra_summary(program) if extra_summary else {}),
         },
     )
-    if logger.active and program.sweep:
+    if logger.active and program.pbt:
+        write_pbt(logger.run_dir, program, metrics, config)
+    elif logger.active and program.sweep:
         shaped = {k: list(v.reshape(program.sweep.size, run.num_seeds, -1)) for k, v in metrics.items()}
         write_sweep(logger.run_dir, program.sweep, shaped["episode_return"], shaped.get(run.eval_metric), config,
                     [program.steps_per_update] * program.sweep.size)
@@ -842,6 +848,19 @@ def write_sweep(run_dir: Path, sweep: sweeps.Sweep, returns: list[np.ndarray], e
         sweeps.draw(run_dir, sweep, returns, rows, steps_per_update)
     except Exception as e:  # noqa: BLE001
         print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
+              file=sys.stderr)
+
+
+def write_pbt(run_dir: Path, program: loop.Program, metrics: dict[str, np.ndarray], config: Any) -> None:
+    """pbt.jsonl, pbt.json, best_config.json, the table; pbt.png (a plotting failure is only a warning)."""
+    run = config.run
+    pbt.write_lineage(run_dir, pbt.lineage(metrics, program.sweep, program.pbt, run.seed, program.steps_per_update))
+    summary = pbt.report(run_dir, program.sweep, program.pbt, metrics, config_dict(config), run.seed,
+                         program.steps_per_update)
+    try:
+        pbt.draw(run_dir, program.sweep, program.pbt, metrics, summary, program.steps_per_update)
+    except Exception as e:  # noqa: BLE001
+        print(f"warning: pbt.png was not drawn ({type(e).__name__}: {e}); the run's other files are complete.",
               file=sys.stderr)
 
 

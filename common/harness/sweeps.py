@@ -43,6 +43,8 @@ class Sweep:
 
     values: dict[str, np.ndarray]
     log_fields: frozenset[str]  # drawn log-uniformly, or a grid of 3+ values spanning 10x or more: log axis in sweep.png
+    # where each field's values come from: ("grid", values), ("log", low, high) or ("uniform", low, high)
+    space: dict[str, tuple] = dataclasses.field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -64,11 +66,16 @@ def _grid_value(text: str, hint: Any, spec: str) -> Any:
         raise ValueError(f"--sweep {spec}: {text} is not {e}.") from None
 
 
-def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bool = False) -> Sweep | None:
+def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bool = False,
+          population: int | None = None) -> Sweep | None:
     """The sweep that `--sweep` specs ask for (None without any); ValueError with one sentence
     for a malformed spec, an unknown field or a field that cannot be swept in one program.
     With `loop` (--sweep-mode loop: one program per config) any field of the Config may be
-    swept on a grid: integers, switches, activations, hidden sizes written 64x64."""
+    swept on a grid: integers, switches, activations, hidden sizes written 64x64. With
+    `population` (--pbt) there are exactly that many rows: the rows of this sweep with
+    population / (grid points) random draws (a multiple of the grid's points), so a
+    population starts from the configs of the sweep of the same size; the random fields' bounds
+    must pass the Config's checks too (explore keeps values within them)."""
     if not specs:
         return None
     grid, random_fields = {}, {}
@@ -105,13 +112,25 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
     if random_fields and samples < 1:
         raise ValueError(f"--sweep-samples must be at least 1 for random search, got {samples}.")
     combos = [dict(zip(grid, point)) for point in itertools.product(*grid.values())] or [{}]
+    if population:  # the sweep's rows with population / grid points draws each
+        if population % len(combos):
+            raise ValueError(f"--pbt-population {population} is not a multiple of the --sweep grid's {len(combos)} "
+                             f"points; each point starts the same number of members.")
+        samples = population // len(combos)
     rng = np.random.default_rng(seed)  # reproducible with --seed
     draws = {}
     for name, (kind, low, high) in random_fields.items():
         u = rng.uniform(size=samples)
         draws[name] = np.exp(np.log(low) + u * (np.log(high) - np.log(low))) if kind == "log" else low + u * (high - low)
     rows = [{**combo, **{k: float(d[i]) for k, d in draws.items()}} for combo in combos
-            for i in range(samples if random_fields else 1)]
+            for i in range(samples if random_fields or population else 1)]
+    if population:
+        for name, (kind, low, high) in random_fields.items():
+            for bound in (low, high):
+                try:
+                    dataclasses.replace(config, **{name: bound})
+                except ValueError as e:
+                    raise ValueError(f"--sweep {name}={kind}:{low:g}:{high:g}: the bound {bound:g} fails: {e}") from None
     values = {}
     for k in rows[0]:
         column = [r[k] for r in rows]
@@ -128,7 +147,8 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
     logs = {k for k, kind in random_fields.items() if kind[0] == "log"}
     logs |= {k for k, v in grid.items() if len(v) > 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                           and x > 0 for x in v) and max(v) / min(v) >= 10}
-    return Sweep(values=values, log_fields=frozenset(logs))
+    space = {**{k: ("grid", tuple(v)) for k, v in grid.items()}, **random_fields}
+    return Sweep(values=values, log_fields=frozenset(logs), space=space)
 
 
 def _is_float(hint: Any) -> bool:
