@@ -199,7 +199,9 @@ def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
         raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {env_id} has "
                          "discrete ones; leave --action-dist at gaussian.")
     low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
-    if not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
+    # Inside a sweep's program the bounds are traced: the build before it checked the same bounds.
+    traced = isinstance(low, jax.core.Tracer) or isinstance(high, jax.core.Tracer)
+    if not traced and not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
         raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {env_id}'s are "
                          f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
     return low, high

@@ -78,6 +78,16 @@ def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_erro
     assert code == 2 and "a swept field (ent_coef) drives Python control flow" in err, err
 
 
+def test_a_tanh_normal_policy_sweeps_in_one_program():
+    """The squashed normal's bounds check runs once, before the program: inside it the bounds
+    are traced, and a sweep of a tanh_normal config (the Brax and Playground recipes) lowers."""
+    config = ppo.default_config("Pendulum-v1", **{**SMALL, "num_steps": 64}, action_dist="tanh_normal",
+                                sweep=("learning_rate=log:1e-4:1e-2",))
+    sweep = sweeps.parse(config.run.sweep, 2, 0, config)
+    program = loop.build(ppo.make_algorithm, config, sweep=sweep)
+    program.start.lower(devices.seed_keys(0, 1)[np.zeros(2, int)])
+
+
 @pytest.mark.slow
 def test_max_grad_norm_varies_inside_one_program():
     """0 turns PPO's clipping off as an infinite bound, not a Python branch: max_grad_norm is a
