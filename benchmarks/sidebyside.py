@@ -9,14 +9,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 
-def run_scanrl(module: str, flags: list[str]) -> dict:
-    """`python -m scanrl.algos.MODULE FLAGS` in a fresh process, with an evaluation after the last
-    update among FLAGS: its wall (imports and compiling included), budget, speed, each seed's
-    sampled evaluation return after the last update (`final_returns`) and its training score."""
+def run_in_folder(module: str, flags: list[str], read: Callable[[Path], Any]) -> tuple[list[str], float, Any]:
+    """`python -m scanrl.algos.MODULE FLAGS` in a fresh process writing to a temporary folder:
+    (the command, its wall with imports and compiling, `read(run_dir)` before the folder goes)."""
     with tempfile.TemporaryDirectory() as out:
         command = ["-m", f"scanrl.algos.{module}", *flags, "--log-every", "0", "--no-compile-cache"]
         started = time.perf_counter()
@@ -25,8 +25,17 @@ def run_scanrl(module: str, flags: list[str]) -> dict:
         if proc.returncode:
             raise SystemExit(f"scanrl's {module} failed: {proc.stderr[-3000:]}")
         (run_dir,) = Path(out).iterdir()
-        summary = json.loads((run_dir / "summary.json").read_text())
-        sampled = np.load(run_dir / "metrics.npz")["eval_return_sampled"][:, -1]  # [seeds], after the last update
+        return command, wall, read(run_dir)
+
+
+def run_scanrl(module: str, flags: list[str]) -> dict:
+    """`python -m scanrl.algos.MODULE FLAGS` in a fresh process, with an evaluation after the last
+    update among FLAGS: its wall (imports and compiling included), budget, speed, each seed's
+    sampled evaluation return after the last update (`final_returns`) and its training score."""
+    def read(run_dir):  # the summary, and each seed's sampled evaluation after the last update
+        return json.loads((run_dir / "summary.json").read_text()), np.load(run_dir / "metrics.npz")["eval_return_sampled"][:, -1]
+
+    command, wall, (summary, sampled) = run_in_folder(module, flags, read)
     seeds = len(sampled)
     return {"command": "python " + " ".join(command), "wall": wall, "updates": summary["updates"],
             "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
