@@ -36,6 +36,10 @@ CELLS = {
                  ["learning_rate=log:2e-4:2e-2", "ent_coef=uniform:0.0:0.05"], ["--eval-every", "50", "--pbt-interval", "5"]),
     "brax_idp": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
                  ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"], ["--recipe", "cpu", "--eval-every", "25", "--pbt-interval", "3"]),
+    # the same cell with twice the interval (6 updates: 4 intervals), run after the one above
+    "brax_idp_interval6": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
+                           ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
+                           ["--recipe", "cpu", "--eval-every", "25", "--pbt-interval", "6"]),
 }
 
 
@@ -95,13 +99,13 @@ def table(out: Path) -> str:
         e = stats.iqm_interval(np.array(x, np.float64))
         return f"{e.point:,.1f} [{e.low:,.1f}, {e.high:,.1f}]"
 
-    lines = ["| env | algo | members x steps | PBT IQM [95% CI] | sweep best IQM [95% CI] | sweep best-on-average "
-             "| P(PBT > sweep) [95% CI] | wall PBT / sweep (s) | ratio |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| env | algo | members x steps | interval | PBT IQM [95% CI] | sweep best IQM [95% CI] | sweep best-on-average "
+             "| P(PBT > sweep) [95% CI] | wall PBT / sweep (s) | ratio |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for path in sorted(out.glob("*.json")):
         r = json.loads(path.read_text())
         s = r["scores"]
         p = stats.probability_of_improvement(np.array(s["pbt"])[:, None], np.array(s["sweep"])[:, None])
-        lines.append(f"| {r['env']} | {r['algo']} | {r['members']} x {r['steps_per_row']:,} | {iqm(s['pbt'])} | "
+        lines.append(f"| {r['env']} | {r['algo']} | {r['members']} x {r['steps_per_row']:,} | {r['pbt_interval']} | {iqm(s['pbt'])} | "
                      f"{iqm(s['sweep'])} | {iqm(s['sweep_best_on_average'])} | {p.point:.2f} [{p.low:.2f}, {p.high:.2f}] | "
                      f"{r['pbt']['wall']:.0f} / {r['sweep']['wall']:.0f} | {r['pbt']['wall'] / r['sweep']['wall']:.2f}x |")
     text = "\n".join(lines) + "\n"
