@@ -99,7 +99,7 @@ def test_exploit_copies_exactly_the_parents_learning_state_and_keeps_the_members
     R = s.members * s.seeds
     layout = devices.plan_layout(R, {}, 1, num_devices)
     rows = jnp.arange(R, dtype=jnp.float32)
-    states = loop.SeedState(
+    states = loop.PopulationState(
         train=Train(params={"w": rows[:, None] * jnp.ones((R, 3))}, opt_state=rows * 10,
                     env_state=rows * 100, key=devices.seed_keys(0, R)),
         eval_key=jax.vmap(loop.eval_key)(devices.seed_keys(0, s.seeds)[np.arange(R) % s.seeds]),
@@ -156,6 +156,8 @@ def test_pbt_with_an_interval_longer_than_the_run_is_the_plain_sweep_bit_for_bit
     for got, want in zip(jax.tree.leaves(b["policy"]), jax.tree.leaves(a["policy"])):
         np.testing.assert_array_equal(got, want)
     assert np.isnan(b["metrics"]["pbt_parent"]).all()
+    # a plain run's state keeps its structure (its checkpoints too); a population's adds the fitness record
+    assert type(a["state"]).__name__ == "SeedState" and type(b["state"]).__name__ == "PopulationState"
     # and with an interval inside the run, members are replaced and their values change
     short = ppo.default_config("CartPole-v1", **SMALL, sweep=SPECS, pbt=True, pbt_population=4, pbt_interval=2)
     c = train(short, 4)

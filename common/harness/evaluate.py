@@ -87,9 +87,13 @@ def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: in
 
     run_dir = Path(run_dir)
     rows = list(range(num_seeds)) if rows is None else rows
-    one_seed = jax.eval_shape(lambda k: loop.SeedState(
-        train=algo.init(k), eval_key=k, hparams={name: jnp.float32(0) for name in hparams},
-        pbt=pbt.initial_record() if hparams else ()), jax.random.key(0))
+    def template(k):
+        if not hparams:
+            return loop.SeedState(train=algo.init(k), eval_key=k, hparams={})
+        return loop.PopulationState(train=algo.init(k), eval_key=k, hparams={name: jnp.float32(0) for name in hparams},
+                                    pbt=pbt.initial_record())
+
+    one_seed = jax.eval_shape(template, jax.random.key(0))
     if update is None:
         path = run_dir / "params.npz"
         if not path.is_file():

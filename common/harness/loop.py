@@ -74,7 +74,16 @@ class SeedState(NamedTuple):
     train: Any  # the algorithm's state
     eval_key: jax.Array
     hparams: dict  # a sweep's values of the swept fields for this row (float32 scalars); {} otherwise
-    pbt: Any = ()  # --pbt: the member's fitness record (common/harness/pbt.py); () otherwise
+
+
+class PopulationState(NamedTuple):
+    """One member's state in a --pbt population: a SeedState's, and its fitness record
+    (common/harness/pbt.py). A class of its own, so a plain run's checkpoints keep their structure."""
+
+    train: Any
+    eval_key: jax.Array
+    hparams: dict
+    pbt: dict
 
 
 @dataclass(frozen=True)
@@ -130,8 +139,8 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
         return tuple(returns)
 
     def init_one(key, hp):
-        return SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp,
-                         pbt=pbt_lib.initial_record() if fitness else ())
+        state = SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp)
+        return PopulationState(*state, pbt=pbt_lib.initial_record()) if fitness else state
 
     def update_one(state, u):
         algo = pieces(state.hparams)

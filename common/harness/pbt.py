@@ -19,8 +19,8 @@ on device and inside the scan (no host round trip, no recompile):
   neighbouring value of its list, or resamples one.
 
 The hyperparameters are the sweep's traced values (common/harness/sweeps.py), carried in
-the state: a checkpoint holds them, and a resumed run equals the uninterrupted one bit for
-bit. Rows are member-major, row `m * num_seeds + s` being member m of run s, and every
+the state (common/harness/loop.py's PopulationState): a checkpoint holds them, and a resumed
+run equals the uninterrupted one bit for bit. Rows are member-major, row `m * num_seeds + s` being member m of run s, and every
 member of run s starts from seed s's key, as a sweep's configs do. The random draws of
 run s at update u come from fold_in(fold_in(seed s's evaluation key, PBT_TAG), u), the same
 on every device. The population is spread over the devices like seeds; the interval's
