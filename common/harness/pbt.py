@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,7 @@ def step(states: Any, u: Any, active: Any, spec: Spec, shard_rows: int, num_rows
     due = active & ((u + 1) % spec.interval == 0) & (u + 1 < spec.num_updates)
     mine = jnp.minimum(jax.lax.axis_index("seed") * shard_rows + jnp.arange(shard_rows), num_rows - 1)
     gather = lambda x: jax.lax.all_gather(x, "seed", tiled=True)[:num_rows]  # noqa: E731
+    gather_tree = partial(jax.tree.map, gather)
 
     def exploit(states):
         acc = states.pbt
@@ -190,9 +192,6 @@ def step(states: Any, u: Any, active: Any, spec: Spec, shard_rows: int, num_rows
     def skip(states):
         nan = jnp.full(shard_rows, jnp.nan, jnp.float32)
         return states, nan, nan
-
-    def gather_tree(tree):
-        return jax.tree.map(gather, tree)
 
     states, parent, fitness = jax.lax.cond(due, exploit, skip, states)
     metrics = {"pbt_parent": parent, "pbt_fitness": fitness,
