@@ -20,11 +20,10 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
     quiet_start()
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.runconfig import RunConfig, build_config
 from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
                                 sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
@@ -38,8 +37,13 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config: hyperparameters (run settings: common/runconfig.py's RunConfig, the same flat flags)
+# Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
+ALGO = "grpo"  # its name in common/recipes.py's tables: a copy of this file keeps the recipes
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
+
+
 @dataclass(frozen=True)
 class Config:
     env: str = "CartPole-v1"
@@ -100,8 +104,6 @@ class Config:
     (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
-    run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
-    """run settings (seeds, devices, evaluation, logging, output): common/runconfig.py, flat flags."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
@@ -137,10 +139,10 @@ PRESETS = {
 
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
-    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters or run settings, flat) win. `recipe`: common/recipes.py
+    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: common/recipes.py
     has none for grpo yet, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
-    return build_config(Config, {**preset, **recipes.lookup("grpo", env, recipe)[1], **overrides, "env": env})
+    return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,25 +411,30 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     )
 
 
-def make_train(config: Config, env=None, env_params=None):
+def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
     """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
     program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices. Metrics leaves [num_seeds, num_updates]. The command line
-    runs the same pieces in chunks, with evaluation and checkpoints, bit for bit alike."""
-    env, _, env_params = algorithm.environment(config, env, env_params)
+    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
+    num_updates]. The command line runs the same pieces in chunks, with evaluation and
+    checkpoints, bit for bit alike."""
+    env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
-    mesh = algorithm.seed_mesh(config)
-    per_device = config.run.num_seeds // mesh.size
+    mesh_for = algorithm.seed_mesh(num_devices)
 
-    def train(keys):  # keys [per_device]: this device's seeds
-        states = algorithm.vmap_seeds(algo.init, per_device)(keys)
-        update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-        states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
-        return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
-                "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
+    def train(keys):  # keys [num_seeds]
+        mesh = mesh_for(len(keys))
+        per_device = len(keys) // mesh.size
 
-    # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-    train = jax.shard_map(train, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)
+        def train_block(keys):  # keys [per_device]: this device's seeds
+            states = algorithm.vmap_seeds(algo.init, per_device)(keys)
+            update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
+                    "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
+
+        # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+
     return jax.jit(train, compiler_options=algorithm.COMPILER_OPTIONS)
 
 

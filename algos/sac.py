@@ -25,11 +25,10 @@ if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in th
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.runconfig import RunConfig, build_config
 from scanrl.common.nets import mlp_apply, mlp_init
 
 import jax
@@ -39,8 +38,13 @@ import optax
 
 
 # ---------------------------------------------------------------------------------------------
-# Config: hyperparameters (run settings: common/runconfig.py's RunConfig, the same flat flags)
+# Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
+ALGO = "sac"  # its name in common/recipes.py's tables: a copy of this file keeps the recipes
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
+
+
 @dataclass(frozen=True)
 class Config:
     env: str = "Pendulum-v1"
@@ -92,8 +96,6 @@ class Config:
     """hidden layer sizes of each of the two Q MLPs."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
     """hidden-layer activation."""
-    run: RunConfig = field(default_factory=lambda: RunConfig(eval_every=10, log_every=5))
-    """run settings (seeds, devices, evaluation, logging, output): common/runconfig.py, flat flags."""
 
     steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
     num_updates = property(lambda self: algorithm.updates_for(self, self.steps_per_iteration))  # iterations
@@ -119,14 +121,8 @@ class Config:
 def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
     recipe for `env` where common/recipes.py has one (`recipe`: auto, published, cpu, none);
-    `overrides` (hyperparameters or run settings, flat) win."""
-    return build_config(Config, {**recipes.lookup("sac", env, recipe)[1], **overrides, "env": env})
-
-
-def replay_buffer_bytes(config: Config, obs_dim: int, action_dim: int) -> int:
-    """Memory of one seed's buffer: capacity x (float32 obs, next obs, action, reward + a bool)."""
-    per_transition = 4 * (2 * obs_dim + action_dim + 1) + 1
-    return config.buffer_rows * config.num_envs * per_transition
+    `overrides` (hyperparameters) win."""
+    return Config(**{**recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,44 +453,42 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     )
 
 
-def make_train(config: Config, env=None, env_params=None):
+def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
     """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
     program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices. Metrics leaves [num_seeds, num_updates]. The command line
-    runs the same pieces in chunks, with evaluation and checkpoints, bit for bit alike."""
-    env, _, env_params = algorithm.environment(config, env, env_params)
+    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
+    num_updates]. The command line runs the same pieces in chunks, with evaluation and
+    checkpoints, bit for bit alike."""
+    env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
-    mesh = algorithm.seed_mesh(config)
-    per_device = config.run.num_seeds // mesh.size
+    mesh_for = algorithm.seed_mesh(num_devices)
 
-    def train(keys):  # keys [per_device]: this device's seeds
-        states = algorithm.vmap_seeds(algo.init, per_device)(keys)
-        update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-        states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
-        return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
-                "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
+    def train(keys):  # keys [num_seeds]
+        mesh = mesh_for(len(keys))
+        per_device = len(keys) // mesh.size
 
-    # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-    train = jax.shard_map(train, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)
+        def train_block(keys):  # keys [per_device]: this device's seeds
+            states = algorithm.vmap_seeds(algo.init, per_device)(keys)
+            update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
+                    "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
+
+        # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+
     return jax.jit(train, compiler_options=algorithm.COMPILER_OPTIONS)
 
 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def buffer_summary(program) -> dict:
-    """summary.json entries: replay buffer memory per seed and in all (program: the run's loop.Program)."""
-    config, vec_env = program.config, envs.VecEnv(program.algorithm.env, program.algorithm.env_params, 1)
-    per_seed = replay_buffer_bytes(config, vec_env.obs_dim, vec_env.action_dim)
-    return {"replay_buffer_bytes_per_seed": per_seed, "replay_buffer_bytes": per_seed * config.run.num_seeds}
-
-
 def main(argv: list[str] | None = None) -> dict:
     """Flags -> Config -> the shared driver (common/harness/run.py), with this module (a copy of
     this file runs under its own name); returns summary.json's content."""
     from scanrl.common.harness import run  # the command line's driver: loaded only to run
 
-    return run.main(sys.modules[__name__], argv, extra_summary=buffer_summary)
+    return run.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ def fingerprint(path: str) -> None:
     import jax
 
     from scanrl.common.harness import devices, loop
+    from scanrl.common.harness.runconfig import compose
 
     devices.use_cpu_cores()
     from scanrl import algos
@@ -28,9 +29,9 @@ def fingerprint(path: str) -> None:
     for name, env, extra in CASES:
         module = algos.get(name)
         common = dict(num_seeds=2, eval_every=2, eval_episodes=2, log_every=0, **extra)
-        per_update = module.default_config(env, **common)
+        per_update = compose(module, env, **common)
         per_update = per_update.total_timesteps // per_update.num_updates
-        config = module.default_config(env, total_timesteps=3 * per_update, **common)
+        config = compose(module, env, total_timesteps=3 * per_update, **common)
         result = jax.device_get(loop.build(module.make_algorithm, config).train(devices.seed_keys(0, 2)))  # evaluated
         for i, leaf in enumerate(jax.tree.leaves(result["policy"])):
             out[f"{name}_{env}/param{i}"] = np.asarray(leaf)

@@ -12,10 +12,11 @@ import re
 
 from scanrl.algos import ppo, sac
 from scanrl.common.harness import run
+from scanrl.common.harness.runconfig import compose
 
 # compile_cache=False: lower the programs even when common/harness/programs.py keeps them compiled.
-for name, module, config in [("ppo CartPole 8 seeds", ppo, ppo.default_config("CartPole-v1", num_seeds=8, compile_cache=False)),
-                             ("sac Pendulum 1 seed", sac, sac.default_config("Pendulum-v1", compile_cache=False))]:
+for name, module, config in [("ppo CartPole 8 seeds", ppo, compose(ppo, "CartPole-v1", num_seeds=8, compile_cache=False)),
+                             ("sac Pendulum 1 seed", sac, compose(sac, "Pendulum-v1", compile_cache=False))]:
     text = run.prepare(config, module.make_algorithm).advance.as_text()
     text = re.sub(r"loc\(.*?\)", "", text)  # file paths and line numbers differ between checkouts
     print(f"{name}: {hashlib.sha256(text.encode()).hexdigest()[:16]} ({len(text):,} characters)")

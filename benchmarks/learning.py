@@ -42,7 +42,7 @@ CHECKS = {
 
 
 def final_returns(module, env: str, overrides: dict) -> np.ndarray:
-    config = module.default_config(env, num_seeds=4, eval_every=0, log_every=0, **overrides)
+    config = module.default_config(env, **overrides)
     out = module.make_train(config)(devices.seed_keys(0, 4))
     returns = np.asarray(out["metrics"]["episode_return"])
     tail = max(1, int(np.ceil(0.1 * returns.shape[1])))

@@ -23,6 +23,7 @@ import numpy as np
 from scanrl.algos import ppo
 from scanrl.common import nets
 from scanrl.common.harness import devices, loop
+from scanrl.common.harness.runconfig import compose
 
 variant, env, steps, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 assert variant in ("base", "stride2", "pool2", "mlp"), variant
@@ -61,8 +62,8 @@ if variant == "stride2":
     nets.cnn_init, nets.cnn_apply = stride2_init, stride2_apply
 if variant == "pool2":  # the same parameters as stride 2 (one conv layer, 4 x 4 x C_out features)
     nets.cnn_init, nets.cnn_apply = stride2_init, pool2_apply
-config = ppo.default_config(env, num_seeds=seeds, total_timesteps=steps, log_every=0, eval_every=0,
-                            torso="mlp" if variant == "mlp" else "auto")
+config = compose(ppo, env, num_seeds=seeds, total_timesteps=steps, log_every=0, eval_every=0,
+                 torso="mlp" if variant == "mlp" else "auto")
 start = time.time()
 program = loop.build(ppo.make_algorithm, config)
 out = jax.block_until_ready(program.train(devices.seed_keys(0, seeds)))

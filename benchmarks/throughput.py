@@ -49,16 +49,18 @@ def worker(algo_name: str, num_seeds: int, num_devices: int, data_parallel: int,
 
     import jax
 
+    from scanrl.common.harness.runconfig import compose
+
     algo = importlib.import_module(f"scanrl.algos.{algo_name}")
     devices.enable_compile_cache(True, cache_dir)
     settings = dict(num_seeds=num_seeds, eval_every=0, log_every=0, num_devices=num_devices,
                     data_parallel=data_parallel)
     if algo_name == "ppo":  # PureJaxRL's configuration is PPO's discrete default
-        config = algo.default_config("CartPole-v1", total_timesteps=500_000, **settings)
+        config = compose(algo, "CartPole-v1", total_timesteps=500_000, **settings)
     elif algo_name == "sac":  # continuous actions only: its own Pendulum defaults
-        config = algo.default_config("Pendulum-v1", **settings)
+        config = compose(algo, "Pendulum-v1", **settings)
     else:  # the algorithm's own CartPole defaults
-        config = algo.default_config("CartPole-v1", **settings)
+        config = compose(algo, "CartPole-v1", **settings)
     keys = devices.seed_keys(0, num_seeds)
     t0 = time.perf_counter()
     program = loop.build(algo.make_algorithm, config)

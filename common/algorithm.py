@@ -1,7 +1,6 @@
 """What every algorithm file needs besides its own math: the value checks its Config runs, and for
-`make_train`: the `Algorithm` it
-builds (its pieces for one seed), the env a Config trains on, the seeds' vmap, the device
-mesh and the compiler options. The command line's harness (common/harness/loop.py) builds
+`make_train`: the `Algorithm` it builds (its pieces for one seed), the env it trains on, the
+seeds' vmap, the device mesh and the compiler options. The command line's harness (common/harness/loop.py) builds
 its chunked, evaluated programs from the same pieces, so the two train bit for bit alike
 (tests/test_loop.py).
 """
@@ -44,18 +43,6 @@ class Algorithm(NamedTuple):
     init_carry: Callable[[int], Any] | None = None
 
 
-def environment(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any, Any]:
-    """(env, its default params, the params it trains with) for `config`: config.env or the
-    user's own env object, with --env-options and --hide-obs applied and --env-params over the
-    defaults (ValueError with one sentence for a bad index, name or value)."""
-    run = config.run
-    options = dict(zip(run.env_options[::2], run.env_options[1::2]))
-    env, params = envs.resolve(config.env, env, env_params, options)
-    if run.hide_obs:
-        env = envs.HiddenObs(env, run.hide_obs, params)
-    return env, params, envs.override_params(params, run.env_params, "--env-params")
-
-
 def vmap_seeds(fn: Callable, num_seeds: int, in_axes: Any = 0) -> Callable:
     """`jax.vmap(fn, in_axes)` over a device's block of `num_seeds` seeds, except for a block of
     one, where the seed axis is added and dropped directly: vmap's batching pass would only
@@ -68,17 +55,24 @@ def vmap_seeds(fn: Callable, num_seeds: int, in_axes: Any = 0) -> Callable:
     return lambda *args: add(fn(*(a if axes and axes[i] is None else drop(a) for i, a in enumerate(args))))
 
 
-def seed_mesh(config: Any) -> Mesh:
-    """The devices `make_train` spreads seeds over: as many of --num-devices (default: all) as
-    divide --num-seeds evenly, on one axis "seed". Asking for more devices than JAX has is a
-    ValueError; where JAX started with fewer CPU devices than cores, a warning says so."""
+def train_env(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
+    """(env, env_params) that `make_train` trains on: `config.env` built, or a user's own
+    gymnax-style env object and its params (default `env.default_params`). JAX first gets one
+    CPU device per core (a warning where it started with fewer). `make_train` runs a fixed
+    budget, so --total-timesteps 0 (until a stop condition holds: the command line's) is refused."""
+    if not config.total_timesteps:
+        raise ValueError("make_train runs a fixed budget: give total_timesteps; 0 (train until a stop condition "
+                         "holds) is the command line's.")
     cores.use_cpu_cores()
-    run = config.run
-    if run.data_parallel > 1:
-        raise ValueError(f"make_train shards seeds only, got --data-parallel {run.data_parallel}: "
-                         "train one seed's environments over several devices from the command line.")
-    available = cores.select_devices(run.num_devices)  # more than JAX has: one sentence, as on the command line
-    return Mesh(available[:math.gcd(run.num_seeds, len(available))], ("seed",))
+    return envs.resolve(config.env, env, env_params)
+
+
+def seed_mesh(num_devices: int = 0) -> Callable[[int], Mesh]:
+    """For `make_train`: `mesh(num_seeds)`, the devices its seeds spread over, on one axis
+    "seed": of the first `num_devices` (0: all; more than JAX has is a ValueError here), as
+    many as divide the seeds evenly."""
+    available = cores.select_devices(num_devices)
+    return lambda num_seeds: Mesh(available[:math.gcd(num_seeds, len(available))], ("seed",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,13 +116,11 @@ def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple
 
 
 def check_budget(config: Any, per_update: int, unit: str) -> None:
-    """--total-timesteps: 0 (until a stop condition holds) or at least one update's steps."""
+    """--total-timesteps: 0 (until a stop condition holds: the command line checks for one) or at
+    least one update's steps."""
     total = config.total_timesteps
     if total < 0:
         raise ValueError(f"--total-timesteps must be 0 or positive, got {total}.")
-    if total == 0 and not config.run.has_stop_condition:
-        raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
-                         "--stop-minutes or --stop-plateau too.")
     if 0 < total < per_update:
         raise ValueError(f"--total-timesteps {total} is smaller than one {unit} (num_envs * num_steps = {per_update}); "
                          f"raise it or shrink the {unit}.")

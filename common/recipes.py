@@ -2,8 +2,9 @@
 
 One table per suite, each entry a published configuration translated into an algorithm's
 Config fields, with its source. `default_config(env)` in an algorithm file applies the
-entry for (algorithm, env) over the file's own defaults and presets; a flag, or a value in
-`--config FILE`, still wins over the recipe. `--recipe` chooses the form:
+entry's hyperparameters for (algorithm, env) over the file's own defaults and presets; the
+command line adds its run settings (RUN_SETTINGS: evaluation episodes, env options). A flag,
+or a value in `--config FILE`, still wins over the recipe. `--recipe` chooses the form:
 
 - `published`: the values as the source publishes them (thousands of environments: a GPU).
 - `cpu`: the same, scaled for a CPU in one way: every count of environments, samples and
@@ -284,6 +285,15 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     args = trainer_args(recipe, form)
     translate = {"ppo": ppo_fields, "sac": sac_fields, "fields": dict}[recipe.trainer]
     return form, {**translate(args), **recipe.fields, "recipe": form}
+
+
+RUN_SETTINGS = ("recipe", "env_options", "eval_episodes")  # what a recipe sets that is no hyperparameter
+
+
+def hyperparameters(algo: str, env: str, choice: str = "auto") -> dict:
+    """The recipe's values for `algo`'s Config (an algorithm's `default_config` applies them; the
+    command line adds the rest, RUN_SETTINGS, to its run settings)."""
+    return {k: v for k, v in lookup(algo, env, choice)[1].items() if k not in RUN_SETTINGS}
 
 
 def source(algo: str, env: str) -> str | None:

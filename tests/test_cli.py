@@ -12,6 +12,7 @@ from conftest import HANG_GUARD, REPO, run_python, run_scripts
 
 from scanrl.algos import grpo, impala, ppo, sac
 from scanrl.common.harness import run
+from scanrl.common.harness.runconfig import compose
 
 PPO = "algos/ppo.py"
 
@@ -38,7 +39,7 @@ def test_help_lists_every_flag_with_its_help(help_of, algo, phrase):
     text = " ".join(proc["stdout"].split())  # help text may wrap
     from scanrl.common.harness.run import RunConfig
 
-    names = [f.name for f in dataclasses.fields(algo.Config) if f.name != "run"]
+    names = [f.name for f in dataclasses.fields(algo.Config)]
     names += [f.name for f in dataclasses.fields(RunConfig)]
     for name in names:
         flag = "--" + name.replace("_", "-")
@@ -60,7 +61,7 @@ def test_help_groups_every_flag_in_boxes(algo, capsys):
     titles, boxes = parts[1::2], parts[2::2]
     assert titles == ["", "algorithm", "environment", "run", "lifecycle", "logging", "sweeps"]
     titles, boxes = titles[1:], boxes[1:]
-    names = [f.name for f in dataclasses.fields(algo.Config) if f.name != "run"]
+    names = [f.name for f in dataclasses.fields(algo.Config)]
     names += [f.name for f in dataclasses.fields(RunConfig)]
     for name in names:
         defined = re.compile(rf"^[│ ]*{flag(name)}[ ,]", re.M)  # where the flag is listed, not mentioned
@@ -125,7 +126,7 @@ def test_user_errors_exit_2_with_one_sentence_before_compiling(cli_error, args, 
 def test_integer_flags_take_1e6_and_underscores(text, value):
     from scanrl.common.harness import run
 
-    config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--total-timesteps", text, "--num-seeds=2e0"])
+    config = run.parse_config(ppo, ["--total-timesteps", text, "--num-seeds=2e0"])
     assert config.total_timesteps == value and config.run.num_seeds == 2
 
 
@@ -395,7 +396,7 @@ def test_resuming_another_algorithms_folder_names_it(cli_error, tmp_path):
 
     run_dir = tmp_path / "ppo__CartPole-v1__20260101-000000"
     run_dir.mkdir()
-    (run_dir / "config.json").write_text(json.dumps({"algo": "ppo", **run.config_dict(ppo.default_config())}))
+    (run_dir / "config.json").write_text(json.dumps({"algo": "ppo", **run.config_dict(compose(ppo))}))
     code, err = cli_error(impala.main, ["--resume", str(run_dir)])
     assert code == 2 and err == (f"error: --resume {run_dir} is a ppo run, not a impala one: continue it with "
                                  f"`python -m scanrl.algos.ppo --resume {run_dir}`."), err
@@ -403,7 +404,7 @@ def test_resuming_another_algorithms_folder_names_it(cli_error, tmp_path):
     assert code == 2 and "is the config of a ppo run, not a impala one: train it with `python -m scanrl.algos.ppo" in err
     old = tmp_path / "older"  # no "algo" in config.json: summary.json says it
     old.mkdir()
-    (old / "config.json").write_text(json.dumps(run.config_dict(ppo.default_config())))
+    (old / "config.json").write_text(json.dumps(run.config_dict(compose(ppo))))
     (old / "summary.json").write_text(json.dumps({"algo": "ppo"}))
     code, err = cli_error(impala.main, ["--resume", str(old)])
     assert code == 2 and f"--resume {old} is a ppo run" in err

@@ -19,7 +19,7 @@ FIXED_BATCH = textwrap.dedent(
     from scanrl.common import envs
     env_id = sys.argv[1]
     config = ppo.default_config(env_id, num_envs=8, num_steps=16, num_minibatches=4, num_epochs=2,
-                                normalize_advantages=True, eval_every=0, log_every=0, learning_rate=1e-3)
+                                normalize_advantages=True, learning_rate=1e-3)
     env, env_params = envs.make(env_id)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim = vec_env.obs_shape[0]
@@ -62,14 +62,15 @@ SHORT_RUN = textwrap.dedent(
     import jax
     from scanrl.algos import ppo
     from scanrl.common.harness import devices, loop
+    from scanrl.common.harness.runconfig import compose
     env_id = sys.argv[1]
     # one device; seeds over 4 devices; 2 seed shards x 2 data devices; one seed shard x 4 data devices
     layouts = {"1": (1, 1), "seeds": (4, 1), "2": (4, 2), "4": (4, 4)}
     results = {}
     for name, (num_devices, shards) in layouts.items():
-        config = ppo.default_config(env_id, num_seeds=8, num_envs=8, num_steps=32, total_timesteps=8 * 32 * 3,
-                                    num_minibatches=4, num_epochs=2, eval_every=3, eval_episodes=4, log_every=0,
-                                    num_devices=num_devices, data_parallel=shards)
+        config = compose(ppo, env_id, num_seeds=8, num_envs=8, num_steps=32, total_timesteps=8 * 32 * 3,
+                         num_minibatches=4, num_epochs=2, eval_every=3, eval_episodes=4, log_every=0,
+                         num_devices=num_devices, data_parallel=shards)
         program = loop.build(ppo.make_algorithm, config)
         layout = program.layout
         results[name] = {"layout": [layout.seed_shards, layout.data_parallel, layout.seeds_per_shard]}

@@ -126,10 +126,10 @@ ids = ["CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "brax/ant", "playground
 configs = {(m.__name__, e): m.default_config(e) for m in (grpo, impala, ppo, ppo_rnn, sac) for e in ids}
 print(bool(xla_bridge._backends), configs["scanrl.algos.ppo", "Pendulum-v1"].gamma,
       configs["scanrl.algos.ppo", "CartPole-v1"].gamma)
-config = ppo.default_config("CartPole-v1", num_seeds=2)
+config = ppo.default_config("CartPole-v1")
 print(jax.local_device_count() == devices.cpu_count(), ppo.make_train(config) is not None)
 try:
-    ppo.make_train(ppo.default_config("CartPole-v1", num_devices=devices.cpu_count() + 1))
+    ppo.make_train(ppo.default_config("CartPole-v1"), num_devices=devices.cpu_count() + 1)
 except ValueError as error:
     print(error)
 """])

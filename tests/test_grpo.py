@@ -11,6 +11,7 @@ from scanrl.algos import grpo
 from scanrl.common import envs
 from scanrl.common.harness import sweeps
 from scanrl.common.harness.run import train_and_write
+from scanrl.common.harness.runconfig import compose
 from conftest import assert_shards_match_one_device, check_run_tools
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
                        tanh_normal_program)
@@ -239,11 +240,12 @@ DATA_PARALLEL = textwrap.dedent(
     import jax
     from scanrl.algos import grpo
     from scanrl.common.harness import devices, loop
+    from scanrl.common.harness.runconfig import compose
     results = {}
     for shards in (1, 2, 4):
-        config = grpo.default_config(sys.argv[1], num_envs=8, group_size=4, num_steps=64, num_minibatches=2,
-                                     num_epochs=2, total_timesteps=8 * 64 * 3, eval_every=3, eval_episodes=4,
-                                     log_every=0, data_parallel=shards, kl_coef=0.1)
+        config = compose(grpo, sys.argv[1], num_envs=8, group_size=4, num_steps=64, num_minibatches=2,
+                         num_epochs=2, total_timesteps=8 * 64 * 3, eval_every=3, eval_episodes=4,
+                         log_every=0, data_parallel=shards, kl_coef=0.1)
         out = jax.device_get(loop.build(grpo.make_algorithm, config).train(devices.seed_keys(0, 1)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     print("RESULT" + json.dumps(results))
@@ -263,7 +265,7 @@ def test_data_parallel_matches_one_device(on_devices):
 @pytest.mark.slow
 def test_cartpole_learns(tmp_path):
     """Default (EmbodiChain-style) groups, the documented budget of 3e6 steps per seed."""
-    config = grpo.default_config("CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path))
+    config = compose(grpo, "CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path))
     assert config.total_timesteps <= 5_000_000
     summary = train_and_write("grpo", config, grpo.make_algorithm)
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]

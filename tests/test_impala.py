@@ -1,7 +1,6 @@
 """IMPALA: V-trace against rlax, GAE and a plain loop; importance ratios; data parallelism;
 learning with the default config (CartPole with actor lag; benchmarks/learning.py runs the other checks)."""
 
-import dataclasses
 import textwrap
 
 import jax
@@ -13,6 +12,7 @@ from scanrl.algos import impala
 from scanrl.common import envs, nets, onpolicy
 from scanrl.common.harness import devices
 from scanrl.common.harness.run import train_and_write
+from scanrl.common.harness.runconfig import compose
 from conftest import assert_shards_match_one_device, check_run_tools, run_cases_on_devices
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
                        tanh_normal_program)
@@ -159,8 +159,8 @@ SMALL = dict(total_timesteps=8 * 32 * 4, num_envs=8, num_steps=32, eval_every=0,
 
 
 def run(num_seeds=1, env="CartPole-v1", **kw):
-    config = impala.default_config(env, num_seeds=num_seeds, **{**SMALL, **kw})
-    return jax.device_get(impala.make_train(config)(devices.seed_keys(0, num_seeds)))
+    config = compose(impala, env, num_seeds=num_seeds, **{**SMALL, **kw})
+    return jax.device_get(impala.make_train(config.config)(devices.seed_keys(0, num_seeds)))
 
 
 @pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
@@ -198,11 +198,12 @@ DATA_PARALLEL = textwrap.dedent(
     import jax
     from scanrl.algos import impala
     from scanrl.common.harness import devices, loop
+    from scanrl.common.harness.runconfig import compose
     results = {}
     for shards in (1, 2, 4):
-        config = impala.default_config(sys.argv[1], num_seeds=1, num_envs=16, num_steps=32, num_minibatches=2,
-                                       num_epochs=2, total_timesteps=16 * 32 * 3, eval_every=3, eval_episodes=4,
-                                       log_every=0, data_parallel=shards, actor_lag=1)
+        config = compose(impala, sys.argv[1], num_seeds=1, num_envs=16, num_steps=32, num_minibatches=2,
+                         num_epochs=2, total_timesteps=16 * 32 * 3, eval_every=3, eval_episodes=4,
+                         log_every=0, data_parallel=shards, actor_lag=1)
         out = jax.device_get(loop.build(impala.make_algorithm, config).train(devices.seed_keys(0, 1)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     print("RESULT" + json.dumps(results))
@@ -301,8 +302,8 @@ def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
 # The suite runs the lagged case (the harder one); benchmarks/learning.py runs lag 0 and Pendulum.
 @pytest.mark.slow
 def test_cartpole_learns_with_default_config_and_actor_lag(tmp_path):
-    config = impala.default_config("CartPole-v1", num_seeds=4, seed=0, log_every=0, actor_lag=4, out_dir=str(tmp_path))
-    config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_every=config.num_updates))
+    config = compose(impala, "CartPole-v1", num_seeds=4, seed=0, log_every=0, actor_lag=4, out_dir=str(tmp_path))
+    config = config.replace(eval_every=config.num_updates)
     assert config.total_timesteps <= 1_000_000
     summary = train_and_write("impala", config, impala.make_algorithm)
     final = np.array(summary["final_return_per_seed"])  # mean over the last 10% of updates

@@ -18,6 +18,7 @@ from conftest import HANG_GUARD, REPO
 
 from scanrl.algos import grpo, impala, ppo, sac
 from scanrl.common.harness import checkpoint, devices, run
+from scanrl.common.harness.runconfig import compose
 
 ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "sac": sac}
 # Small runs with many chunks (one update each) and a checkpoint every 2 updates.
@@ -189,7 +190,7 @@ def test_yaml_file_with_a_subset_of_fields(tmp_path):
     """YAML 1.1 reads 3e-4 as a string: it is coerced by the field's type."""
     path = tmp_path / "c.yaml"
     path.write_text("learning_rate: 3e-4\nnum_envs: 8\nactor_hidden: [32, 32]\nrun:\n  num_seeds: 2\n")
-    config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--config", str(path), "--num-envs", "16"])
+    config = run.parse_config(ppo, ["--config", str(path), "--num-envs", "16"])
     assert config.learning_rate == 3e-4 and config.num_envs == 16 and config.actor_hidden == (32, 32)
     assert config.run.num_seeds == 2 and config.gamma == ppo.Config().gamma
 
@@ -289,7 +290,7 @@ def test_a_run_too_big_for_memory_is_refused_with_the_estimate(cli_error, algo, 
 def test_resume_errors(cli_error, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    saved = run.config_dict(ppo.default_config(total_timesteps=4096))
+    saved = run.config_dict(compose(ppo, total_timesteps=4096))
     (run_dir / "config.json").write_text(json.dumps(saved))
     code, err = cli_error(ppo.main, ["--resume", str(run_dir)])
     assert code == 2 and "has no checkpoint" in err

@@ -16,6 +16,7 @@ import pytest
 from scanrl import algos
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common.harness import devices, evaluate, loop
+from scanrl.common.harness.runconfig import compose
 from conftest import HANG_GUARD, REPO, run_python
 
 # Small configs that still exercise what matters: evaluation inside the chunks, padding
@@ -41,7 +42,7 @@ CONFIGS = {
 def config_of(name, **extra):
     module, kw = CONFIGS[name]
     kw = {**kw, **extra}
-    return module, module.default_config(kw.pop("env"), log_every=0, **kw)
+    return module, compose(module, kw.pop("env"), log_every=0, **kw)
 
 
 def run_in_chunks(program, keys):
@@ -95,7 +96,11 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
     module.main(["--env", env, *as_flags(kw), "--log-every", "2", "--out-dir", str(tmp_path)])
     (run_dir,) = tmp_path.iterdir()
     saved, metrics = np.load(run_dir / "params.npz"), np.load(run_dir / "metrics.npz")
-    out = jax.device_get(module.make_train(module.default_config(env, **kw))(devices.seed_keys(0, 2)))
+    kw.pop("num_devices")
+    job = compose(module, env, **kw)
+    # the env the command line builds from its run settings (ppo_rnn's --hide-obs), handed to make_train
+    env_object, _, env_params = loop.environment(job)
+    out = jax.device_get(module.make_train(job.config, env_object, env_params, num_devices)(devices.seed_keys(0, 2)))
     policy = {jax.tree_util.keystr(path, simple=True, separator="/"): leaf
               for path, leaf in jax.tree_util.tree_flatten_with_path(out["policy"])[0]}
     assert sorted(policy) == sorted(saved.files)
@@ -103,7 +108,7 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
         np.testing.assert_array_equal(policy[k], saved[k], err_msg=f"{name}: policy {k}")
     assert set(out["metrics"]) < set(metrics.files) and "eval_return" in metrics.files  # the run also evaluates
     for k, m in out["metrics"].items():
-        assert m.shape == (2, module.default_config(env, **kw).num_updates), k
+        assert m.shape == (2, job.config.num_updates), k
         np.testing.assert_array_equal(np.asarray(m, np.float32), metrics[k], err_msg=f"{name}: metric {k}")
 
 
@@ -114,7 +119,7 @@ def test_an_algorithm_file_imports_only_the_kit(python_process):
                                  "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = eval(proc.stdout.strip().splitlines()[-1])
-    assert {"scanrl.common.envs", "scanrl.common.algorithm", "scanrl.common.runconfig"} <= set(loaded)
+    assert {"scanrl.common.envs", "scanrl.common.algorithm", "scanrl.common.recipes"} <= set(loaded)
     assert [m for m in loaded if m.startswith("scanrl.common.harness")] == []
 
 
@@ -126,7 +131,7 @@ def test_make_train_builds_and_runs_without_the_harness(python_process):
 import sys
 import jax
 from scanrl.algos import ppo
-config = ppo.default_config("CartPole-v1", num_seeds=2, total_timesteps=512, num_envs=4, num_steps=16)
+config = ppo.default_config("CartPole-v1", total_timesteps=512, num_envs=4, num_steps=16)
 out = ppo.make_train(config)(jax.random.split(jax.random.key(0), 2))
 print(jax.tree.leaves(out["metrics"])[0].shape, sorted(m for m in sys.modules if m.startswith('scanrl.common.harness')))
 """])
@@ -169,6 +174,7 @@ def test_a_users_own_env_object_trains():
 
     module, config = config_of("ppo")
     keys = devices.seed_keys(0, config.run.num_seeds)
+    config = config.config  # make_train takes the hyperparameters alone
     by_id = jax.device_get(module.make_train(config)(keys))
     env = CartPole()
     same = jax.device_get(module.make_train(config, env, env.default_params)(keys))
@@ -209,8 +215,8 @@ def test_a_state_with_empty_leaves_starts_and_advances_on_every_device():
             return super().is_truncated(state.inner, params)
 
     env = WithEmpty()
-    config = ppo.default_config(num_envs=4, num_steps=8, num_minibatches=2, total_timesteps=64, num_seeds=4,
-                                eval_every=0)
+    config = compose(ppo, num_envs=4, num_steps=8, num_minibatches=2, total_timesteps=64, num_seeds=4,
+                     eval_every=0)
     program = loop.build(ppo.make_algorithm, config, env, env.default_params, chunk=1)
     assert len(program.layout.mesh.devices.flat) == jax.device_count() >= 2
     state = program.start(devices.seed_keys(0, 4))
@@ -435,7 +441,7 @@ def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
                               act=act, policy_params=lambda s: s, env=env, env_params=env_params, num_updates=2,
                               steps_per_update=1)
 
-    config = ppo.default_config("CartPole-v1", num_seeds=2, eval_every=1, eval_episodes=64, log_every=0)
+    config = compose(ppo, "CartPole-v1", num_seeds=2, eval_every=1, eval_episodes=64, log_every=0)
     env = Corridor()
     program = loop.build(make_algorithm, config, env, env.default_params)
     metrics = jax.device_get(program.train(devices.seed_keys(0, 2))["metrics"])

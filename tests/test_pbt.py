@@ -18,6 +18,7 @@ from conftest import HANG_GUARD, REPO
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common.harness import devices, loop, pbt, sweeps
+from scanrl.common.harness.runconfig import compose
 
 SPACE = {"learning_rate": ("log", 1e-4, 1e-2), "clip_eps": ("uniform", 0.1, 0.3), "gamma": ("grid", (0.9, 0.95, 0.99))}
 
@@ -138,7 +139,7 @@ SPECS = ("learning_rate=log:1e-4:3e-2", "ent_coef=0.0,0.05")
 
 
 def train(config, population):
-    sweep = sweeps.parse(config.run.sweep, config.run.sweep_samples, 0, config, population=population)
+    sweep = sweeps.parse(config.run.sweep, config.run.sweep_samples, 0, config.config, population=population)
     program = loop.build(ppo.make_algorithm, config, sweep=sweep)
     keys = devices.seed_keys(0, config.run.num_seeds)[np.arange(program.num_seeds) % config.run.num_seeds]
     return jax.device_get(program.train(keys))
@@ -148,8 +149,8 @@ def train(config, population):
 def test_pbt_with_an_interval_longer_than_the_run_is_the_plain_sweep_bit_for_bit():
     """The population starts from the sweep's configs (grid points in turn, the same random draws),
     and with no interval ending inside the run it trains exactly what the sweep trains."""
-    plain = ppo.default_config("CartPole-v1", **SMALL, sweep=SPECS, sweep_samples=2)
-    population = ppo.default_config("CartPole-v1", **SMALL, sweep=SPECS, pbt=True, pbt_population=4, pbt_interval=50)
+    plain = compose(ppo, "CartPole-v1", **SMALL, sweep=SPECS, sweep_samples=2)
+    population = compose(ppo, "CartPole-v1", **SMALL, sweep=SPECS, pbt=True, pbt_population=4, pbt_interval=50)
     a, b = train(plain, None), train(population, 4)
     for k in ("policy_loss", "value_loss", "entropy", "episode_return"):
         np.testing.assert_array_equal(b["metrics"][k], a["metrics"][k], err_msg=k)
@@ -159,7 +160,7 @@ def test_pbt_with_an_interval_longer_than_the_run_is_the_plain_sweep_bit_for_bit
     # a plain run's state keeps its structure (its checkpoints too); a population's adds the fitness record
     assert type(a["state"]).__name__ == "SeedState" and type(b["state"]).__name__ == "PopulationState"
     # and with an interval inside the run, members are replaced and their values change
-    short = ppo.default_config("CartPole-v1", **SMALL, sweep=SPECS, pbt=True, pbt_population=4, pbt_interval=2)
+    short = compose(ppo, "CartPole-v1", **SMALL, sweep=SPECS, pbt=True, pbt_population=4, pbt_interval=2)
     c = train(short, 4)
     assert (c["metrics"]["pbt_parent"] >= 0).sum() == 2 * 2 * 1  # 2 intervals x 2 runs x 1 replaced member
 
@@ -175,10 +176,10 @@ def test_pbt_with_an_interval_longer_than_the_run_is_the_plain_sweep_bit_for_bit
 def test_every_algorithm_exploits_inside_its_program(module, flags):
     """Each algorithm's population: a replaced member's policy after the interval equals its parent's."""
     flags = {"env": "CartPole-v1", **flags}
-    config = module.default_config(flags.pop("env"), **flags, eval_every=0, log_every=0, num_seeds=1,
-                                   num_devices=2, sweep=("learning_rate=log:1e-4:1e-3",), pbt=True,
-                                   pbt_population=4, pbt_interval=3)
-    sweep = sweeps.parse(config.run.sweep, 8, 0, config, population=4)
+    config = compose(module, flags.pop("env"), **flags, eval_every=0, log_every=0, num_seeds=1,
+                     num_devices=2, sweep=("learning_rate=log:1e-4:1e-3",), pbt=True,
+                     pbt_population=4, pbt_interval=3)
+    sweep = sweeps.parse(config.run.sweep, 8, 0, config.config, population=4)
     program = loop.build(module.make_algorithm, config, sweep=sweep)
     state = program.start(devices.seed_keys(0, 1)[np.zeros(4, int)])
     state, metrics = jax.device_get(program.advance(state, 0, 3))  # the interval ends with update 3 (index 2)
@@ -214,7 +215,7 @@ def test_the_lineage_agrees_with_the_parameters_and_the_schedule_with_the_lineag
     metrics = np.load(pbt_dir / "metrics.npz")
     updates = metrics["episode_return"].shape[-1]
     assert [r["update"] for r in records] == list(range(4, updates, 4))
-    config = ppo.default_config("CartPole-v1", num_steps=64)
+    config = compose(ppo, "CartPole-v1", num_steps=64)
     algo = ppo.make_algorithm(config)
     copies = 0
     for record in records:
@@ -244,7 +245,7 @@ def test_the_lineage_agrees_with_the_parameters_and_the_schedule_with_the_lineag
     assert best["learning_rate"] == summary["runs"][0]["schedule"][-1]["values"]["learning_rate"]
     from scanrl.common.harness import run as run_module
 
-    loaded = run_module.parse_config(ppo.Config, ppo.default_config, ppo.__doc__,
+    loaded = run_module.parse_config(ppo, 
                                      ["--config", str(pbt_dir / "best_config.json")])
     assert not loaded.run.pbt and loaded.run.sweep == () and loaded.learning_rate == best["learning_rate"]
     from PIL import Image

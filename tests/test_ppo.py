@@ -11,6 +11,7 @@ from scanrl.algos import ppo
 from scanrl.common.harness.run import train_and_write
 from conftest import check_run_tools
 from scanrl.common.harness import devices, loop
+from scanrl.common.harness.runconfig import compose
 
 
 # --- loss pieces against hand computations ----------------------------------------------------
@@ -157,8 +158,8 @@ def test_tanh_normal_actions_stay_in_the_bounds():
     np.testing.assert_array_equal(a[3], high)
     np.testing.assert_allclose(a[2], (low + high) / 2)
     # through the algorithm's act (what evaluation gives the env), for a huge loc and scale
-    config = ppo.default_config("Pendulum-v1", action_dist="tanh_normal", num_envs=4, num_steps=8, num_minibatches=1,
-                                total_timesteps=32)
+    config = compose(ppo, "Pendulum-v1", action_dist="tanh_normal", num_envs=4, num_steps=8, num_minibatches=1,
+                     total_timesteps=32)
     algorithm = ppo.make_algorithm(config)
     state = jax.jit(algorithm.init)(jax.random.key(0))
     act = jax.jit(algorithm.act, static_argnums=3)
@@ -179,8 +180,8 @@ def test_tanh_normal_ratio_is_one_on_its_own_rollout():
     mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken through atanh(a) breaks;
     there the output layer's weights are zeroed, so that loc is exactly 30 in the rollout and the
     loss alike (near 30 one float32 ulp of loc, from matmuls of other shapes, moves log N(u) by 1e-5)."""
-    config = ppo.default_config("Pendulum-v1", action_dist="tanh_normal", num_envs=4, num_steps=16, num_epochs=1,
-                                num_minibatches=1, clip_eps=1e-6, total_timesteps=64)
+    config = compose(ppo, "Pendulum-v1", action_dist="tanh_normal", num_envs=4, num_steps=16, num_epochs=1,
+                     num_minibatches=1, clip_eps=1e-6, total_timesteps=64)
     algorithm = ppo.make_algorithm(config)
     update = jax.jit(algorithm.update)
     state = jax.jit(algorithm.init)(jax.random.key(0))
@@ -206,7 +207,7 @@ SMALL = dict(total_timesteps=4 * 32 * 6, num_envs=4, num_steps=32, eval_every=3,
 
 
 def run(num_seeds, seed=0, env="CartPole-v1", **kw):
-    config = ppo.default_config(env, num_seeds=num_seeds, seed=seed, **{**SMALL, **kw})
+    config = compose(ppo, env, num_seeds=num_seeds, seed=seed, **{**SMALL, **kw})
     out = loop.build(ppo.make_algorithm, config).train(devices.seed_keys(seed, num_seeds))  # evaluated, padded
     return jax.device_get(out)
 
@@ -227,7 +228,7 @@ def test_seed_i_of_a_sweep_equals_a_single_seed_run(env):
     drifted to 2e-4 relative in 3 updates)."""
     short = dict(total_timesteps=4 * 32 * 3, num_epochs=2, num_minibatches=4)
     sweep = run(3, env=env, **short)  # 3 seeds on 2 devices: padded to 4, padding dropped
-    train_one_seed = ppo.make_train(ppo.default_config(env, num_seeds=1, **{**SMALL, **short}))
+    train_one_seed = ppo.make_train(compose(ppo, env, **{**SMALL, **short}).config)
     for i in range(3):
         single = jax.device_get(train_one_seed(devices.seed_keys(i, 1)))
         for k in ("policy_loss", "value_loss", "approx_kl", "entropy"):
@@ -293,8 +294,8 @@ def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
     starting params: 2 epochs with one full-batch minibatch equal two 1-epoch calls, each on
     the samples prepared from the params the previous one left (here the advantage is made
     V(obs), so it changes whenever the value net does)."""
-    config = ppo.default_config("CartPole-v1", num_epochs=2, num_minibatches=1, learning_rate=1e-2)
-    one_epoch = ppo.default_config("CartPole-v1", num_epochs=1, num_minibatches=1, learning_rate=1e-2)
+    config = compose(ppo, "CartPole-v1", num_epochs=2, num_minibatches=1, learning_rate=1e-2)
+    one_epoch = compose(ppo, "CartPole-v1", num_epochs=1, num_minibatches=1, learning_rate=1e-2)
     k = jax.random.split(jax.random.key(3), 6)
     params = ppo.init_params(k[0], config, _cartpole_vec_env())
     B = 64
@@ -346,7 +347,7 @@ def test_unroll_gradient_is_gae_within_each_unroll_then_the_minibatch_gradient()
     trained, then PPO's loss over the unrolls' transitions, differentiated with the advantages held constant."""
     from test_gae import reference_gae
 
-    config = ppo.default_config("CartPole-v1", gamma=0.9, gae_lambda=0.8)
+    config = compose(ppo, "CartPole-v1", gamma=0.9, gae_lambda=0.8)
     rng = np.random.default_rng(5)  # inputs from numpy: each eager JAX op would compile a program of its own
     params = ppo.init_params(jax.random.key(5), config, _cartpole_vec_env())
     params = jax.tree.map(lambda x: x + 0.1 * rng.normal(size=x.shape).astype(np.float32), params)  # a non-trivial value net
@@ -399,7 +400,7 @@ def test_fresh_obs_stats_changes_only_runs_that_normalise_observations():
 # --- learning ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_cartpole_learns(tmp_path):
-    config = ppo.default_config(
+    config = compose(ppo, 
         "CartPole-v1", num_seeds=4, total_timesteps=500_000, log_every=0, out_dir=str(tmp_path)
     )
     summary = train_and_write("ppo", config, ppo.make_algorithm)
@@ -415,8 +416,8 @@ def test_minatar_conv_torso_beats_the_mlp_at_the_same_budget(tmp_path):
     (measured: 14.5 and 16.5 against 12.7 and 11.3)."""
     returns = {}
     for torso in ("auto", "mlp"):
-        config = ppo.default_config("SpaceInvaders-MinAtar", torso=torso, num_seeds=2, total_timesteps=163_840,
-                                    log_every=0, eval_every=0, out_dir=str(tmp_path / torso))
+        config = compose(ppo, "SpaceInvaders-MinAtar", torso=torso, num_seeds=2, total_timesteps=163_840,
+                         log_every=0, eval_every=0, out_dir=str(tmp_path / torso))
         returns[torso] = train_and_write("ppo", config, ppo.make_algorithm)["final_return_per_seed"]
     assert min(returns["auto"]) > max(returns["mlp"]), returns
     assert np.mean(returns["auto"]) > np.mean(returns["mlp"]) + 2.0, returns

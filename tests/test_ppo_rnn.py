@@ -2,7 +2,6 @@
 update's replay from stored states (ratio exactly 1 before a gradient step), truncation
 bootstrapping with the pre-reset state, and partial observability (--hide-obs)."""
 
-import dataclasses
 import textwrap
 
 import jax
@@ -15,6 +14,7 @@ from scanrl.common import envs
 from scanrl.common.harness import devices
 from scanrl.common.nets import gru_apply, gru_init
 from scanrl.common.harness.run import train_and_write
+from scanrl.common.harness.runconfig import compose
 from conftest import assert_shards_match_one_device, check_run_tools
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
                        tanh_normal_program)
@@ -77,7 +77,7 @@ def test_the_replay_from_stored_states_reproduces_the_rollout(seq_len, burn_in):
     the latter gave log-ratios of 2e-5 to 4e-4). CartPole episodes end many times per rollout."""
     config = ppo_rnn.default_config("CartPole-v1", num_envs=4, num_steps=64, seq_len=seq_len, burn_in=burn_in,
                                     num_epochs=1, num_minibatches=1, total_timesteps=4 * 64 * 3, gru_size=16,
-                                    encoder_hidden=(16,), head_hidden=(16,), eval_every=0, log_every=0)
+                                    encoder_hidden=(16,), head_hidden=(16,))
     out = jax.device_get(ppo_rnn.make_train(config)(devices.seed_keys(0, 1)))
     metrics = out["metrics"]
     assert np.isfinite(metrics["episode_return"]).all()  # episodes ended in every rollout
@@ -127,8 +127,7 @@ def test_normalisation_options_track_what_the_rollouts_saw():
     statistics count every final observation of every rollout, the return statistics every
     step's discounted return, and the run keeps finite losses; off (the default) is the plain
     run bit for bit."""
-    small = dict(num_envs=4, num_steps=16, num_epochs=1, num_minibatches=2, total_timesteps=4 * 16 * 3, eval_every=0,
-                 log_every=0, **NET)
+    small = dict(num_envs=4, num_steps=16, num_epochs=1, num_minibatches=2, total_timesteps=4 * 16 * 3, **NET)
     run = lambda **kw: jax.device_get(ppo_rnn.make_train(ppo_rnn.default_config("Pendulum-v1", **small, **kw))(
         devices.seed_keys(0, 1)))
     plain = run()
@@ -247,12 +246,13 @@ DATA_PARALLEL = textwrap.dedent(
     import jax
     from scanrl.algos import ppo_rnn
     from scanrl.common.harness import devices, loop
+    from scanrl.common.harness.runconfig import compose
     results = {}
     for shards in (1, 2, 4):
-        config = ppo_rnn.default_config("CartPole-v1", num_envs=8, num_steps=32, seq_len=16, burn_in=4,
-                                        num_minibatches=4, num_epochs=2, total_timesteps=8 * 32 * 3, gru_size=16,
-                                        encoder_hidden=(16,), head_hidden=(16,), eval_every=3, eval_episodes=4,
-                                        log_every=0, hide_obs=(1, 3), data_parallel=shards)
+        config = compose(ppo_rnn, "CartPole-v1", num_envs=8, num_steps=32, seq_len=16, burn_in=4,
+                         num_minibatches=4, num_epochs=2, total_timesteps=8 * 32 * 3, gru_size=16,
+                         encoder_hidden=(16,), head_hidden=(16,), eval_every=3, eval_episodes=4,
+                         log_every=0, hide_obs=(1, 3), data_parallel=shards)
         out = jax.device_get(loop.build(ppo_rnn.make_algorithm, config).train(devices.seed_keys(0, 1)))
         results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     print("RESULT" + json.dumps(results))
@@ -276,9 +276,9 @@ def test_data_parallel_matches_one_device(on_devices):
 # ppo.py with the same budget and mask ends near 50 (benchmarks/learning.py: ppo_masked_cartpole).
 @pytest.mark.slow
 def test_learns_cartpole_without_velocities(tmp_path):
-    config = ppo_rnn.default_config("CartPole-v1", num_seeds=4, seed=0, hide_obs=(1, 3), log_every=0,
-                                    out_dir=str(tmp_path))
-    config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_every=config.num_updates))
+    config = compose(ppo_rnn, "CartPole-v1", num_seeds=4, seed=0, hide_obs=(1, 3), log_every=0,
+                     out_dir=str(tmp_path))
+    config = config.replace(eval_every=config.num_updates)
     assert config.total_timesteps <= 200_000
     summary = train_and_write("ppo_rnn", config, ppo_rnn.make_algorithm)
     final = np.array(summary["final_return_per_seed"])  # mean over the last 10% of updates

@@ -9,6 +9,7 @@ import pytest
 from scanrl.algos import ppo, ppo_rnn, sac
 from scanrl.common import recipes
 from scanrl.common.harness import run
+from scanrl.common.harness.runconfig import compose
 
 BRAX_ID, PLAYGROUND_ID = "brax/inverted_pendulum", "playground/CartpoleBalance"
 
@@ -23,12 +24,14 @@ def test_every_recipe_builds_a_valid_config_in_both_forms():
     keeps the rest: PPO's rollout per env, minibatch count, epochs and number of updates;
     SAC's replay ratio (gradient steps per env step) and minibatch."""
     for (algo, env), recipe in recipes.RECIPES.items():
-        cls = ppo.Config if algo == "ppo" else sac.Config
+        module = ppo if algo == "ppo" else sac
         forms = {}
         for form in ("published", "cpu"):
             chosen, fields = recipes.lookup(algo, env, form)
             assert chosen == form and fields["recipe"] == form
-            forms[form] = run.build_config(cls, {**fields, "env": env})
+            # what is not the Config's is a run setting, which the command line applies
+            assert set(fields) - {f.name for f in dataclasses.fields(module.Config)} <= set(recipes.RUN_SETTINGS)
+            forms[form] = compose(module, env, form)
         pub, cpu = forms["published"], forms["cpu"]
         assert pub.num_envs == recipe.args["num_envs"] and pub.gamma == recipe.args["discounting"]
         assert pub.run.eval_episodes == 128 and cpu.run.eval_episodes == recipes.CPU_EVAL_ENVS
@@ -61,9 +64,7 @@ def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
     for (algo, pattern), recipe in recipes.SUITE_RECIPES.items():
         assert recipe.trainer == "fields"
         env = pattern.replace("*", "-Classic" if pattern.startswith("craftax/") else "X")
-        forms = {form: run.build_config({"ppo": ppo.Config, "ppo_rnn": ppo_rnn.Config}[algo],
-                                        {**recipes.lookup(algo, env, form)[1], "env": env})
-                 for form in ("published", "cpu")}
+        forms = {form: compose({"ppo": ppo, "ppo_rnn": ppo_rnn}[algo], env, form) for form in ("published", "cpu")}
         pub, cpu = forms["published"], forms["cpu"]
         assert {k: getattr(pub, k) for k in recipe.args} == recipe.args and pub.run.recipe == "published"
         factor = 1 if recipe.args["num_envs"] <= recipes.CPU_SIZED else recipes.CPU_FACTOR
@@ -110,15 +111,15 @@ def test_the_suite_recipe_follows_env_and_a_flag_wins(algo, env):
     overrides one value and keeps the rest; --recipe none gives the file's own defaults; the
     other algorithm (no baseline for it there) is unchanged by --recipe."""
     module = {"ppo": ppo, "ppo_rnn": ppo_rnn}[algo]
-    parse = lambda argv: run.parse_config(module.Config, module.default_config, module.__doc__, argv)  # noqa: E731
+    parse = lambda argv: run.parse_config(module, argv)  # noqa: E731
     words, num_envs, (field, value) = SUITE_PICKS[(algo, env)]
     assert words in recipes.source(algo, env)
     published = parse(["--env", env, "--recipe", "published"])
     assert published.num_envs == num_envs and getattr(published, field) == value
     flagged = parse(["--env", env, "--recipe", "published", "--num-envs", "64"])
-    assert flagged.num_envs == 64 and dataclasses.replace(flagged, num_envs=num_envs) == published
+    assert flagged.num_envs == 64 and flagged.replace(num_envs=num_envs) == published
     none = parse(["--env", env, "--recipe", "none"])
-    assert none == module.default_config(env, recipe="none") and getattr(none, field) != value
+    assert none.config == module.default_config(env, recipe="none") and getattr(none, field) != value
     other = ppo_rnn if algo == "ppo" else ppo
     if recipes.recipe_for(other.__name__.rsplit(".", 1)[-1], env) is None:
         assert other.default_config(env, recipe="published") == other.default_config(env, recipe="none")
@@ -129,7 +130,7 @@ def test_the_recipe_follows_env_and_a_flag_wins():
     value and keeps the rest; --recipe none gives the algorithm's own continuous preset; an
     env without a recipe (CartPole) is unchanged whatever --recipe says."""
     installed("brax.envs", "brax")
-    parse = lambda argv: run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, argv)  # noqa: E731
+    parse = lambda argv: run.parse_config(ppo, argv)  # noqa: E731
     published = parse(["--env", BRAX_ID, "--recipe", "published"])
     a = recipes.RECIPES[("ppo", BRAX_ID)].args
     assert (published.num_envs, published.num_steps, published.gamma, published.reward_scale) == (
@@ -138,14 +139,15 @@ def test_the_recipe_follows_env_and_a_flag_wins():
     flagged = parse(["--env", BRAX_ID, "--recipe", "published", "--num-envs", "256", "--env-options", "backend",
                      "spring"])
     assert flagged.num_envs == 256 and flagged.run.env_options == ("backend", "spring")
-    assert dataclasses.replace(flagged, num_envs=published.num_envs, run=published.run) == published
+    assert flagged.replace(num_envs=published.num_envs, env_options=published.run.env_options) == published
     cpu = parse(["--env", BRAX_ID, "--recipe", "cpu"])
     assert cpu.num_envs == a["num_envs"] // 32 and cpu.num_steps == published.num_steps
     none = parse(["--env", BRAX_ID, "--recipe", "none"])
-    assert none == ppo.default_config(BRAX_ID, recipe="none") and none.run.recipe == "none"
+    assert none.config == ppo.default_config(BRAX_ID, recipe="none") and none.run.recipe == "none"
     assert (none.num_envs, none.gamma, none.action_dist) == (ppo.PRESETS["continuous"]["num_envs"], 0.95, "gaussian")
     for choice in ("published", "cpu", "none"):
-        assert parse(["--env", "CartPole-v1", "--recipe", choice]) == ppo.default_config("CartPole-v1", recipe="none")
+        assert parse(["--env", "CartPole-v1", "--recipe", choice]).config == ppo.default_config("CartPole-v1",
+                                                                                               recipe="none")
 
 
 def test_auto_means_published_with_an_accelerator_and_cpu_without(monkeypatch):

@@ -13,6 +13,7 @@ import pytest
 
 from scanrl.algos import sac
 from scanrl.common.harness import devices, loop, sweeps
+from scanrl.common.harness.runconfig import compose
 from conftest import assert_shards_match_one_device, check_run_tools
 
 
@@ -60,7 +61,8 @@ def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
     config = sac.Config(total_timesteps=20_000, num_envs=4, num_steps=50, buffer_size=1_000_000)
     assert config.buffer_rows * config.num_envs == 20_000
     # Pendulum: 3 floats obs and next obs, 1 action, 1 reward (float32) + 1 bool terminated
-    assert sac.replay_buffer_bytes(config, 3, 1) == 20_000 * (4 * (3 + 3 + 1 + 1) + 1)
+    buffer = jax.eval_shape(lambda: sac.buffer_init(config.buffer_rows, config.num_envs, 3, 1))
+    assert sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(buffer.data)) == 20_000 * (4 * (3 + 3 + 1 + 1) + 1)
     assert sac.Config(buffer_size=1_000, num_envs=4, num_steps=50).buffer_rows == 250
 
 
@@ -268,7 +270,7 @@ def test_no_update_before_learning_starts_then_updates_per_step_each_step():
     last (400 - 250) / 2 = 75 vector steps, 225 gradient steps, then 100 x 3 per iteration."""
     settings = dict(num_envs=2, num_steps=100, total_timesteps=800, learning_starts=250, updates_per_step=3,
                     batch_size=32, eval_every=2, log_every=0, num_devices=1)
-    config = sac.default_config(num_seeds=2, **settings)
+    config = compose(sac, num_seeds=2, **settings)
     out = jax.device_get(loop.build(sac.make_algorithm, config).train(devices.seed_keys(0, 2)))
     metrics = out["metrics"]
     np.testing.assert_array_equal(metrics["gradient_steps"], [[0, 225, 300, 300]] * 2)
@@ -276,7 +278,8 @@ def test_no_update_before_learning_starts_then_updates_per_step_each_step():
     assert np.all(np.isnan(metrics["eval_return"][:, [0, 2]])) and np.all(np.isfinite(metrics["eval_return"][:, [1, 3]]))
     # seed 1 of the pair equals a run started alone at seed 1 (compared over the first 525
     # gradient steps: vmapped and single runs round differently and RL amplifies it later)
-    alone = jax.device_get(sac.make_train(sac.default_config(num_seeds=1, **settings))(devices.seed_keys(1, 1)))
+    alone = jax.device_get(sac.make_train(compose(sac, num_seeds=1, **settings).config, num_devices=1)(
+        devices.seed_keys(1, 1)))
     for name in ("critic_loss", "actor_loss", "alpha", "episode_return"):
         np.testing.assert_allclose(alone["metrics"][name][0, :3], metrics[name][1, :3], rtol=1e-4, err_msg=name)
     assert not np.allclose(metrics["critic_loss"][0, 1:], metrics["critic_loss"][1, 1:])  # seeds differ
@@ -321,11 +324,12 @@ import json
 import jax
 from scanrl.algos import sac
 from scanrl.common.harness import devices, loop
+from scanrl.common.harness.runconfig import compose
 results = {}
 for shards in (1, 2, 4):  # 4 envs, learning from the second update on: 3 updates of 25 gradient steps
-    config = sac.default_config(num_seeds=1, num_envs=4, num_steps=25, total_timesteps=4 * 25 * 4,
-                                learning_starts=100, batch_size=32, eval_every=2, eval_episodes=4,
-                                log_every=0, num_devices=shards, data_parallel=shards)
+    config = compose(sac, num_seeds=1, num_envs=4, num_steps=25, total_timesteps=4 * 25 * 4,
+                     learning_starts=100, batch_size=32, eval_every=2, eval_episodes=4,
+                     log_every=0, num_devices=shards, data_parallel=shards)
     out = jax.device_get(loop.build(sac.make_algorithm, config).train(devices.seed_keys(0, 1)))
     results[shards] = {k: v.tolist() for k, v in out["metrics"].items()}
     results[shards]["first_param"] = jax.tree.leaves(out["policy"])[0].tolist()
@@ -371,7 +375,8 @@ def test_cli_run_writes_the_run_folder(python_process, tmp_path):
     assert {"config.json", "progress.jsonl", "metrics.npz", "params.npz", "summary.json"} <= {p.name for p in run_dir.iterdir()}
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["algo"] == "sac" and summary["total_timesteps"] == 400 and len(summary["final_return_per_seed"]) == 2
-    assert summary["replay_buffer_bytes"] == 2 * summary["replay_buffer_bytes_per_seed"] == 2 * 400 * 33
+    # per seed: 400 transitions of 33 bytes (the test above), and the buffer's two int32 counters
+    assert summary["replay_buffer_bytes"] == 2 * summary["replay_buffer_bytes_per_seed"] == 2 * (400 * 33 + 8)
     progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
     assert [p["update"] for p in progress] == [1, 2, 3, 4]
     params = np.load(run_dir / "params.npz")

@@ -8,6 +8,7 @@ import pytest
 from rliable import library, metrics
 
 from scanrl.common.harness import plots, stats, sweeps
+from scanrl.common.harness.runconfig import compose
 
 REPS = 300  # resamples: the oracle and the wrapper draw the same ones, so few suffice
 SCORES = {  # [runs, tasks], fixed: 5 runs of 3 tasks and 7 runs of 3 tasks
@@ -159,8 +160,8 @@ def test_scanrl_plot_compare_prints_the_numbers_and_draws_them(groups, tmp_path,
 def test_a_sweep_reports_rliables_iqm_interval_per_config(tmp_path):
     from scanrl.algos import ppo
 
-    config = ppo.default_config("CartPole-v1", num_seeds=4)
-    sweep = sweeps.parse(("learning_rate=1e-3,3e-3",), 8, 0, config)
+    config = compose(ppo, "CartPole-v1", num_seeds=4)
+    sweep = sweeps.parse(("learning_rate=1e-3,3e-3",), 8, 0, config.config)
     returns = [np.tile(np.array([[10.0], [20.0], [30.0], [40.0]]), (1, 10)) + c for c in range(2)]  # [seeds, updates]
     rows = sweeps.report(tmp_path, sweep, returns, None, {"learning_rate": 3e-4}, 4)
     for c, row in enumerate(rows):

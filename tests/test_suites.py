@@ -14,6 +14,7 @@ from conftest import HANG_GUARD
 
 from scanrl.algos import ppo
 from scanrl.common import envs
+from scanrl.common.harness.runconfig import compose
 
 BRAX_ID, PLAYGROUND_ID = "brax/inverted_pendulum", "playground/CartpoleBalance"
 
@@ -376,7 +377,7 @@ def test_action_masks_reach_every_categorical_policy():
     assert vec.masked and mask.shape == (8, 4) and mask.dtype == bool
     mask = jnp.array([[False, True, True, True], [True, False, False, True]] * 4)
     for algo in (ppo, impala, grpo, ppo_rnn):
-        config = algo.default_config(SNAKE_ID, num_envs=8, num_steps=8)
+        config = compose(algo, SNAKE_ID, num_envs=8, num_steps=8)
         params_ = algo.init_params(jax.random.key(1), config, vec)
         # the output layer's bias favours action 0 strongly; the mask must still win
         params_["actor"][-1]["b"] = jnp.array([20.0, 0.0, 0.0, 0.0])

@@ -13,6 +13,7 @@ import pytest
 
 from scanrl.algos import ppo
 from scanrl.common.harness import devices, loop, run, sweeps
+from scanrl.common.harness.runconfig import compose
 
 from conftest import REPO
 
@@ -22,20 +23,20 @@ SMALL = dict(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2, total_ti
 
 # --- the spec parser ------------------------------------------------------------------------------
 def test_grid_is_the_product_of_every_sweep_flag():
-    config = ppo.default_config("CartPole-v1")
-    sweep = sweeps.parse(("learning_rate=1e-4,3e-4,1e-3", "gamma=0.9,0.99"), 8, 0, config)
+    config = compose(ppo, "CartPole-v1")
+    sweep = sweeps.parse(("learning_rate=1e-4,3e-4,1e-3", "gamma=0.9,0.99"), 8, 0, config.config)
     assert sweep.size == 6
     np.testing.assert_allclose(sweep.values["learning_rate"], [1e-4, 1e-4, 3e-4, 3e-4, 1e-3, 1e-3])
     np.testing.assert_allclose(sweep.values["gamma"], [0.9, 0.99] * 3)
     assert sweep.log_fields == {"learning_rate"}  # 3 values over 10x: a log axis in sweep.png; gamma: linear
-    assert sweeps.parse((), 8, 0, config) is None
+    assert sweeps.parse((), 8, 0, config.config) is None
 
 
 def test_random_search_draws_within_bounds_and_repeats_with_the_seed():
-    config = ppo.default_config("CartPole-v1")
+    config = compose(ppo, "CartPole-v1")
     specs = ("learning_rate=log:1e-5:1e-2", "clip_eps=uniform:0.1:0.3")
-    a, b = sweeps.parse(specs, 16, 3, config), sweeps.parse(specs, 16, 3, config)
-    other = sweeps.parse(specs, 16, 4, config)
+    a, b = sweeps.parse(specs, 16, 3, config.config), sweeps.parse(specs, 16, 3, config.config)
+    other = sweeps.parse(specs, 16, 4, config.config)
     assert a.size == 16 and a.log_fields == {"learning_rate"}
     for k in a.values:
         np.testing.assert_array_equal(a.values[k], b.values[k])
@@ -72,7 +73,7 @@ def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_erro
         return ppo.make_algorithm(config, env, env_params)
 
     edited = types.SimpleNamespace(__name__="my_ppo", __doc__=ppo.__doc__, Config=ppo.Config,
-                                   default_config=ppo.default_config, make_algorithm=branching)
+                                   default_config=ppo.default_config, ALGO=ppo.ALGO, make_algorithm=branching)
     main = lambda argv: run.main(edited, argv)
     code, err = cli_error(main, ["--sweep", "ent_coef=0.0,0.1", "--total-timesteps", "1024"])
     assert code == 2 and "a swept field (ent_coef) drives Python control flow" in err, err
@@ -81,9 +82,9 @@ def test_cli_refuses_a_shape_field_and_a_python_branch_before_compiling(cli_erro
 def test_a_tanh_normal_policy_sweeps_in_one_program():
     """The squashed normal's bounds check runs once, before the program: inside it the bounds
     are traced, and a sweep of a tanh_normal config (the Brax and Playground recipes) lowers."""
-    config = ppo.default_config("Pendulum-v1", **{**SMALL, "num_steps": 64}, action_dist="tanh_normal",
-                                sweep=("learning_rate=log:1e-4:1e-2",))
-    sweep = sweeps.parse(config.run.sweep, 2, 0, config)
+    config = compose(ppo, "Pendulum-v1", **{**SMALL, "num_steps": 64}, action_dist="tanh_normal",
+                     sweep=("learning_rate=log:1e-4:1e-2",))
+    sweep = sweeps.parse(config.run.sweep, 2, 0, config.config)
     program = loop.build(ppo.make_algorithm, config, sweep=sweep)
     program.start.lower(devices.seed_keys(0, 1)[np.zeros(2, int)])
 
@@ -92,8 +93,8 @@ def test_a_tanh_normal_policy_sweeps_in_one_program():
 def test_max_grad_norm_varies_inside_one_program():
     """0 turns PPO's clipping off as an infinite bound, not a Python branch: max_grad_norm is a
     traced value like any float, and a tight bound changes the update."""
-    config = ppo.default_config("CartPole-v1", **SMALL, num_seeds=1)
-    out = sweep_program(config, sweeps.parse(("max_grad_norm=0,1e-3",), 8, 0, config), 2)
+    config = compose(ppo, "CartPole-v1", **SMALL, num_seeds=1)
+    out = sweep_program(config, sweeps.parse(("max_grad_norm=0,1e-3",), 8, 0, config.config), 2)
     loss = out["metrics"]["policy_loss"]
     assert np.isfinite(loss).all() and not np.allclose(loss[0, 1:], loss[1, 1:])
 
@@ -101,7 +102,7 @@ def test_max_grad_norm_varies_inside_one_program():
 # --- one program equals the single runs ---------------------------------------------------------------
 def sweep_program(config, sweep, num_devices):
     run = config.run
-    config = ppo.default_config("CartPole-v1", **{**SMALL, "num_seeds": run.num_seeds, "num_devices": num_devices})
+    config = compose(ppo, "CartPole-v1", **{**SMALL, "num_seeds": run.num_seeds, "num_devices": num_devices})
     program = loop.build(ppo.make_algorithm, config, sweep=sweep)
     keys = devices.seed_keys(0, run.num_seeds)[np.arange(program.num_seeds) % run.num_seeds]
     return jax.device_get(program.train(keys))
@@ -116,14 +117,14 @@ def test_each_config_and_seed_equals_the_single_run(seeds):
     constant in the single run, and XLA rounds the two programs' Adam steps differently in the
     last bits (measured: 3e-8 absolute on losses of 1e-4 after 3 updates): bounded as seeds
     are in test_ppo.py."""
-    config = ppo.default_config("CartPole-v1", **SMALL, num_seeds=seeds)
-    sweep = sweeps.parse(("learning_rate=1e-3,3e-2",), 8, 0, config)
+    config = compose(ppo, "CartPole-v1", **SMALL, num_seeds=seeds)
+    sweep = sweeps.parse(("learning_rate=1e-3,3e-2",), 8, 0, config.config)
     out = sweep_program(config, sweep, 2)
     same = np.testing.assert_array_equal if seeds == 1 else \
         lambda a, b, err_msg="": np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, err_msg=err_msg)
     for c, lr in enumerate([1e-3, 3e-2]):
-        single = ppo.default_config("CartPole-v1", **SMALL, num_seeds=seeds, num_devices=1, learning_rate=lr)
-        want = jax.device_get(ppo.make_train(single)(devices.seed_keys(0, seeds)))
+        single = compose(ppo, "CartPole-v1", **SMALL, num_seeds=seeds, num_devices=1, learning_rate=lr)
+        want = jax.device_get(ppo.make_train(single.config, num_devices=1)(devices.seed_keys(0, seeds)))
         for k in ("policy_loss", "value_loss", "entropy", "episode_return"):
             same(out["metrics"][k][c * seeds:(c + 1) * seeds], want["metrics"][k], err_msg=k)
         for got, ref in zip(jax.tree.leaves(out["policy"]), jax.tree.leaves(want["policy"])):
@@ -180,7 +181,7 @@ def test_best_config_round_trips_through_config(sweep_dir):
     sweep: the single run that the sweep's rows of that config equal (tested above)."""
 
     best = json.loads((sweep_dir / "sweep.json").read_text())["best"]["values"]
-    config = run.parse_config(ppo.Config, ppo.default_config, ppo.__doc__, ["--config", str(sweep_dir / "best_config.json")])
+    config = run.parse_config(ppo, ["--config", str(sweep_dir / "best_config.json")])
     saved = json.loads((sweep_dir / "config.json").read_text())
     assert saved.pop("algo") == "ppo"  # config.json names the algorithm; a Config has no such field
     assert config.learning_rate == best["learning_rate"] and config.gamma == best["gamma"]

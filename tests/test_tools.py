@@ -16,6 +16,7 @@ from scanrl.algos import ppo
 from scanrl.common import envs
 from scanrl.common.harness import evaluate, plots, render
 from scanrl.common.harness.run import train_and_write
+from scanrl.common.harness.runconfig import compose
 
 from conftest import HANG_GUARD, check_run_tools, run_python
 
@@ -41,7 +42,7 @@ def short_run(out_dir, **overrides):
     """4 updates of 2 seeds, evaluated and checkpointed every 2 updates (returns still far from 500)."""
     values = dict(num_seeds=2, total_timesteps=2048, log_every=1, eval_every=2, checkpoint_every=2,
                   out_dir=str(out_dir), **overrides)
-    summary = train_and_write("ppo", ppo.default_config("CartPole-v1", **values), ppo.make_algorithm)
+    summary = train_and_write("ppo", compose(ppo, "CartPole-v1", **values), ppo.make_algorithm)
     assert summary["exit_code"] == 0 and summary["updates"] == 4
     return summary["run_dir"]
 

@@ -266,13 +266,13 @@ def finished(run_dir: Path) -> bool:
 
 
 def _parse(module: Any, argv: list[str]) -> Any:
-    """The algorithm's own parse of argv -> its Config; ValueError with the parser's one sentence."""
+    """The algorithm's own parse of argv -> its Job; ValueError with the parser's one sentence."""
     from scanrl.common.harness import run
 
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            return run.parse_config(module.Config, module.default_config, module.__doc__, argv)
+            return run.parse_config(module, argv)
     except SystemExit as e:
         message = captured.getvalue().strip().splitlines()
         raise ValueError(message[-1].removeprefix("error: ") if message else f"exit code {e.code}.") from None

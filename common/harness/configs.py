@@ -1,7 +1,7 @@
-"""Run settings, flag values and config files.
+"""Flag values and config files.
 
-`RunConfig` declares the run settings every algorithm shares, and the sets below it say
-once what each touches (the program, a resume, the plots' labels).
+`RunConfig` (common/harness/runconfig.py) declares the run settings every algorithm shares,
+and the sets beside it say once what each touches (the program, a resume, the plots' labels).
 
 `check_values` is what each algorithm's `Config.__post_init__` calls (finite floats, ranges,
 intervals, echoing the bad value); `read_config_file` reads a JSON or YAML file of fields
@@ -30,17 +30,16 @@ import numpy as np
 import tyro
 
 from scanrl.common.algorithm import INDEFINITE_UPDATES, check_budget, check_values, flag, updates_for  # noqa: F401
-from scanrl.common.runconfig import (  # noqa: F401  (the run settings live in the kit: every Config holds one)
-    LAUNCH_FIELDS, NOT_IN_LABELS, NOT_IN_PROGRAM, OUTPUT_FIELDS, RESUMABLE, RUN_FIELDS, STOP_FIELDS, RunConfig,
-    build_config,
+from scanrl.common.harness.runconfig import (  # noqa: F401  (re-exported for the harness's modules)
+    LAUNCH_FIELDS, NOT_IN_LABELS, NOT_IN_PROGRAM, OUTPUT_FIELDS, RESUMABLE, RUN_FIELDS, STOP_FIELDS, Job, RunConfig,
+    compose,
 )
 
 
 def _field_types(config_cls: type) -> dict[str, Any]:
-    """Field name -> type of a Config and of its `run` field's RunConfig, flat."""
-    own = typing.get_type_hints(config_cls)
-    hints = {**own, **typing.get_type_hints(own["run"])}
-    return {k: v for k, v in hints.items() if k != "run" and k not in LAUNCH_FIELDS}
+    """Field name -> type of a Config's fields and RunConfig's, flat."""
+    hints = {**typing.get_type_hints(config_cls), **typing.get_type_hints(RunConfig)}
+    return {k: v for k, v in hints.items() if k not in LAUNCH_FIELDS}
 
 
 def coerce(value: Any, hint: Any) -> Any:
@@ -239,9 +238,8 @@ def check_pairs(argv: list[str], name: str, numbers: bool = True) -> None:
 
 
 def _flag_types(config_cls: type) -> dict[str, Any]:
-    """`--flag` -> type hint for every field of a Config and its RunConfig (bools also as --no-flag)."""
-    own = typing.get_type_hints(config_cls)
-    hints = {k: v for k, v in {**own, **typing.get_type_hints(own["run"])}.items() if k != "run"}
+    """`--flag` -> type hint for every field of a Config and of RunConfig (bools also as --no-flag)."""
+    hints = {**typing.get_type_hints(config_cls), **typing.get_type_hints(RunConfig)}
     flags = {}
     for name, hint in hints.items():
         flags[flag(name)] = hint
@@ -369,22 +367,20 @@ def field_docs(cls: type) -> dict[str, str]:
 
 def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoReturn:
     """Print --help with the flags in boxes (algorithm, environment, run, lifecycle, logging,
-    sweeps), defaults from `base` (the env's presets applied), and exit 0. The flags parse as
-    one flat Config; only the help is shown through this grouped copy of it."""
+    sweeps), defaults from `base` (a Job: the env's presets applied), and exit 0. The flags parse as
+    one flat set; only the help is shown through this grouped copy of it."""
 
     def spec(cls: type, name: str, value: Any) -> tuple:
         hint = typing.get_type_hints(cls, include_extras=True)[name]
         default = field(default_factory=lambda v=value: v) if isinstance(value, (dict, list)) else field(default=value)
         return name, Annotated[hint, tyro.conf.arg(help=field_docs(cls).get(name, ""))], default
 
-    run_cls = type(base.run)
     owner = {name: box for box, (_, names) in HELP_GROUPS.items() for name in names}
     boxes: dict[str, list] = {"algorithm": []} | {box: [] for box in HELP_GROUPS}
     for f in dataclasses.fields(config_cls):
-        if f.name != "run":
-            boxes[owner.get(f.name, "algorithm")].append(spec(config_cls, f.name, getattr(base, f.name)))
-    for f in dataclasses.fields(run_cls):
-        boxes[owner[f.name]].append(spec(run_cls, f.name, getattr(base.run, f.name)))
+        boxes[owner.get(f.name, "algorithm")].append(spec(config_cls, f.name, getattr(base.config, f.name)))
+    for f in dataclasses.fields(RunConfig):
+        boxes[owner[f.name]].append(spec(RunConfig, f.name, getattr(base.run, f.name)))
     fields = []
     for name, specs in boxes.items():
         box = dataclasses.make_dataclass(name, specs, frozen=True)

@@ -67,7 +67,7 @@ def load_algorithm(run_dir: str | Path, algorithms: Any) -> Any:
 
 
 def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
-    """(algorithm module, its Config) of a run folder, as the run was configured (`algorithms`:
+    """(algorithm module, its Job) of a run folder, as the run was configured (`algorithms`:
     as in load_algorithm)."""
     module = load_algorithm(run_dir, algorithms)
     saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
@@ -75,7 +75,7 @@ def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
         raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
                                      f"--config {run_dir}/best_config.json) and evaluate that run.")
     env = saved.pop("env", module.Config.__dataclass_fields__["env"].default)
-    return module, module.default_config(env, **saved)
+    return module, configs.compose(module, env, **saved)
 
 
 def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: int | None = None,
@@ -270,7 +270,7 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         env, base_params, _ = loop.environment(config)
         train_params = envs.override_params(base_params, run.env_params, "--env-params")
         eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
-        algo = module.make_algorithm(config, env, train_params)
+        algo = module.make_algorithm(config.config, env, train_params)
         rows, members = population_rows(args, run)
         policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint, rows,
                                      tuple(sorted(f.split("=")[0].strip().replace("-", "_") for f in run.sweep))

@@ -47,7 +47,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 import numpy as np
 
 from scanrl.common import envs
-from scanrl.common.algorithm import Algorithm, environment, vmap_seeds, COMPILER_OPTIONS
+from scanrl.common.algorithm import Algorithm, vmap_seeds, COMPILER_OPTIONS
 
 from scanrl.common.harness import devices, pbt as pbt_lib, sweeps
 
@@ -113,6 +113,18 @@ class Program:
 def eval_key(seed_key: jax.Array) -> jax.Array:
     """A seed's evaluation stream; its evaluation after update u uses fold_in(eval_key, u)."""
     return jax.random.fold_in(seed_key, EVAL_STREAM)
+
+
+def environment(job: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any, Any]:
+    """(env, its default params, the params it trains with) for a Job: its env id or the user's
+    own env object, with --env-options and --hide-obs applied and --env-params over the
+    defaults (ValueError with one sentence for a bad index, name or value)."""
+    run = job.run
+    options = dict(zip(run.env_options[::2], run.env_options[1::2]))
+    env, params = envs.resolve(job.env, env, env_params, options)
+    if run.hide_obs:
+        env = envs.HiddenObs(env, run.hide_obs, params)
+    return env, params, envs.override_params(params, run.env_params, "--env-params")
 
 
 def evaluation_params(run: Any, base_params: Any) -> Any:
@@ -205,7 +217,7 @@ def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout
 
 def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
           sweep: Any = None) -> Program:
-    """Programs for `config` (an algorithm Config holding `run`); raises ValueError with one
+    """Programs for `config` (a Job: an algorithm's Config and the run settings); raises ValueError with one
     sentence when no device layout fits or the env or its parameters are wrong.
 
     With a `sweep` (common/harness/sweeps.py) the rows of the seed axis are (config, seed) pairs,
@@ -218,12 +230,12 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
     layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
     env, base_params, train_params = environment(config, env, env_params)
-    algo = make_algorithm(config, env, train_params)
+    algo = make_algorithm(config.config, env, train_params)
     num_updates = algo.num_updates
     # A sweep's values enter as arrays: the pieces are built inside the program from a view of
     # the Config whose swept fields hold this row's values (tracers), so one compile serves every config.
     hparams = {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()} if sweep else {}
-    pieces = (lambda hp: make_algorithm(sweeps.with_values(config, hp), env, train_params)) if sweep \
+    pieces = (lambda hp: make_algorithm(sweeps.with_values(config.config, hp), env, train_params)) if sweep \
         else (lambda hp: algo)
     chunk = min(chunk or num_updates, num_updates)
     data = layout.data_parallel  # evaluation episodes: a multiple of the data devices, so each gets a share

@@ -1,8 +1,8 @@
 """Run settings and the driver every algorithm's command line uses.
 
-`RunConfig` holds what every algorithm shares (seeds, devices, evaluation, logging,
-checkpoints, stop conditions, output, wandb, cache); each algorithm's Config holds one as
-its `run` field, shown as flat flags (`--num-seeds`, not `--run.num-seeds`).
+`RunConfig` (common/harness/runconfig.py) holds what every algorithm shares (seeds, devices,
+evaluation, logging, checkpoints, stop conditions, output, wandb, cache). A run is a `Job`: the
+algorithm's Config and a RunConfig, whose fields are one flat set of flags.
 
 `main(...)` is a file's command line: `--config FILE` / `--resume RUN_DIR` first, then flags
 -> Config -> checks (device layout, env, env parameters, output folder, memory; one
@@ -39,30 +39,28 @@ import tyro
 
 from scanrl.common import algorithm, recipes
 from scanrl.common.harness import checkpoint, console, devices, loop, pbt, programs, sweeps
-from scanrl.common.harness.configs import (  # noqa: F401  (re-exported: the algorithm files call run.check_values etc.)
-    INDEFINITE_UPDATES, LAUNCH_FIELDS, RESUMABLE, RUN_FIELDS, RunConfig, build_config, check_algorithm, check_budget,
-    check_flag_names,
-    check_pairs,
-    check_values, fail, flag, flag_value, grouped_help, read_config_file, tyro_error_sentence, updates_for, whole_numbers,
+from scanrl.common.harness.configs import (
+    LAUNCH_FIELDS, RESUMABLE, Job, RunConfig, check_algorithm, check_flag_names, check_pairs, compose, fail, flag,
+    flag_value, grouped_help, read_config_file, tyro_error_sentence, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
 
 
-def config_dict(config: Any) -> dict[str, Any]:
-    """A Config as flat values, the form flags take and config.json stores."""
-    values = dataclasses.asdict(config)
-    run = {k: v for k, v in values["run"].items() if k not in LAUNCH_FIELDS}
-    return {**{k: v for k, v in values.items() if k != "run"}, **run}
+def config_dict(job: Job) -> dict[str, Any]:
+    """A Job as flat values, the form flags take and config.json stores."""
+    run = {k: v for k, v in dataclasses.asdict(job.run).items() if k not in LAUNCH_FIELDS}
+    return {**dataclasses.asdict(job.config), **run}
 
 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str, argv: list[str] | None = None,
-                 algo: str | None = None):
-    """`--resume RUN_DIR` / `--config FILE`, then flags -> Config. `default_config(env, **values)`
-    supplies the defaults (presets for the env, then the file's values) that --help shows;
-    `algo`: the algorithm's name, which a resumed folder or config file must match."""
+def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = None) -> Job:
+    """`--resume RUN_DIR` / `--config FILE`, then flags -> Job, for an algorithm module (its
+    Config, default_config, ALGO, RUN_DEFAULTS, docstring). `compose` supplies the defaults
+    (presets and recipe for the env, then the file's values) that --help shows; `algo`: the
+    algorithm's name, which a resumed folder or config file must match."""
+    config_cls, doc = module.Config, module.__doc__
     argv = sys.argv[1:] if argv is None else argv
     if algo is not None:
         check_algorithm(argv, algo)
@@ -85,9 +83,9 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
     if recipe not in recipes.CHOICES:
         fail(f"--recipe {recipe!r} is not one of {', '.join(recipes.CHOICES)}.")
     try:
-        base = default_config(env, **{k: v for k, v in saved.items() if k not in ("env", "recipe")}, recipe=recipe)
+        base = compose(module, env, recipe, **{k: v for k, v in saved.items() if k not in ("env", "recipe")})
     except (ValueError, TypeError) as e:
-        fail(f"{source}: {e}")
+        fail(f"{source}: {e}" if source else str(e))
     try:
         for name in ("--env-params", "--eval-env-params", "--env-options"):
             check_pairs(argv, name, numbers=name != "--env-options")
@@ -100,15 +98,20 @@ def parse_config(config_cls: type, default_config: Callable[..., Any], doc: str,
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            config = tyro.cli(config_cls, args=argv, default=base, description=doc.split("\n\n")[0],
-                              config=(tyro.conf.OmitArgPrefixes,))
+            # one flat set of flags over the Config's fields and RunConfig's (OmitArgPrefixes)
+            flags_cls = dataclasses.make_dataclass("Flags", [("config", config_cls), ("run", RunConfig)], frozen=True)
+            flags = tyro.cli(flags_cls, args=argv, default=flags_cls(base.config, base.run),
+                             description=doc.split("\n\n")[0], config=(tyro.conf.OmitArgPrefixes,))
     except SystemExit as e:
         if e.code:
             fail(tyro_error_sentence(captured.getvalue()))
         raise
     sys.stderr.write(captured.getvalue())  # tyro's warnings, if any
     # what applied, not what was asked: "auto" resolved, "none" where the env has no recipe
-    config = dataclasses.replace(config, run=dataclasses.replace(config.run, recipe=base.run.recipe))
+    try:
+        config = Job(flags.config, dataclasses.replace(flags.run, recipe=base.run.recipe))
+    except ValueError as e:
+        fail(str(e))
     if resume:
         check_resume(saved, config)
     return config
@@ -139,7 +142,7 @@ def algorithm_identity(module: Any) -> tuple[str, str | None]:
     return path.stem, (None if path.parent == own else str(path))
 
 
-def main(module: Any, argv: list[str] | None = None, extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+def main(module: Any, argv: list[str] | None = None) -> dict:
     """An algorithm module's command line (its Config, default_config, make_algorithm and
     docstring): parse, check, train, write. Returns summary.json's content. A copy of an
     algorithm file runs under its own name and records its path (`algorithm_identity`).
@@ -149,13 +152,12 @@ def main(module: Any, argv: list[str] | None = None, extra_summary: Callable[[lo
     make_algorithm = module.make_algorithm
     with Signals() as signals:
         try:
-            config = interruptible(lambda: parse_config(module.Config, module.default_config, module.__doc__, argv,
-                                                        algo), signals)
+            config = interruptible(lambda: parse_config(module, argv, algo), signals)
             if config.run.sweep and config.run.sweep_mode == "loop":
-                summary = loop_sweep(algo, config, make_algorithm, extra_summary, signals, algo_file=algo_file)
+                summary = loop_sweep(algo, config, make_algorithm, signals, algo_file=algo_file)
             else:
                 prepared = interruptible(lambda: prepare_or_fail(config, make_algorithm), signals)
-                summary = execute(algo, config, prepared, extra_summary=extra_summary, signals=signals,
+                summary = execute(algo, config, prepared, signals=signals,
                                   algo_file=algo_file)
         except Interrupted as e:
             stop_before_training(e.sig)
@@ -270,6 +272,17 @@ def _size_flags(config: Any) -> str:
     return "lower --num-seeds or --num-envs (or another size of the algorithm's: see --help)"
 
 
+def replay_buffer_summary(state_shape: Any, num_seeds: int) -> dict:
+    """summary.json's replay buffer memory where the training state holds a `buffer` (SAC's): per
+    seed, and over the run's `num_seeds` rows."""
+    buffer = getattr(state_shape.train, "buffer", None)
+    if buffer is None:
+        return {}
+    leaves = jax.tree.leaves(buffer)
+    per_seed = sum(leaf.size * leaf.dtype.itemsize for leaf in leaves) // leaves[0].shape[0]
+    return {"replay_buffer_bytes_per_seed": per_seed, "replay_buffer_bytes": per_seed * num_seeds}
+
+
 def row_keys(run: RunConfig, program: loop.Program) -> jax.Array:
     """One key per row of the seed axis: the seeds' keys, repeated for every config of a sweep."""
     keys = devices.seed_keys(run.seed, run.num_seeds)
@@ -289,7 +302,7 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         ckpt = found[-1]
     else:
         _check_out_dir(run.out_dir)
-    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config, population=run.pbt_population if run.pbt else None)
+    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config.config, population=run.pbt_population if run.pbt else None)
     program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None, sweep=sweep)
     pbt.check(run, program.num_updates if config.total_timesteps else None)
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
@@ -349,8 +362,8 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
 
 def compile_label(config: Any) -> str:
     """'<algorithm file> <env>': the programs whose past compile time estimates this one's."""
-    module = sys.modules.get(type(config).__module__)
-    return f"{Path(getattr(module, '__file__', None) or type(config).__module__).stem} {config.env}"
+    name = type(config.config).__module__
+    return f"{Path(getattr(sys.modules.get(name), '__file__', None) or name).stem} {config.env}"
 
 
 def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> None:
@@ -541,8 +554,7 @@ def _agree(code: int) -> int:
 REASONS = ["", "budget", "stop_return", "stop_minutes", "stop_plateau", "interrupt", "non-finite"]
 
 
-def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None = None,
-            run_dir: Path | None = None, signals: Signals | None = None, algo_file: str | None = None) -> dict:
+def execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None = None, signals: Signals | None = None, algo_file: str | None = None) -> dict:
     """Compile, run chunk by chunk (progress, checkpoints, stop conditions, signals between
     chunks), write the run folder. Returns summary.json's content (on every process; only
     process 0 writes). Exits 130/143 after an interrupt and 1 after a non-finite policy
@@ -552,7 +564,7 @@ def execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[
     with contextlib.ExitStack() as stack:
         signals = signals or stack.enter_context(Signals())
         signals.training = False
-        return _execute(algo, config, prepared, extra_summary, run_dir, signals, algo_file)
+        return _execute(algo, config, prepared, run_dir, signals, algo_file)
 
 
 @dataclass
@@ -588,8 +600,7 @@ def seconds_since_process_start() -> float:
         return time.perf_counter() - _IMPORTED
 
 
-def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable[[loop.Program], dict] | None,
-             run_dir: Path | None, signals: Signals, algo_file: str | None = None) -> dict:
+def _execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None, signals: Signals, algo_file: str | None = None) -> dict:
     t0 = time.perf_counter()
     with console.NativeStderr() as xla:
         start, advance, metric_names = interruptible(prepared.compile, signals)  # the run folder comes after
@@ -610,7 +621,7 @@ def _execute(algo: str, config: Any, prepared: Prepared, extra_summary: Callable
         run_seconds = _advance_until_done(config.run, prepared.program, advance, metric_names, logger, progress,
                                           signals)
         seconds = {"compile_seconds": compile_seconds, "run_seconds": run_seconds}
-        return _finish(algo, config, prepared, extra_summary, logger, progress, signals, metric_names, seconds)
+        return _finish(algo, config, prepared, logger, progress, signals, metric_names, seconds)
     finally:
         logger.stop_display()  # an error mid-run must not leave the terminal to a live bar
 
@@ -715,7 +726,7 @@ def _advance_until_done(run: RunConfig, program: loop.Program, advance: Callable
     return run_seconds
 
 
-def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable | None, logger: RunLogger,
+def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
             progress: Progress, signals: Signals, metric_names: list[str], seconds: dict) -> dict:
     """Write summary.json, the final policy, the plots (or a sweep's report); the exit code."""
     run, program, p = config.run, prepared.program, progress
@@ -728,7 +739,7 @@ def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable 
             "updates": p.done, "stopped_by": p.reason, "resumed_from": p.resumed_from or None,
             "checkpoint_seconds": p.checkpoint_seconds, "program_cache": prepared.cache,
             "layout": program.layout.describe(), "processes": jax.process_count(),
-            **(extra_summary(program) if extra_summary else {}),
+            **replay_buffer_summary(prepared.state_shape, program.num_seeds),
         },
     )
     if logger.active and program.pbt:
@@ -755,8 +766,7 @@ def _finish(algo: str, config: Any, prepared: Prepared, extra_summary: Callable 
     return summary
 
 
-def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
-               extra_summary: Callable[[loop.Program], dict] | None = None, signals: Signals | None = None,
+def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signals | None = None,
                algo_file: str | None = None) -> dict:
     """--sweep-mode loop: one program per config, one after another, each an ordinary run in
     `config_<c>/` of the sweep folder (checkpoints, interrupt, resume as usual); then the
@@ -766,9 +776,8 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
 
     run = config.run
     try:
-        sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config, loop=True)
-        single = dataclasses.replace(run, sweep=(), resume="", config="")
-        settings = [dataclasses.replace(config, **sweep.config_values(c), run=single) for c in range(sweep.size)]
+        sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config.config, loop=True)
+        settings = [config.replace(**sweep.config_values(c), sweep=(), resume="", config="") for c in range(sweep.size)]
         if not run.resume:
             _check_out_dir(run.out_dir)
     except ValueError as e:
@@ -789,14 +798,14 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable,
             summaries.append(json.loads(finished.read_text()))
             continue
         if checkpoint.all_checkpoints(sub / "checkpoints"):
-            setting = dataclasses.replace(setting, run=dataclasses.replace(setting.run, resume=str(sub)))
+            setting = setting.replace(resume=str(sub))
         elif sub.exists():  # started, but stopped before its first checkpoint: start it again
             shutil.rmtree(sub)
         print(f"sweep config {c + 1}/{sweep.size}: "
               + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()), flush=True)
         try:
             prepared = interruptible(lambda: prepare(setting, make_algorithm), signals)
-            summary = execute(algo, setting, prepared, extra_summary, run_dir=sub, signals=signals, algo_file=algo_file)
+            summary = execute(algo, setting, prepared, run_dir=sub, signals=signals, algo_file=algo_file)
         except ValueError as e:
             fail(f"sweep config {c} ({sweep.config_values(c)}): {e}")
         except Interrupted as e:  # while config c compiled: the configs before it are kept
@@ -875,7 +884,6 @@ def draw_curves(run_dir: Path) -> None:
               file=sys.stderr)
 
 
-def train_and_write(algo: str, config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None,
-                    extra_summary: Callable[[loop.Program], dict] | None = None) -> dict:
+def train_and_write(algo: str, config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None) -> dict:
     """Train `config` from Python (no flags) and write its run folder; returns the summary."""
-    return execute(algo, config, prepare(config, make_algorithm, env, env_params), extra_summary)
+    return execute(algo, config, prepare(config, make_algorithm, env, env_params))

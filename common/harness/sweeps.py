@@ -159,7 +159,7 @@ def check_field(config: Any, name: str, spec: str, loop: bool = False) -> Any:
     """The field's type hint. In one program only float hyperparameters can be traced; sizes,
     switches and names need --sweep-mode loop. The env id is never swept (presets follow it)."""
     fields = {f.name: f for f in dataclasses.fields(config)}
-    if name not in fields or name == "run":
+    if name not in fields:
         raise ValueError(f"--sweep {spec}: {type(config).__module__.rsplit('.', 1)[-1]} has no hyperparameter {name}.")
     if name == "env":
         raise ValueError(f"--sweep {spec}: the env id picks each algorithm's presets; start one sweep per env.")

@@ -1,7 +1,8 @@
-"""The run settings every algorithm's Config holds as `run` (seeds, devices, evaluation, logging,
-checkpoints, stop conditions, output), the sets that say what each one touches, and
-`build_config`, which sorts flat values into the hyperparameters and the run settings. The
-command line (common/harness/) reads them; an algorithm file only carries them.
+"""The run settings (seeds, devices, evaluation, logging, checkpoints, stop conditions,
+output) that the command line adds to an algorithm's hyperparameters, the sets that say what
+each one touches, and `Job`: an algorithm's Config and the run settings, as one run of the
+command line holds them. An algorithm file knows none of this: its Config is its
+hyperparameters, and its `RUN_DEFAULTS` are the run settings it starts from.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from scanrl.common import envs, recipes
 from scanrl.common.algorithm import check_values
 
 
@@ -166,9 +168,44 @@ NOT_IN_LABELS = OUTPUT_FIELDS | {"log_every", "num_devices"}
 assert (LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS) <= RUN_FIELDS
 
 
-def build_config(config_cls: type, values: dict[str, Any]):
-    """A Config from flat values: names of RunConfig fields go to its `run` field, on top of
-    the Config's own default RunConfig; the rest are the algorithm's hyperparameters."""
-    run_default = config_cls.__dataclass_fields__["run"].default_factory()
-    run = dataclasses.replace(run_default, **{k: v for k, v in values.items() if k in RUN_FIELDS})
-    return config_cls(**{k: v for k, v in values.items() if k not in RUN_FIELDS}, run=run)
+@dataclass(frozen=True)
+class Job:
+    """One run of the command line: an algorithm's Config (its hyperparameters: what `make_train`
+    takes) and the run settings. It also reads as its Config (`job.env` is `job.config.env`), so
+    the harness asks one object for both. Flat flags, config.json and `--config` files hold the
+    two side by side."""
+
+    config: Any
+    run: RunConfig
+
+    def __post_init__(self):
+        if self.config.total_timesteps == 0 and not self.run.has_stop_condition:
+            raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
+                             "--stop-minutes or --stop-plateau too.")
+
+    def __getattr__(self, name: str) -> Any:  # called only for names Job does not have itself
+        if name.startswith("__"):  # copy and pickle probe these before the fields exist
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "config"), name)
+
+    def replace(self, **values: Any) -> Job:
+        """This Job with some flat values changed (hyperparameters or run settings)."""
+        hyper = {k: v for k, v in values.items() if k not in RUN_FIELDS}
+        settings = {k: v for k, v in values.items() if k in RUN_FIELDS}
+        return Job(dataclasses.replace(self.config, **hyper) if hyper else self.config,
+                   dataclasses.replace(self.run, **settings) if settings else self.run)
+
+
+def compose(module: Any, env: str | None = None, recipe: str = "auto", **values: Any) -> Job:
+    """The Job for an algorithm module (its Config, default_config, ALGO and RUN_DEFAULTS) on `env`
+    (default: its Config's): the file's defaults and presets (its RUN_DEFAULTS for every env and
+    for the env's preset), the suite's recipe for `env` where
+    common/recipes.py has one (`recipe`: auto, published, cpu, none), then `values`, flat
+    (hyperparameters and run settings alike) over both. ValueError or TypeError for a bad value."""
+    env = env or module.Config.__dataclass_fields__["env"].default
+    applied = recipes.lookup(module.ALGO, env, recipe)[1]  # its run settings; default_config applies the rest
+    config = module.default_config(env, recipe=recipe, **{k: v for k, v in values.items() if k not in RUN_FIELDS})
+    by_preset = getattr(module, "RUN_DEFAULTS", {})
+    settings = {**by_preset.get(None, {}), **by_preset.get(envs.preset_name(env), {}),
+                **{k: v for k, v in {**applied, **values}.items() if k in RUN_FIELDS}}
+    return Job(config, RunConfig(**settings))
