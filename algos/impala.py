@@ -22,6 +22,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
 from scanrl.common.nets import squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn
+from scanrl.common.onpolicy import make_optimizer
 from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
                                 actor_critic_value as value)
 
@@ -80,6 +81,8 @@ class Config:
     """value loss weight (value loss = 0.5 * mean squared error to the V-trace targets)."""
     max_grad_norm: float = 0.5
     """clip the global gradient norm to this (0: no clipping)."""
+    adam_eps: float = 1e-5
+    """Adam's epsilon (CleanRL's and PureJaxRL's 1e-5)."""
     normalize_obs: bool = False
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
     normalize_reward: bool = True
@@ -109,7 +112,7 @@ class Config:
 
     def __post_init__(self):
         algorithm.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "adam_eps",
                             "clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "min_std"),
             nonnegative=("actor_lag", "max_grad_norm", "ent_coef", "vf_coef"),
             within={"gamma": "(0, 1]", "vtrace_lambda": "[0, 1]"},
@@ -256,14 +259,6 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
-def make_optimizer(config: Config) -> optax.GradientTransformation:
-    """Global-norm clipping (max_grad_norm; 0: none), then Adam's scaling; `learn` applies each
-    update's learning rate as a value, so the schedule needs no optimizer state."""
-    # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
-    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-    return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=1e-5))
-
-
 def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
     """Gradient of impala_loss over one minibatch of trajectories (leaves [T, b, ...]) and the loss stats."""
     (_, stats), grads = jax.value_and_grad(impala_loss, has_aux=True)(params, minibatch, config)

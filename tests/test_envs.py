@@ -7,6 +7,7 @@ import pytest
 
 from scanrl.common import envs
 from scanrl.common.nets import mlp_apply, mlp_init, orthogonal
+from scanrl.common.harness import envsettings
 
 
 def test_unknown_env_suggests_close_names():
@@ -16,11 +17,11 @@ def test_unknown_env_suggests_close_names():
 
 def test_override_params_checks_names_and_keeps_int_types():
     _, params = envs.make("CartPole-v1")
-    changed = envs.override_params(params, {"length": 0.7, "max_steps_in_episode": 50.0})
+    changed = envsettings.override_params(params, {"length": 0.7, "max_steps_in_episode": 50.0})
     assert changed.length == 0.7 and changed.max_steps_in_episode == 50
     assert isinstance(changed.max_steps_in_episode, int)
     with pytest.raises(ValueError, match="Unknown environment parameter"):
-        envs.override_params(params, {"lenght": 0.7})
+        envsettings.override_params(params, {"lenght": 0.7})
 
 
 def test_time_limit_is_truncation_with_final_observation():

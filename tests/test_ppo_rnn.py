@@ -11,7 +11,7 @@ import pytest
 
 from scanrl.algos import ppo, ppo_rnn
 from scanrl.common import envs
-from scanrl.common.harness import devices
+from scanrl.common.harness import devices, envsettings
 from scanrl.common.nets import gru_apply, gru_init
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
@@ -146,7 +146,7 @@ def test_normalisation_options_track_what_the_rollouts_saw():
 
 def test_hide_obs_drops_observation_components_for_every_algorithm(cli_error):
     env, params = envs.make("CartPole-v1")
-    hidden = envs.HiddenObs(env, (1, 3), params)
+    hidden = envsettings.HiddenObs(env, (1, 3), params)
     assert hidden.observation_space(params).shape == (2,) and hidden.name == "CartPole-v1"
     key = jax.random.key(0)
     full_obs, full_state = env.reset(key, params)

@@ -15,6 +15,7 @@ from conftest import HANG_GUARD
 from scanrl.algos import ppo
 from scanrl.common import envs
 from scanrl.common.harness.runconfig import compose
+from scanrl.common.harness import envsettings
 
 BRAX_ID, PLAYGROUND_ID = "brax/inverted_pendulum", "playground/CartpoleBalance"
 
@@ -77,7 +78,7 @@ def test_a_time_limit_is_truncated_with_the_true_final_observation(raw_state_env
     `terminated`; `final_observation` is the observation the step reached (what the value
     bootstraps from), and the step itself does not reset."""
     env, params, raw = raw_state_env
-    params = envs.override_params(params, {"max_steps_in_episode": 5})
+    params = envsettings.override_params(params, {"max_steps_in_episode": 5})
     key = jax.random.key(0)
     obs, state = env.reset(key, params)
     raw_state = jax.jit(raw.reset)(key)
@@ -100,7 +101,7 @@ def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
     are drawn anew only on the updates `refresh_starts` schedules (every `cached_starts`
     steps per environment), and evaluation's episodes start from fresh resets."""
     env, params, _ = raw_state_env
-    params = envs.override_params(params, {"max_steps_in_episode": 3})
+    params = envsettings.override_params(params, {"max_steps_in_episode": 3})
     vec = envs.VecEnv(env, params, num_envs=2)
     assert vec.cached_starts == env.cached_starts == 10_000 and vec.reset_ratio is None
     obs0, state = vec.reset(jax.random.key(0))
@@ -431,7 +432,7 @@ def test_craftax_time_limit_is_truncated_and_vecenv_resets_optimistically(crafta
     finished environment from one of ceil(4 / 16) = 1 fresh worlds built that step, and
     leaves a running one as it stepped."""
     env, params, _ = craftax
-    params = envs.override_params(params, {"max_timesteps": 5})
+    params = envsettings.override_params(params, {"max_timesteps": 5})
     vec = envs.VecEnv(env, params, num_envs=4)
     assert vec.reset_ratio == 16
     obs, state = vec.reset(jax.random.key(0))

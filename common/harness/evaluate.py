@@ -33,7 +33,7 @@ import numpy as np
 
 from scanrl.common import envs
 from scanrl.common.algorithm import Algorithm
-from scanrl.common.harness import checkpoint, configs, devices, loop
+from scanrl.common.harness import checkpoint, configs, devices, envsettings, loop
 from scanrl.common.harness.logging import differ_widely
 
 
@@ -216,9 +216,9 @@ class _KeepEnd:
 def _keep_end(env: Any) -> Any:
     """`env` (or the env inside --hide-obs) stepping without resets; None if scanrl does not
     know how its step resets."""
-    if isinstance(env, envs.HiddenObs):
+    if isinstance(env, envsettings.HiddenObs):
         inner = _keep_end(env.env)
-        return None if inner is None else envs.HiddenObs(inner, env.hidden, inner.default_params)
+        return None if inner is None else envsettings.HiddenObs(inner, env.hidden, inner.default_params)
     from gymnax.environments import environment
 
     if getattr(type(env), "step", None) is environment.Environment.step and callable(getattr(env, "step_env", None)):
@@ -268,8 +268,8 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         if not 0 <= args.seed_index < run.num_seeds:
             configs.fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
         env, base_params, _ = loop.environment(config)
-        train_params = envs.override_params(base_params, run.env_params, "--env-params")
-        eval_params = envs.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
+        train_params = envsettings.override_params(base_params, run.env_params, "--env-params")
+        eval_params = envsettings.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
         algo = module.make_algorithm(config.config, env, train_params)
         rows, members = population_rows(args, run)
         policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint, rows,

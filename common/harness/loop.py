@@ -49,7 +49,7 @@ import numpy as np
 from scanrl.common import envs
 from scanrl.common.algorithm import Algorithm, vmap_seeds, COMPILER_OPTIONS
 
-from scanrl.common.harness import devices, pbt as pbt_lib, sweeps
+from scanrl.common.harness import devices, envsettings, pbt as pbt_lib, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
 SAMPLED_TAG = 1  # fold_in tag of the sampled policy's evaluation keys (the deterministic one keeps its own)
@@ -123,16 +123,16 @@ def environment(job: Any, env: Any = None, env_params: Any = None) -> tuple[Any,
     options = dict(zip(run.env_options[::2], run.env_options[1::2]))
     env, params = envs.resolve(job.env, env, env_params, options)
     if run.hide_obs:
-        env = envs.HiddenObs(env, run.hide_obs, params)
-    return env, params, envs.override_params(params, run.env_params, "--env-params")
+        env = envsettings.HiddenObs(env, run.hide_obs, params)
+    return env, params, envsettings.override_params(params, run.env_params, "--env-params")
 
 
 def evaluation_params(run: Any, base_params: Any) -> Any:
     """The env parameters a run evaluates on: `--eval-env-params` over the env's defaults if
     given, else the training parameters (`--env-params` over the defaults)."""
     if run.eval_env_params:
-        return envs.override_params(base_params, run.eval_env_params, "--eval-env-params")
-    return envs.override_params(base_params, run.env_params, "--env-params")
+        return envsettings.override_params(base_params, run.eval_env_params, "--eval-env-params")
+    return envsettings.override_params(base_params, run.env_params, "--env-params")
 
 
 def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int, fitness: str | None = None
