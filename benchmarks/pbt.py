@@ -40,6 +40,10 @@ CELLS = {
     "brax_idp_interval6": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
                            ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
                            ["--recipe", "cpu", "--eval-every", "25", "--pbt-interval", "6"]),
+    # the same cell with members ranked by their evaluations (16 episodes every 3 updates), not training episodes
+    "brax_idp_eval_fitness": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
+                              ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
+                              ["--recipe", "cpu", "--eval-every", "3", "--pbt-interval", "3", "--pbt-fitness", "eval"]),
 }
 
 
@@ -71,19 +75,21 @@ def best_per_repetition(arm: dict) -> list[float]:
 
 def run_cell(name: str, seeds: int, out: Path) -> dict:
     algo, env, steps, members, specs, extra = CELLS[name]
-    at = extra.index("--pbt-interval")
-    interval, extra = extra[at:at + 2], extra[:at] + extra[at + 2:]  # the sweep arm has no interval
+    pbt_only = {j for i, flag in enumerate(extra) if flag.startswith("--pbt-") for j in (i, i + 1)}
+    pbt_flags = [extra[i] for i in sorted(pbt_only)]  # the --pbt-* flags and their values: the sweep arm has none
+    extra = [flag for i, flag in enumerate(extra) if i not in pbt_only]
     common = ["--env", env, "--total-timesteps", str(steps), "--num-seeds", str(seeds), *extra]
     for spec in specs:
         common += ["--sweep", spec]
     sweep = run_arm(algo, [*common, "--sweep-samples", str(members)])
     print(f"{name}: sweep {sweep['wall']:.0f} s", flush=True)
-    pbt = run_arm(algo, [*common, *interval, "--pbt", "--pbt-population", str(members)])
+    pbt = run_arm(algo, [*common, *pbt_flags, "--pbt", "--pbt-population", str(members)])
     print(f"{name}: pbt {pbt['wall']:.0f} s", flush=True)
     final = np.array(sweep["final"])
     on_average = int(np.nanargmax(np.nanmean(final, axis=1)))
     result = {"cell": name, "algo": algo, "env": env, "steps_per_row": steps, "members": members, "seeds": seeds,
-              "pbt_interval": int(interval[1]),
+              "pbt_interval": int(pbt_flags[pbt_flags.index("--pbt-interval") + 1]),
+              "pbt_fitness": pbt_flags[pbt_flags.index("--pbt-fitness") + 1] if "--pbt-fitness" in pbt_flags else "episodes",
               "sweep_specs": specs, "sweep": sweep, "pbt": pbt,
               "scores": {"pbt": best_per_repetition(pbt), "sweep": best_per_repetition(sweep),
                          "sweep_best_on_average": [float(x) for x in np.array(sweep["eval"])[on_average]]}}
@@ -95,6 +101,9 @@ def run_cell(name: str, seeds: int, out: Path) -> dict:
 def table(out: Path) -> str:
     from scanrl.common.harness import stats
 
+    def fitness(r):  # ranked by training episodes (the default), or "(eval)"
+        return " (eval)" if r.get("pbt_fitness") == "eval" else ""
+
     def iqm(x):
         e = stats.iqm_interval(np.array(x, np.float64))
         return f"{e.point:,.1f} [{e.low:,.1f}, {e.high:,.1f}]"
@@ -105,7 +114,7 @@ def table(out: Path) -> str:
         r = json.loads(path.read_text())
         s = r["scores"]
         p = stats.probability_of_improvement(np.array(s["pbt"])[:, None], np.array(s["sweep"])[:, None])
-        lines.append(f"| {r['env']} | {r['algo']} | {r['members']} x {r['steps_per_row']:,} | {r['pbt_interval']} | {iqm(s['pbt'])} | "
+        lines.append(f"| {r['env']} | {r['algo']} | {r['members']} x {r['steps_per_row']:,} | {r['pbt_interval']}{fitness(r)} | {iqm(s['pbt'])} | "
                      f"{iqm(s['sweep'])} | {iqm(s['sweep_best_on_average'])} | {p.point:.2f} [{p.low:.2f}, {p.high:.2f}] | "
                      f"{r['pbt']['wall']:.0f} / {r['sweep']['wall']:.0f} | {r['pbt']['wall'] / r['sweep']['wall']:.2f}x |")
     text = "\n".join(lines) + "\n"

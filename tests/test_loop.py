@@ -1,6 +1,7 @@
 """common/harness/loop.py: chunked runs equal the whole run bit for bit, programs hold no host
 callback, a user's own env object trains, and the install is namespaced."""
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -110,6 +111,28 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
     for k, m in out["metrics"].items():
         assert m.shape == (2, job.config.num_updates), k
         np.testing.assert_array_equal(np.asarray(m, np.float32), metrics[k], err_msg=f"{name}: metric {k}")
+
+
+@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, sac], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module):
+    """No run setting is a field of an algorithm's Config, and default_config refuses one; the
+    harness's Job adds them: the file's RUN_DEFAULTS for every env and for the env's preset,
+    then the values given. make_train trains a fixed budget: 0 steps is one sentence."""
+    from scanrl.common.harness.runconfig import RUN_FIELDS, Job
+
+    fields = {f.name for f in dataclasses.fields(module.Config)}
+    assert fields & RUN_FIELDS == set() and "env" in fields and "total_timesteps" in fields
+    with pytest.raises(TypeError, match="num_seeds"):
+        module.default_config("Pendulum-v1", num_seeds=2)
+    job = compose(module, "Pendulum-v1", num_seeds=3, gamma=0.9)
+    assert isinstance(job, Job) and job.config == module.default_config("Pendulum-v1", gamma=0.9)
+    assert job.run.num_seeds == 3 and job.gamma == 0.9  # a Job reads as its Config too
+    want = {**module.RUN_DEFAULTS.get(None, {}), **module.RUN_DEFAULTS.get("continuous", {})}
+    assert want and all(getattr(job.run, k) == v for k, v in want.items())
+    assert job.replace(num_seeds=5, gamma=0.8) == Job(module.default_config("Pendulum-v1", gamma=0.8),
+                                                      dataclasses.replace(job.run, num_seeds=5))
+    with pytest.raises(ValueError, match="make_train runs a fixed budget"):
+        module.make_train(dataclasses.replace(job.config, total_timesteps=0))
 
 
 def test_an_algorithm_file_imports_only_the_kit(python_process):
