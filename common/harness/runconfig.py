@@ -199,11 +199,12 @@ class Job:
 def compose(module: Any, env: str | None = None, recipe: str = "auto", **values: Any) -> Job:
     """The Job for an algorithm module (its Config, default_config, ALGO and RUN_DEFAULTS) on `env`
     (default: its Config's): the file's defaults and presets (its RUN_DEFAULTS for every env and
-    for the env's preset), the suite's recipe for `env` where
-    common/recipes.py has one (`recipe`: auto, published, cpu, none), then `values`, flat
-    (hyperparameters and run settings alike) over both. ValueError or TypeError for a bad value."""
+    for the env's preset), the suite's recipe for `env` where common/recipes.py has one
+    (`recipe`: auto, published, cpu, none), then `values`, flat (hyperparameters and run settings
+    alike) over both. ValueError or TypeError for a bad value."""
     env = env or module.Config.__dataclass_fields__["env"].default
-    applied = recipes.lookup(module.ALGO, env, recipe)[1]  # its run settings; default_config applies the rest
+    name = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])
+    applied = recipes.lookup(name, env, recipe)[1]  # its run settings; default_config applies the rest
     config = module.default_config(env, recipe=recipe, **{k: v for k, v in values.items() if k not in RUN_FIELDS})
     by_preset = getattr(module, "RUN_DEFAULTS", {})
     settings = {**by_preset.get(None, {}), **by_preset.get(envs.preset_name(env), {}),
