@@ -143,8 +143,8 @@ def algorithm_identity(module: Any) -> tuple[str, str | None]:
 
 
 def main(module: Any, argv: list[str] | None = None) -> dict:
-    """An algorithm module's command line (its Config, default_config, make_algorithm and
-    docstring): parse, check, train, write. Returns summary.json's content. A copy of an
+    """An algorithm module's command line (its Config, default_config, ALGO, RUN_DEFAULTS,
+    make_algorithm and docstring): parse, check, train, write. Returns summary.json's content. A copy of an
     algorithm file runs under its own name and records its path (`algorithm_identity`).
     Ctrl-C / SIGTERM at any moment of it is honoured (Signals): parsing, the checks and lowering
     run on a worker thread (`interruptible`) so that this one only waits, and sees a signal at once."""
@@ -157,8 +157,7 @@ def main(module: Any, argv: list[str] | None = None) -> dict:
                 summary = loop_sweep(algo, config, make_algorithm, signals, algo_file=algo_file)
             else:
                 prepared = interruptible(lambda: prepare_or_fail(config, make_algorithm), signals)
-                summary = execute(algo, config, prepared, signals=signals,
-                                  algo_file=algo_file)
+                summary = execute(algo, config, prepared, signals=signals, algo_file=algo_file)
         except Interrupted as e:
             stop_before_training(e.sig)
         finally:
@@ -302,7 +301,8 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         ckpt = found[-1]
     else:
         _check_out_dir(run.out_dir)
-    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config.config, population=run.pbt_population if run.pbt else None)
+    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config.config,
+                         population=run.pbt_population if run.pbt else None)
     program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None, sweep=sweep)
     pbt.check(run, program.num_updates if config.total_timesteps else None)
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
