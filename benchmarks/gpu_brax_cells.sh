@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scanrl's PPO against Brax's own PPO (benchmarks/brax_trainers.py) on brax/ant, then
-# brax/humanoid, on one GPU: the training notebook's published sizes, 9,830,400 env steps,
-# 5 seeds a side (scanrl: one program; Brax: one process per seed, all at once), one sampled
+# brax/humanoid (CELLS), on one GPU: the training notebook's published sizes, TIMESTEPS env steps
+# (default 9,830,400), 5 seeds a side (scanrl: one program; Brax: one process per seed, all at once), one sampled
 # 128-episode evaluation at the end. Run from the repo root on a machine whose Python has
 # jax with CUDA, with the other wheels in .whl (benchmarks/RESULTS.md lists them); a cell
 # starts only while more than 120 s of BUDGET (seconds, default 530) are left.
@@ -19,9 +19,8 @@ export PYTHONPATH=/tmp/pkg:/tmp/site MUJOCO_GL=disable PYTHONUNBUFFERED=1
 cell() {
   local left=$((deadline - SECONDS))
   if ((left <= 120)); then echo "$1 not run: ${left} s of the budget left"; return; fi
-  timeout "$left" python3 benchmarks/brax_trainers.py --form published --env "$1" --timesteps 9830400 --seeds 5 \
+  timeout "$left" python3 benchmarks/brax_trainers.py --form published --env "$1" --timesteps "${TIMESTEPS:-9830400}" --seeds 5 \
     --evals 1 --brax-parallel --out "$OUT" 2>&1 | tee "$OUT/${1#brax/}.log"
 }
-cell brax/ant
-cell brax/humanoid
+for env in ${CELLS:-brax/ant brax/humanoid}; do cell "$env"; done
 ls -la "$OUT"
