@@ -35,7 +35,7 @@ import optax
 # ---------------------------------------------------------------------------------------------
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
-ALGO = "impala"  # its name in common/recipes.py's tables: a copy of this file keeps the recipes
+ALGO = "impala"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
 # the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
 RUN_DEFAULTS = {None: dict(log_every=20), "continuous": dict(eval_every=25)}
 

@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 # ---------------------------------------------------------------------------------------------
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
-ALGO = "ppo"  # its name in common/recipes.py's tables: a copy of this file keeps the recipes
+ALGO = "ppo"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
 # the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
 RUN_DEFAULTS = {"continuous": dict(eval_every=25)}
 
@@ -160,7 +160,7 @@ PRESETS = {
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: PureJaxRL's CartPole settings, or PRESETS["continuous"] for Box actions,
     PRESETS["minatar"] for MinAtar, then the suite's published recipe for `env` where
-    common/recipes.py has one (`recipe`: auto, published, cpu, none); `overrides`
+    its suite publishes one (`recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters) win."""
     preset = PRESETS.get(envs.preset_name(env), {})
     return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})

@@ -45,7 +45,7 @@ import optax
 # ---------------------------------------------------------------------------------------------
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
-ALGO = "ppo_rnn"  # its name in common/recipes.py's tables: a copy of this file keeps the recipes
+ALGO = "ppo_rnn"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
 # the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
 RUN_DEFAULTS = {"continuous": dict(eval_every=25)}
 

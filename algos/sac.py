@@ -40,7 +40,7 @@ import optax
 # ---------------------------------------------------------------------------------------------
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
-ALGO = "sac"  # its name in common/recipes.py's tables: a copy of this file keeps the recipes
+ALGO = "sac"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
 # the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
 RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
 
@@ -120,7 +120,7 @@ class Config:
 
 def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
-    recipe for `env` where common/recipes.py has one (`recipe`: auto, published, cpu, none);
+    recipe for `env` where there is one (`recipe`: auto, published, cpu, none);
     `overrides` (hyperparameters) win."""
     return Config(**{**recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 

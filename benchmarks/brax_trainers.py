@@ -2,7 +2,7 @@
 Brax or MuJoCo Playground task, side by side: the same recipe, the same env steps, the same
 evaluation protocol, the same seeds, in one sitting.
 
-Both sides take the task's recipe from common/recipes.py in its `cpu` form (or `--form
+Both sides take the task's recipe (common/recipes.py, the suite's table) in its `cpu` form (or `--form
 published`): Brax's trainer gets the recipe's own arguments (`recipes.trainer_args`), scanrl
 the Config fields they translate to, and both the networks of Brax's defaults. Evaluation on
 both sides samples actions (Brax's `deterministic_eval=False`) over the recipe's evaluation
@@ -149,7 +149,7 @@ def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals
 def cell(args: argparse.Namespace) -> dict:
     from scanrl.common import recipes
 
-    recipe = recipes.RECIPES[(args.algo, args.env)]
+    recipe = recipes.recipe_for(args.algo, args.env)
     trainer = recipes.trainer_args(recipe, args.form)
     trainer["num_timesteps"] = args.timesteps
     backend = dict(zip(recipe.fields.get("env_options", ())[::2], recipe.fields.get("env_options", ())[1::2])).get(

@@ -1,5 +1,5 @@
 """scanrl's PPO against Navix's own PPO (`navix.agents.PPO`, the agent of Navix's baselines) on
-a Navix env, side by side: the same settings (the recipe of common/recipes.py, which is
+a Navix env, side by side: the same settings (the recipe in common/suites/navix.py, which is
 Navix's `PPOHparams`), the same env steps, the same number of seeds, in one sitting.
 
 Navix's side is the installed package's own agent: `PPO(PPOHparams(budget=...),

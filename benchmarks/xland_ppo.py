@@ -33,7 +33,7 @@ packages that scanrl lacks (pyrallis and typing-inspect) come from --deps, on th
 PYTHONPATH only.
 
 scanrl's side is `python -m scanrl.algos.ppo_rnn --env xminigrid/ENV --recipe cpu` (the
-recipe of common/recipes.py, XLAND_PPO: the same PPO settings, from the same file) with
+recipe of common/suites/xminigrid.py, XLAND_PPO: the same PPO settings, from the same file) with
 --num-envs, --num-steps, --gru-size and --head-hidden set as above, its 5 seeds in one program,
 evaluated once after the last update. Its network reads the 7x7x2 egocentric grid with its own
 encoder (a 3x3 convolution of 16 channels, a 64 tanh layer), without the direction, previous

@@ -23,35 +23,28 @@ or a value in `--config FILE`, still wins over the recipe. `--recipe` chooses th
 How Brax's trainer's sizes map to scanrl's: Brax collects `batch_size * num_minibatches`
 unrolls of `unroll_length` steps per iteration over `num_envs` environments, so scanrl's
 `num_steps = unroll_length * batch_size * num_minibatches / num_envs`, with the same
-`num_minibatches` and epochs (`num_updates_per_batch`). Three things Brax's trainer does
-that scanrl's PPO does only when asked, and the Playground recipes ask for all three:
-whole unrolls shuffled into the minibatches with GAE computed inside each one by the
-current value net (`unroll_length`), each batch added to the observation statistics
-before its SGD (`fresh_obs_stats`), and lecun-uniform layers (`init="lecun_uniform"`;
-scanrl's default is orthogonal with a 0.01 policy head). Together they brought scanrl's
-PPO level with Brax's trainer on CheetahRun and WalkerWalk, where GAE once per rollout
-had left it at about 0.7x (benchmarks/RESULTS.md). The Brax notebook recipes leave them
-off: there scanrl already matches Brax's trainer, and they have not been measured with
-them.
+`num_minibatches` and epochs (`num_updates_per_batch`).
 
-The grid worlds and Craftax publish PureJaxRL-style scripts, whose settings are scanrl's own
-fields under other names; those recipes (`trainer="fields"`) hold the fields directly, and
-apply to every env of the suite their key's pattern matches (`craftax/Craftax*-Symbolic-v1`).
-Where a baseline's network has parts scanrl's files lack, the source says which.
+The tables are the suites' own: each adapter in common/suites/ that has recipes keeps them in
+its `RECIPES`, keyed by (algorithm, env name or an fnmatch pattern of names), with each
+value's source. A recipe for Brax's trainers holds the trainer's own arguments (`ppo_args`,
+`sac_args`), translated here; the grid worlds and Craftax publish PureJaxRL-style scripts,
+whose settings are scanrl's own fields under other names, so their recipes
+(`trainer="fields"`) hold the fields directly. An exact name wins over a pattern.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import importlib
 import importlib.util
 import os
 from typing import NamedTuple
 
+from scanrl.common.envs import suite_of
+
 CPU_FACTOR = 32
 CHOICES = ("auto", "published", "cpu", "none")
-
-BRAX_NOTEBOOK = "Brax notebooks/training.ipynb (`train_fns`)"
-PLAYGROUND_DMC = "mujoco_playground/config/dm_control_suite_params.py"
 
 # Brax's trainers' own defaults (brax/training/agents/ppo/train.py, losses.py, networks.py),
 # as scanrl's PPO fields: a tanh-squashed normal with a softplus std, clip 0.3, no value clip,
@@ -110,126 +103,33 @@ def sac_fields(a: dict) -> dict:
                 eval_episodes=a["num_eval_envs"])
 
 
-# Brax's trainer as scanrl's PPO reproduces it: whole unrolls with GAE in every minibatch, the
-# observation statistics updated before the SGD, lecun-uniform layers (the module docstring)
-BRAX_PPO_UPDATE = dict(fresh_obs_stats=True, init="lecun_uniform")
-
-
-def playground_ppo(task: str) -> Recipe:
-    """Playground's DM Control Suite PPO (`brax_ppo_config`) with the task's own changes, run
-    as Brax's trainer runs it (`unroll_length`, BRAX_PPO_UPDATE)."""
-    args = {**ppo_args(2048, 30, 1024, 32, 16, 0.995, 1e-3, 1e-2, 10.0, 60_000_000), **dmc_ppo_changes(task)}
-    return Recipe(PLAYGROUND_DMC, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"]))
-
-
-def playground_sac(task: str) -> Recipe:
-    """Playground's DM Control Suite SAC (`brax_sac_config`) with the task's own changes."""
-    args = sac_args(128, 512, 8, 0.99, 1e-3, 1.0, 8192, 5_000_000)
-    return Recipe(PLAYGROUND_DMC + "; its Q-network layer norm is not in scanrl's SAC", "sac",
-                  {**args, **dmc_sac_changes(task)}, {})
-
-
-DMC_TASKS = ("AcrobotSwingup", "AcrobotSwingupSparse", "BallInCup", "CartpoleBalance", "CartpoleBalanceSparse",
-             "CartpoleSwingup", "CartpoleSwingupSparse", "CheetahRun", "FingerSpin", "FingerTurnEasy", "FingerTurnHard",
-             "FishSwim", "HopperHop", "HopperStand", "HumanoidRun", "HumanoidStand", "HumanoidWalk", "PendulumSwingup",
-             "PointMass", "ReacherEasy", "ReacherHard", "SwimmerSwimmer6", "WalkerRun", "WalkerStand", "WalkerWalk")
-
-
-def dmc_ppo_changes(task: str) -> dict:
-    """`brax_ppo_config`'s per-task changes. Its PendulumSwingUp change (action repeat 4, 4 epochs)
-    is keyed by a name the registry spells PendulumSwingup, so Playground's own code never applies
-    it; neither does this table."""
-    if task.startswith(("AcrobotSwingup", "Swimmer")) or task == "WalkerRun":
-        return dict(num_timesteps=100_000_000)
-    return dict(discounting=0.95) if task in ("BallInCup", "FingerSpin") else {}
-
-
-def dmc_sac_changes(task: str) -> dict:
-    """`brax_sac_config`'s per-task changes: 10M steps for the harder tasks."""
-    harder = task.startswith(("Acrobot", "Swimmer", "Finger", "Hopper")) or task in (
-        "CheetahRun", "HumanoidWalk", "WalkerRun")
-    return dict(num_timesteps=10_000_000) if harder else {}
-
-
-POSITIONAL = dict(env_options=("backend", "positional"))  # the notebook trains on Brax's positional pipeline
-
-
-def notebook(trainer: str, args: dict, note: str = "") -> Recipe:
-    return Recipe(BRAX_NOTEBOOK + note, trainer, args, POSITIONAL)
-
-
-# (algorithm, env) -> its recipe
-RECIPES: dict[tuple[str, str], Recipe] = {
-    # Brax: the training notebook's configurations
-    ("ppo", "brax/inverted_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 2_000_000)),
-    ("ppo", "brax/inverted_double_pendulum"): notebook(
-        "ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 20_000_000)),
-    ("ppo", "brax/ant"): notebook("ppo", ppo_args(4096, 5, 2048, 32, 4, 0.97, 3e-4, 1e-2, 10, 50_000_000)),
-    ("ppo", "brax/humanoid"): notebook("ppo", ppo_args(2048, 10, 1024, 32, 8, 0.97, 3e-4, 1e-3, 0.1, 50_000_000)),
-    ("ppo", "brax/halfcheetah"): notebook("ppo", ppo_args(2048, 20, 512, 32, 8, 0.95, 3e-4, 1e-3, 1, 50_000_000)),
-    ("ppo", "brax/reacher"): notebook("ppo", ppo_args(2048, 50, 256, 32, 8, 0.95, 3e-4, 1e-3, 5, 50_000_000),
-                                      "; its action_repeat 4 is not applied"),
-    ("ppo", "brax/pusher"): notebook("ppo", ppo_args(2048, 30, 512, 16, 8, 0.95, 3e-4, 1e-2, 5, 50_000_000)),
-    ("ppo", "brax/humanoidstandup"): notebook(
-        "ppo", ppo_args(2048, 15, 1024, 32, 8, 0.97, 6e-4, 1e-2, 0.1, 100_000_000)),
-    ("sac", "brax/hopper"): notebook("sac", sac_args(128, 512, 64, 0.997, 6e-4, 30, 8192, 6_553_600)),
-    ("sac", "brax/walker2d"): notebook("sac", sac_args(128, 128, 32, 0.997, 6e-4, 5, 8192, 7_864_320)),
-    # MuJoCo Playground: the DM Control Suite parameters, with each task's own changes
-    **{("ppo", f"playground/{task}"): playground_ppo(task) for task in DMC_TASKS},
-    **{("sac", f"playground/{task}"): playground_sac(task) for task in DMC_TASKS},
-}
-
-CRAFTAX_BASELINES = "MichaelTMatthews/Craftax_Baselines @ 7ce36fa"
-# ppo.py's argparse defaults (ppo.py L669-722) and its network (models/actor_critic.py `ActorCritic`:
-# separate actor and critic, three tanh layers of `layer_size` 512, orthogonal init with a 0.01
-# policy head, as scanrl's); clipped value loss, advantages normalised per minibatch, no observation
-# or reward normalisation, Adam eps 1e-5 after a global-norm clip of 1.0, lr annealed to 0.
-CRAFTAX_PPO = dict(num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_rate=2e-4, anneal_lr=True,
-                   num_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01,
-                   vf_coef=0.5, max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True,
-                   normalize_obs=False, normalize_reward=False)
-NAVIX_PPO = "epignatelli/navix @ 03b056a, navix/agents/ppo.py `PPOHparams` and agents/models.py `ActorCritic`"
-XLAND_PPO = ("corl-team/xland-minigrid @ a46e78c, configs/single.yaml (the paper's single-task settings) over "
-             "training/train_single_task.py `TrainConfig`; its observation encoder (tile and colour embeddings, "
-             "three 2x2 convolutions) and its previous-action and previous-reward inputs are not in scanrl's "
-             "ppo_rnn, which reads the grid with its own encoder")
-
-# (algorithm, fnmatch pattern of env ids) -> its recipe, for suites whose baselines share one
-# configuration; an exact entry in RECIPES wins over these
-SUITE_RECIPES: dict[tuple[str, str], Recipe] = {
-    ("ppo", "craftax/Craftax*-Symbolic-v1"): Recipe(
-        CRAFTAX_BASELINES + ", ppo.py", "fields",
-        dict(CRAFTAX_PPO, actor_hidden=(512, 512, 512), critic_hidden=(512, 512, 512), activation="tanh"), {}),
-    # ppo_rnn.py: the same defaults (L496-535); Dense 512 + relu, a GRU of 512, then actor and
-    # critic heads of two relu layers of 512; minibatches split the environments, as scanrl's do
-    ("ppo_rnn", "craftax/Craftax*-Symbolic-v1"): Recipe(
-        CRAFTAX_BASELINES + ", ppo_rnn.py", "fields",
-        dict(CRAFTAX_PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"), {}),
-    # 1e6 frames of 16 environments: a CPU's sizes; gamma is the env's own 0.99; its MLPs read
-    # the grid flattened (scanrl's `auto` torso would take it for an image)
-    ("ppo", "navix/*"): Recipe(NAVIX_PPO, "fields", dict(
-        num_envs=16, num_steps=128, total_timesteps=1_000_000, learning_rate=2.5e-4, anneal_lr=True, num_epochs=1,
-        num_minibatches=8, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
-        clip_value_loss=True, normalize_advantages=True, actor_hidden=(64, 64), critic_hidden=(64, 64),
-        activation="tanh", torso="mlp"), {}),
-    ("ppo_rnn", "xminigrid/*"): Recipe(XLAND_PPO, "fields", dict(
-        num_envs=16384, num_steps=256, total_timesteps=1_000_000_000, learning_rate=1e-3, anneal_lr=True,
-        num_epochs=1, num_minibatches=16, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
-        max_grad_norm=0.5, adam_eps=1e-8, clip_value_loss=True, normalize_advantages=True, gru_size=1024,
-        head_hidden=(256,), activation="tanh"), {}),
-}
-
 CPU_EVAL_ENVS = 16  # Brax's 128 one-episode evaluations are a GPU's; 16 on a CPU
 CPU_SIZED = 64  # a "fields" recipe with at most this many environments is published for a CPU already
 
 
+def table(suite: str) -> dict[tuple[str, str], Recipe]:
+    """A suite's recipes, from its adapter's `RECIPES` ({} for gymnax and a suite without any).
+    Only the adapter module is imported, not the suite's package."""
+    from scanrl.common.suites import SUITES
+
+    return getattr(importlib.import_module(SUITES[suite][0]), "RECIPES", {}) if suite in SUITES else {}
+
+
+def every_recipe() -> dict[tuple[str, str], Recipe]:
+    """Every suite's recipes, keyed by (algorithm, SUITE/NAME or SUITE/PATTERN)."""
+    from scanrl.common.suites import SUITES
+
+    return {(algo, f"{suite}/{key}"): r for suite in SUITES for (algo, key), r in table(suite).items()}
+
+
 def recipe_for(algo: str, env: str) -> Recipe | None:
-    """The recipe for `algo` on `env`: an exact entry of RECIPES, else the first SUITE_RECIPES
-    pattern that matches, else None."""
-    if (algo, env) in RECIPES:
-        return RECIPES[(algo, env)]
-    return next((r for (a, pattern), r in SUITE_RECIPES.items() if a == algo and fnmatch.fnmatchcase(env, pattern)),
-                None)
+    """The recipe for `algo` on `env`: its suite's entry for the exact name, else the first
+    pattern that matches it, else None."""
+    suite, name = suite_of(env)
+    recipes = table(suite)
+    if (algo, name) in recipes:
+        return recipes[(algo, name)]
+    return next((r for (a, pattern), r in recipes.items() if a == algo and fnmatch.fnmatchcase(name, pattern)), None)
 
 
 def cpu_factor(recipe: Recipe) -> int:

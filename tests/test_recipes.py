@@ -1,8 +1,10 @@
-"""Recipes (common/recipes.py): each suite's published configuration picked by --env, its
-translation into scanrl's fields, the one CPU scaling rule, flags over recipes, and the
+"""Recipes (common/recipes.py, each suite's table in its adapter's RECIPES): each suite's
+published configuration picked by --env, its translation into scanrl's fields, the one CPU scaling rule, flags over recipes, and the
 errors of --recipe and --env-options."""
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -14,6 +16,14 @@ from scanrl.common.harness.runconfig import compose
 BRAX_ID, PLAYGROUND_ID = "brax/inverted_pendulum", "playground/CartpoleBalance"
 
 
+def is_pattern(env: str) -> bool:
+    return any(c in env for c in "*?[")
+
+
+EXACT = {key: r for key, r in recipes.every_recipe().items() if not is_pattern(key[1])}
+PATTERNS = {key: r for key, r in recipes.every_recipe().items() if is_pattern(key[1])}
+
+
 def installed(module: str, extra: str):
     return pytest.importorskip(module, reason=f'the {extra} suite is not installed: pip install -e ".[{extra}]"')
 
@@ -23,7 +33,7 @@ def test_every_recipe_builds_a_valid_config_in_both_forms():
     the rollout, values in range). The cpu form divides every count by the one factor and
     keeps the rest: PPO's rollout per env, minibatch count, epochs and number of updates;
     SAC's replay ratio (gradient steps per env step) and minibatch."""
-    for (algo, env), recipe in recipes.RECIPES.items():
+    for (algo, env), recipe in EXACT.items():
         module = ppo if algo == "ppo" else sac
         forms = {}
         for form in ("published", "cpu"):
@@ -61,7 +71,7 @@ def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
     """The baselines' own fields (Craftax, Navix, XLand-MiniGrid) are the Config's, published and
     scaled: the cpu form divides the environments and the budget by CPU_FACTOR and keeps the
     rollout, minibatches, epochs and number of updates; Navix's 16 environments stay as published."""
-    for (algo, pattern), recipe in recipes.SUITE_RECIPES.items():
+    for (algo, pattern), recipe in PATTERNS.items():
         assert recipe.trainer == "fields"
         env = pattern.replace("*", "-Classic" if pattern.startswith("craftax/") else "X")
         forms = {form: compose({"ppo": ppo, "ppo_rnn": ppo_rnn}[algo], env, form) for form in ("published", "cpu")}
@@ -83,13 +93,12 @@ def test_recipe_envs_exist_in_their_suites():
 
     names = {"brax": set(brax.NAMES()), "playground": set(playground.NAMES()), "craftax": set(craftax.NAMES()),
              "navix": set(navix.NAMES()), "xminigrid": set(xminigrid.NAMES())}
-    for _, env in recipes.RECIPES:
+    for _, env in EXACT:
         suite, name = env.split("/")
         assert name in names[suite], env
-    for algo, pattern in recipes.SUITE_RECIPES:
+    for algo, pattern in PATTERNS:
         suite = pattern.split("/")[0]
-        matched = [n for n in names[suite] if recipes.recipe_for(algo, f"{suite}/{n}") is recipes.SUITE_RECIPES[
-            (algo, pattern)]]
+        matched = [n for n in names[suite] if recipes.recipe_for(algo, f"{suite}/{n}") is PATTERNS[(algo, pattern)]]
         assert matched, pattern
     # Craftax's baselines are for its symbolic observations; its pixel envs get none
     assert recipes.recipe_for("ppo", "craftax/Craftax-Symbolic-v1") is not None
@@ -132,7 +141,7 @@ def test_the_recipe_follows_env_and_a_flag_wins():
     installed("brax.envs", "brax")
     parse = lambda argv: run.parse_config(ppo, argv)  # noqa: E731
     published = parse(["--env", BRAX_ID, "--recipe", "published"])
-    a = recipes.RECIPES[("ppo", BRAX_ID)].args
+    a = recipes.recipe_for("ppo", BRAX_ID).args
     assert (published.num_envs, published.num_steps, published.gamma, published.reward_scale) == (
         a["num_envs"], a["unroll_length"] * a["batch_size"] * a["num_minibatches"] // a["num_envs"], 0.97, 10.0)
     assert published.run.env_options == ("backend", "positional") and published.run.recipe == "published"
@@ -187,3 +196,24 @@ def test_playground_options_are_its_config_overrides():
         playground.overrides("CartpoleBalance", {"gravity": "1"})
     with pytest.raises(ValueError, match="--env-options episode_length long: .* give a value of that kind"):
         playground.overrides("CartpoleBalance", {"episode_length": "long"})
+
+
+def test_each_suite_keeps_its_recipes_and_looking_one_up_imports_no_suite():
+    """A suite's recipes are its adapter's RECIPES table; finding one loads that adapter module
+    only, never the suite's package, and a gymnax env loads no adapter at all."""
+    code = """
+import sys
+from scanrl.common import recipes
+assert recipes.recipe_for("ppo", "CartPole-v1") is None
+assert not [m for m in sys.modules if m.startswith("scanrl.common.suites.")], sorted(sys.modules)
+from scanrl.common.suites import brax, craftax, navix, playground, xminigrid
+assert recipes.recipe_for("ppo", "brax/ant") is brax.RECIPES[("ppo", "ant")]
+assert recipes.recipe_for("sac", "playground/CheetahRun") is playground.RECIPES[("sac", "CheetahRun")]
+assert recipes.recipe_for("ppo", "craftax/Craftax-Symbolic-v1") is craftax.RECIPES[("ppo", "Craftax*-Symbolic-v1")]
+assert recipes.recipe_for("ppo", "navix/Navix-Empty-5x5-v0") is navix.RECIPES[("ppo", "*")]
+assert recipes.recipe_for("ppo_rnn", "xminigrid/MiniGrid-Empty-5x5") is xminigrid.RECIPES[("ppo_rnn", "*")]
+assert recipes.recipe_for("impala", "brax/ant") is None
+heavy = [m for m in sys.modules if m.split(".")[0] in ("brax", "mujoco_playground", "craftax", "navix", "xminigrid")]
+assert not heavy, heavy
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)

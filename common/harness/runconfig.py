@@ -33,7 +33,7 @@ class RunConfig:
     """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's physics: generalized,
     positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
     recipe: Literal["auto", "published", "cpu", "none"] = "auto"
-    """the suite's own published configuration for --env, where common/recipes.py has one (Brax,
+    """the suite's own published configuration for --env, where there is one (Brax,
     MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of environments and steps / 32), auto (published
     with a GPU or TPU, else cpu) or none (the algorithm's own defaults); flags win over it."""
     hide_obs: tuple[int, ...] = ()
@@ -199,7 +199,7 @@ class Job:
 def compose(module: Any, env: str | None = None, recipe: str = "auto", **values: Any) -> Job:
     """The Job for an algorithm module (its Config, default_config, ALGO and RUN_DEFAULTS) on `env`
     (default: its Config's): the file's defaults and presets (its RUN_DEFAULTS for every env and
-    for the env's preset), the suite's recipe for `env` where common/recipes.py has one
+    for the env's preset), the suite's recipe for `env` where there is one
     (`recipe`: auto, published, cpu, none), then `values`, flat (hyperparameters and run settings
     alike) over both. ValueError or TypeError for a bad value."""
     env = env or module.Config.__dataclass_fields__["env"].default

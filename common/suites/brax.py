@@ -9,7 +9,7 @@ episode_length, 1000) is `truncated`, never `terminated`, with the true final ob
 Actions: Box(-1, 1) of the env's `action_size`; observations: Box(-inf, inf) of its
 `observation_size`. The physics backend is Brax's default, "generalized" (full rigid-body
 dynamics); `--env-options backend B` takes "positional", "spring" or "mjx" instead (Brax's
-training notebook, and so its recipes in common/recipes.py, use "positional").
+training notebook, and so its recipes below, use "positional").
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import io
 import warnings
 from typing import Any
 
+from scanrl.common.recipes import Recipe, ppo_args, sac_args
 from scanrl.common.suites.base import RawStateEnv
 
 ACTIONS = "box"  # every env of the suite: envs.is_continuous answers without building one
@@ -71,3 +72,30 @@ def make(name: str, options: dict[str, str] | None = None) -> tuple[BraxEnv, Any
             raise ValueError(f"--env-options {key} {value}: Brax's backends are {', '.join(OPTIONS[key])}.")
     env = BraxEnv(name, options.get("backend", DEFAULT_BACKEND))
     return env, env.default_params
+
+
+# The training notebook's recipes (Brax notebooks/training.ipynb, `train_fns`), as Brax's
+# trainers' arguments; the notebook trains on the positional pipeline
+NOTEBOOK = "Brax notebooks/training.ipynb (`train_fns`)"
+POSITIONAL = dict(env_options=("backend", "positional"))
+
+
+def notebook(trainer: str, args: dict, note: str = "") -> Recipe:
+    return Recipe(NOTEBOOK + note, trainer, args, POSITIONAL)
+
+
+# (algorithm, env name) -> its recipe (common/recipes.py applies it)
+RECIPES: dict[tuple[str, str], Recipe] = {
+    ("ppo", "inverted_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 2_000_000)),
+    ("ppo", "inverted_double_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10,
+                                                                   20_000_000)),
+    ("ppo", "ant"): notebook("ppo", ppo_args(4096, 5, 2048, 32, 4, 0.97, 3e-4, 1e-2, 10, 50_000_000)),
+    ("ppo", "humanoid"): notebook("ppo", ppo_args(2048, 10, 1024, 32, 8, 0.97, 3e-4, 1e-3, 0.1, 50_000_000)),
+    ("ppo", "halfcheetah"): notebook("ppo", ppo_args(2048, 20, 512, 32, 8, 0.95, 3e-4, 1e-3, 1, 50_000_000)),
+    ("ppo", "reacher"): notebook("ppo", ppo_args(2048, 50, 256, 32, 8, 0.95, 3e-4, 1e-3, 5, 50_000_000),
+                                 "; its action_repeat 4 is not applied"),
+    ("ppo", "pusher"): notebook("ppo", ppo_args(2048, 30, 512, 16, 8, 0.95, 3e-4, 1e-2, 5, 50_000_000)),
+    ("ppo", "humanoidstandup"): notebook("ppo", ppo_args(2048, 15, 1024, 32, 8, 0.97, 6e-4, 1e-2, 0.1, 100_000_000)),
+    ("sac", "hopper"): notebook("sac", sac_args(128, 512, 64, 0.997, 6e-4, 30, 8192, 6_553_600)),
+    ("sac", "walker2d"): notebook("sac", sac_args(128, 128, 32, 0.997, 6e-4, 5, 8192, 7_864_320)),
+}

@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from gymnax.environments import environment, spaces
 
+from scanrl.common.recipes import Recipe
+
 ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
 
 # The forms `make_craftax_env_from_name` builds without auto-reset.
@@ -102,3 +104,24 @@ class CraftaxEnv(environment.Environment):
 def make(name: str) -> tuple[CraftaxEnv, Any]:
     env = CraftaxEnv(name)
     return env, env.default_params
+
+
+# Recipes: Craftax_Baselines' own settings, as scanrl's fields, for the symbolic envs
+BASELINES = "MichaelTMatthews/Craftax_Baselines @ 7ce36fa"
+# ppo.py's argparse defaults (ppo.py L669-722) and its network (models/actor_critic.py `ActorCritic`:
+# separate actor and critic, three tanh layers of `layer_size` 512, orthogonal init with a 0.01
+# policy head, as scanrl's); clipped value loss, advantages normalised per minibatch, no observation
+# or reward normalisation, Adam eps 1e-5 after a global-norm clip of 1.0, lr annealed to 0.
+PPO = dict(num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_rate=2e-4, anneal_lr=True,
+           num_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
+           max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True, normalize_obs=False,
+           normalize_reward=False)
+# (algorithm, fnmatch pattern of env names) -> its recipe (common/recipes.py applies it)
+RECIPES: dict[tuple[str, str], Recipe] = {
+    ("ppo", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo.py", "fields", dict(
+        PPO, actor_hidden=(512, 512, 512), critic_hidden=(512, 512, 512), activation="tanh"), {}),
+    # ppo_rnn.py: the same defaults (L496-535); Dense 512 + relu, a GRU of 512, then actor and
+    # critic heads of two relu layers of 512; minibatches split the environments, as scanrl's do
+    ("ppo_rnn", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo_rnn.py", "fields", dict(
+        PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"), {}),
+}

@@ -23,6 +23,8 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+from scanrl.common.recipes import Recipe
+
 ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
 
 
@@ -108,3 +110,16 @@ class NavixEnv(environment.Environment):
 def make(name: str) -> tuple[NavixEnv, EnvParams]:
     env = NavixEnv(name)
     return env, env.default_params
+
+
+# Recipe: Navix's own PPO, as scanrl's fields, for every Navix env. 1e6 frames of 16
+# environments: a CPU's sizes; gamma is the env's own 0.99; its MLPs read the grid flattened
+# (scanrl's `auto` torso would take it for an image)
+NAVIX_PPO = "epignatelli/navix @ 03b056a, navix/agents/ppo.py `PPOHparams` and agents/models.py `ActorCritic`"
+RECIPES: dict[tuple[str, str], Recipe] = {
+    ("ppo", "*"): Recipe(NAVIX_PPO, "fields", dict(
+        num_envs=16, num_steps=128, total_timesteps=1_000_000, learning_rate=2.5e-4, anneal_lr=True, num_epochs=1,
+        num_minibatches=8, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+        clip_value_loss=True, normalize_advantages=True, actor_hidden=(64, 64), critic_hidden=(64, 64),
+        activation="tanh", torso="mlp"), {}),
+}

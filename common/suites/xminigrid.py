@@ -22,6 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 from gymnax.environments import environment, spaces
 
+from scanrl.common.recipes import Recipe
+
 ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
 
 
@@ -84,3 +86,17 @@ class XMiniGridEnv(environment.Environment):
 def make(name: str) -> tuple[XMiniGridEnv, Any]:
     env = XMiniGridEnv(name)
     return env, env.default_params
+
+
+# Recipe: XLand-MiniGrid's single-task recurrent PPO, as scanrl's fields, for every env of the suite
+XLAND_PPO = ("corl-team/xland-minigrid @ a46e78c, configs/single.yaml (the paper's single-task settings) over "
+             "training/train_single_task.py `TrainConfig`; its observation encoder (tile and colour embeddings, "
+             "three 2x2 convolutions) and its previous-action and previous-reward inputs are not in scanrl's "
+             "ppo_rnn, which reads the grid with its own encoder")
+RECIPES: dict[tuple[str, str], Recipe] = {
+    ("ppo_rnn", "*"): Recipe(XLAND_PPO, "fields", dict(
+        num_envs=16384, num_steps=256, total_timesteps=1_000_000_000, learning_rate=1e-3, anneal_lr=True,
+        num_epochs=1, num_minibatches=16, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
+        max_grad_norm=0.5, adam_eps=1e-8, clip_value_loss=True, normalize_advantages=True, gru_size=1024,
+        head_hidden=(256,), activation="tanh"), {}),
+}
