@@ -115,6 +115,11 @@ class Config:
     them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    conv_kernel: int = 3
+    """side of the cnn torso's square kernels."""
+    obs_one_hot: int = 0
+    """K > 0: every observation value is a code 0..K-1 (a symbolic grid's tile and colour ids, as
+    XLand-MiniGrid's), read one-hot, as an embedding table reads it; 0: read the values as numbers."""
     action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
     """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
     clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
@@ -130,8 +135,8 @@ class Config:
     def __post_init__(self):
         algorithm.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",
-                            "target_kl", "adam_eps", "min_std", "reward_scale"),
-            nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm"),
+                            "target_kl", "adam_eps", "min_std", "reward_scale", "conv_kernel"),
+            nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm", "obs_one_hot"),
             within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.num_steps % self.sequence_length:
@@ -142,6 +147,9 @@ class Config:
         algorithm.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
             raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
+        if self.obs_one_hot and self.normalize_obs:
+            raise ValueError(f"--obs-one-hot {self.obs_one_hot} reads the observation as codes, which "
+                             "--normalize-obs would turn into other numbers; use one of the two.")
 
 
 # Defaults: tuned on CartPole with its velocities hidden (--hide-obs 1 3) by learning-rate sweeps
@@ -170,10 +178,11 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # squashed_entropy). One GRU serves both heads (one state to store and replay).
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
-    params, in_dim = {}, vec_env.obs_dim
+    k = config.obs_one_hot or 1  # one-hot codes widen the last axis K times
+    params, in_dim, shape = {}, vec_env.obs_dim * k, vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
-        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
+        params["torso"], in_dim = cnn_init(k_torso, shape, config.conv_channels, config.conv_kernel)
     k_enc, k_gru, k_actor, k_critic = jax.random.split(key, 4)
     tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
@@ -187,11 +196,14 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     return params
 
 
-def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str) -> jax.Array:
+def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
+         one_hot: int = 0) -> jax.Array:
     """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim] or images
     [..., H, W, C], start [...] (obs begins an episode: the state resets to zeros first) -> the
-    new state [..., H]."""
+    new state [..., H]. one_hot K: obs holds codes 0..K-1, read one-hot ([..., C] -> [..., C * K])."""
     hidden = jnp.where(start[..., None], 0.0, hidden)
+    if one_hot:
+        obs = jax.nn.one_hot(obs.astype(jnp.int32), one_hot).reshape(obs.shape[:-1] + (-1,))
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) if params["encoder"] else x
     return gru_apply(params["gru"], hidden, x)
@@ -211,11 +223,12 @@ def value(params: dict, hidden: jax.Array, activation: str) -> jax.Array:
     return mlp_apply(params["critic"], hidden, activation)[..., 0]
 
 
-def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str) -> jax.Array:
+def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
+           one_hot: int = 0) -> jax.Array:
     """Replay a sequence: hidden [N, H] before its first step, obs [L, N, obs_dim], start
     [L, N] -> the state after each step [L, N, H], resetting exactly where start is set."""
     def step(h, inputs):
-        h = core(params, h, *inputs, activation)
+        h = core(params, h, *inputs, activation, one_hot)
         return h, h
     return jax.lax.scan(step, hidden, (obs, start))[1]
 
@@ -249,11 +262,13 @@ def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
     if config.burn_in:
         def burn(h, inputs):
             obs, start, valid = inputs
-            return jnp.where(valid[:, None], core(params, h, obs, start, config.activation), h), None
+            new = core(params, h, obs, start, config.activation, config.obs_one_hot)
+            return jnp.where(valid[:, None], new, h), None
         swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
         hidden, _ = jax.lax.scan(burn, hidden, (swap(seqs.burn_obs), swap(seqs.burn_start), swap(seqs.burn_valid)))
         hidden = jax.lax.stop_gradient(hidden)
-    states = unroll(params, hidden, jnp.swapaxes(seqs.obs, 0, 1), jnp.swapaxes(seqs.start, 0, 1), config.activation)
+    states = unroll(params, hidden, jnp.swapaxes(seqs.obs, 0, 1), jnp.swapaxes(seqs.start, 0, 1), config.activation,
+                    config.obs_one_hot)
     return jnp.swapaxes(states, 0, 1)
 
 
@@ -334,7 +349,7 @@ def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rew
     state it had, not the reset one."""
     info = traj.info
     values = value(params, traj.state, config.activation)
-    after = core(params, traj.state, final_obs, jnp.zeros_like(traj.start), config.activation)
+    after = core(params, traj.state, final_obs, jnp.zeros_like(traj.start), config.activation, config.obs_one_hot)
     advantages, targets = gae(rewards, values, value(params, after, config.activation), info.terminated,
                               info.terminated | info.truncated, config.gamma, config.gae_lambda)
     return values, advantages, targets
@@ -399,7 +414,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             else:
                 k_action, k_env = jax.random.split(step_key)
             policy_obs = observe(state.obs_stats, obs)
-            new_hidden = core(params, hidden, policy_obs, start, act_fn)
+            new_hidden = core(params, hidden, policy_obs, start, act_fn, config.obs_one_hot)
             action_mask = vec_env.action_mask(env_state)
             dist = dist_of(params, new_hidden, action_mask)
             action = jax.vmap(lambda k, h, m: dist_of(params, h, m).sample(seed=k))(
@@ -450,7 +465,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         rescaled to the bounds."""
         params = policy_params["params"]
         obs = observe(policy_params["obs_stats"], obs)
-        hidden = core(params, hidden, obs, jnp.zeros(obs.shape[0], bool), act_fn)
+        hidden = core(params, hidden, obs, jnp.zeros(obs.shape[0], bool), act_fn, config.obs_one_hot)
         dist = dist_of(params, hidden, mask)
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return (to_bounds(action, low, high) if tanh_normal else action), hidden

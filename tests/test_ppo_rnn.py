@@ -3,6 +3,7 @@ update's replay from stored states (ratio exactly 1 before a gradient step), tru
 bootstrapping with the pre-reset state, and partial observability (--hide-obs)."""
 
 import textwrap
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -238,6 +239,31 @@ def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
     assert len(stderr.strip().splitlines()) == 1, stderr
     code, stderr = cli_error(ppo_rnn.main, ["--env", "Pendulum-v1", "--action-dist", "tanh_normal", "--min-std", "0"])
     assert code == 2 and "--min-std must be positive" in stderr, stderr
+
+
+def test_one_hot_observations_are_the_codes_read_one_hot(cli_error):
+    """--obs-one-hot K reads each value of a symbolic grid [H, W, C] as a code 0..K-1: the step
+    equals the same network on the explicit one-hot grid [H, W, C * K] (what an embedding table
+    reads), and two grids that differ in one code give different states. With --normalize-obs
+    (which would change the codes) it is one sentence and exit 2, before compiling."""
+    grid = SimpleNamespace(obs_dim=5 * 5 * 2, obs_shape=(5, 5, 2), discrete=True, num_actions=3)
+    config = ppo_rnn.Config(obs_one_hot=4, conv_kernel=2, conv_channels=(8, 6), gru_size=8, encoder_hidden=(16,),
+                            head_hidden=(16,))
+    params = ppo_rnn.init_params(jax.random.key(0), config, grid)
+    assert params["torso"][0]["w"].shape == (2, 2, 2 * 4, 8) and params["torso"][1]["w"].shape == (2, 2, 8, 6)
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 4, size=(3, 5, 5, 2)).astype(np.float32)  # the adapters hand over float32
+    one_hot = (codes[..., None] == np.arange(4)).reshape(3, 5, 5, 8).astype(np.float32)
+    hidden, start = jnp.asarray(rng.normal(size=(3, 8)), jnp.float32), jnp.zeros(3, bool)
+    state = ppo_rnn.core(params, hidden, jnp.asarray(codes), start, "tanh", one_hot=4)
+    np.testing.assert_allclose(state, ppo_rnn.core(params, hidden, jnp.asarray(one_hot), start, "tanh"), atol=1e-6)
+    changed = codes.copy()
+    changed[0, 2, 2, 0] = (codes[0, 2, 2, 0] + 1) % 4
+    moved = np.asarray(ppo_rnn.core(params, hidden, jnp.asarray(changed), start, "tanh", one_hot=4))
+    assert not np.allclose(moved[0], state[0]) and np.array_equal(moved[1:], np.asarray(state)[1:])
+    code, stderr = cli_error(ppo_rnn.main, ["--obs-one-hot", "13", "--normalize-obs"])
+    assert code == 2 and "--obs-one-hot 13 reads the observation as codes" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
 
 
 DATA_PARALLEL = textwrap.dedent(
