@@ -139,8 +139,8 @@ PRESETS = {
 
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
-    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: common/recipes.py
-    has none for grpo yet, so any choice leaves these defaults."""
+    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: no suite publishes
+    one for grpo, so any choice leaves these defaults."""
     preset = PRESETS.get(envs.preset_name(env), {})
     return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 

@@ -164,9 +164,10 @@ PRESETS = {
 
 
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
-    """Config for `env` (PRESETS["continuous"] for Box actions, PRESETS["minatar"] for MinAtar);
-    `overrides` (hyperparameters) win. `recipe`: common/recipes.py
-    has none for ppo_rnn yet, so any choice leaves these defaults."""
+    """Config for `env` (PRESETS["continuous"] for Box actions, PRESETS["minatar"] for MinAtar),
+    then the suite's published recipe for `env` where there is one (Craftax_Baselines' ppo_rnn.py,
+    XLand-MiniGrid's single-task PPO; `recipe`: auto, published, cpu, none); `overrides`
+    (hyperparameters) win."""
     preset = PRESETS.get(envs.preset_name(env), {})
     return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from scanrl.common import envs
+from scanrl.common.harness import loop
 
 for env_id in sys.argv[1:]:
     env, params = envs.make(env_id)
@@ -19,6 +20,6 @@ for env_id in sys.argv[1:]:
         logits = jnp.zeros((obs.shape[0], vec.num_actions))
         return jax.random.categorical(key, logits if mask is None else jnp.where(mask, logits, -jnp.inf)), carry
 
-    returns, lengths = jax.jit(lambda k: envs.run_episodes(vec, act, k))(jax.random.key(0))
+    returns, lengths = jax.jit(lambda k: loop.run_episodes(vec, act, k))(jax.random.key(0))
     print(f"{env_id}: uniform random policy, 64 episodes: return {float(returns.mean()):.2f} "
           f"(std {float(returns.std()):.2f}), length {float(lengths.mean()):.0f}")

@@ -22,7 +22,7 @@ import importlib.util
 import math
 import types
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -332,43 +332,6 @@ class VecEnv:
     def restart(done: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
         """`new` [N, ...] where `done` [N], else `old`."""
         return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), new, old)
-
-
-def run_episodes(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:
-    """Return [N] and length [N] of the first episode of each of vec_env's N environments.
-
-    act(obs [N, *obs], key, carry, mask) -> (actions [N, ...], carry), e.g. the mode of the
-    policy; mask: the valid actions [N, A] (None without an action mask);
-    `carry` is a recurrent policy's state for the N environments (() for a feed-forward one;
-    only first episodes count, so it never needs a reset). Steps every environment until
-    each has finished its first episode (a while loop inside the program).
-    """
-    k_reset, k_steps = jax.random.split(key)
-    obs, state = vec_env.reset(k_reset)
-    n = vec_env.num_envs
-
-    def not_finished(loop_state):
-        return ~loop_state[4].all()
-
-    def step(loop_state):
-        obs, state, total, length, finished, key, carry = loop_state
-        key, k_act, k_step = jax.random.split(key, 3)
-        action, carry = act(obs, k_act, carry, vec_env.action_mask(state))
-        obs, state, info = vec_env.step(k_step, state, action)
-        total = total + jnp.where(finished, 0.0, info.reward)
-        length = length + jnp.where(finished, 0, 1)
-        finished = finished | info.terminated | info.truncated
-        return obs, state, total, length, finished, key, carry
-
-    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps, carry)
-    _, _, returns, lengths, _, _, _ = jax.lax.while_loop(not_finished, step, init)
-    return returns, lengths
-
-
-def evaluate(vec_env: VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> jax.Array:
-    """Mean return of one episode in each of vec_env's environments; `act` and `carry` as
-    in run_episodes."""
-    return run_episodes(vec_env, act, key, carry)[0].mean()
 
 
 def episode_metrics(info: StepInfo) -> dict[str, jax.Array]:

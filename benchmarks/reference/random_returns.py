@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from scanrl.common import envs
+from scanrl.common.harness import loop
 
 
 def random_returns(env_id: str, episodes: int, seed: int = 0) -> tuple[jax.Array, jax.Array]:
@@ -27,7 +28,7 @@ def random_returns(env_id: str, episodes: int, seed: int = 0) -> tuple[jax.Array
         u = jax.random.uniform(key, (obs.shape[0], *vec.action_shape))
         return vec.action_low + u * (vec.action_high - vec.action_low), carry
 
-    return jax.jit(lambda k: envs.run_episodes(vec, act, k))(jax.random.key(seed))
+    return jax.jit(lambda k: loop.run_episodes(vec, act, k))(jax.random.key(seed))
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def run_episodes(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Array,
 
     def one(policy, key):
         carry, act = loop.acting(algo, policy, deterministic, vec_env.num_envs)
-        return envs.run_episodes(vec_env, act, key, carry)
+        return loop.run_episodes(vec_env, act, key, carry)
 
     returns, lengths = jax.jit(jax.vmap(one))(policy, keys)
     return np.asarray(returns, np.float64), np.asarray(lengths)

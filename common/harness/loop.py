@@ -135,6 +135,38 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
     return envsettings.override_params(base_params, run.env_params, "--env-params")
 
 
+def run_episodes(vec_env: envs.VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:
+    """The evaluation protocol: return [N] and length [N] of the first episode of each of
+    vec_env's N environments.
+
+    act(obs [N, *obs], key, carry, mask) -> (actions [N, ...], carry), e.g. the mode of the
+    policy; mask: the valid actions [N, A] (None without an action mask);
+    `carry` is a recurrent policy's state for the N environments (() for a feed-forward one;
+    only first episodes count, so it never needs a reset). Steps every environment until
+    each has finished its first episode (a while loop inside the program).
+    """
+    k_reset, k_steps = jax.random.split(key)
+    obs, state = vec_env.reset(k_reset)
+    n = vec_env.num_envs
+
+    def not_finished(loop_state):
+        return ~loop_state[4].all()
+
+    def step(loop_state):
+        obs, state, total, length, finished, key, carry = loop_state
+        key, k_act, k_step = jax.random.split(key, 3)
+        action, carry = act(obs, k_act, carry, vec_env.action_mask(state))
+        obs, state, info = vec_env.step(k_step, state, action)
+        total = total + jnp.where(finished, 0.0, info.reward)
+        length = length + jnp.where(finished, 0, 1)
+        finished = finished | info.terminated | info.truncated
+        return obs, state, total, length, finished, key, carry
+
+    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps, carry)
+    _, _, returns, lengths, _, _, _ = jax.lax.while_loop(not_finished, step, init)
+    return returns, lengths
+
+
 def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int, fitness: str | None = None
              ) -> tuple[Callable, Callable]:
     """`init_one(key, hparams) -> SeedState` and `update_one(state, u) -> (state, metrics)` for one
@@ -147,7 +179,7 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
         returns = []
         for deterministic, policy_key in ((True, key), (False, jax.random.fold_in(key, SAMPLED_TAG))):
             carry, act = acting(algo, policy, deterministic, eval_env.num_envs)
-            returns.append(envs.evaluate(eval_env, act, policy_key, carry))
+            returns.append(run_episodes(eval_env, act, policy_key, carry)[0].mean())
         return tuple(returns)
 
     def init_one(key, hp):
