@@ -22,7 +22,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
 from scanrl.common.nets import squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn
-from scanrl.common.onpolicy import make_optimizer
+from scanrl.common.onpolicy import learn, make_optimizer
 from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
                                 actor_critic_value as value)
 
@@ -107,7 +107,6 @@ class Config:
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
-    minibatch_envs = property(lambda self: self.num_envs // self.num_minibatches)
     num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
 
     def __post_init__(self):
@@ -260,35 +259,12 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
 # Training
 # ---------------------------------------------------------------------------------------------
 def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
-    """Gradient of impala_loss over one minibatch of trajectories (leaves [T, b, ...]) and the loss stats."""
+    """Gradient of impala_loss over one minibatch of whole trajectories and the loss stats. learn
+    hands them environment-major (leaves [b, T, ...], so that it shuffles environments and keeps
+    time order, as V-trace needs); the loss reads them time-major [T, b, ...]."""
+    minibatch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), minibatch)
     (_, stats), grads = jax.value_and_grad(impala_loss, has_aux=True)(params, minibatch, config)
     return grads, stats
-
-
-def learn(params, opt_state, batch: Batch, key, config: Config, optimizer, learning_rate):
-    """num_epochs epochs over the rollout [T, num_envs, ...]; each epoch shuffles the
-    environments and takes num_minibatches Adam steps of size `learning_rate` on [T, num_envs /
-    num_minibatches] trajectory blocks (time order kept, as V-trace needs it). Stats [epochs, minibatches]."""
-    step_size = optax.scale_by_learning_rate(learning_rate)  # stateless: -learning_rate * update
-
-    def update_minibatch(carry, minibatch):
-        params, opt_state = carry
-        grads, stats = minibatch_gradient(params, minibatch, config)
-        updates, opt_state = optimizer.update(grads, opt_state)
-        updates, _ = step_size.update(updates, optax.EmptyState())
-        return (optax.apply_updates(params, updates), opt_state), stats
-
-    def update_epoch(carry, epoch_key):
-        order = jax.random.permutation(epoch_key, config.num_envs)
-
-        def split(x):  # [T, N, ...] -> [num_minibatches, T, N / num_minibatches, ...]
-            x = x[:, order].reshape((x.shape[0], config.num_minibatches, config.minibatch_envs) + x.shape[2:])
-            return x.swapaxes(0, 1)
-
-        return jax.lax.scan(update_minibatch, carry, jax.tree.map(split, batch))
-
-    (params, opt_state), stats = jax.lax.scan(update_epoch, (params, opt_state), jax.random.split(key, config.num_epochs))
-    return params, opt_state, stats
 
 
 class Transition(NamedTuple):
@@ -396,8 +372,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
         # 3. num_epochs epochs of num_minibatches Adam steps; V-trace inside every loss.
         learning_rate = schedule(update_index)
-        params, opt_state, loss_stats = learn(state.params, state.opt_state, batch, k_epochs, config, optimizer,
-                                              learning_rate)
+        trajectories = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch)  # [num_envs, T, ...]
+        params, opt_state, loss_stats = learn(state.params, state.opt_state, trajectories, k_epochs, config, optimizer,
+                                              minibatch_gradient, learning_rate)
+        loss_stats.pop("applied")  # IMPALA has no target_kl: every step applies
         lagged = state.lagged_params
         if config.actor_lag:  # drop the oldest, append the parameters this rollout's update started from
             lagged = jax.tree.map(lambda old, p: jnp.concatenate([old[1:], p[None]]), lagged, state.params)

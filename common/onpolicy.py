@@ -77,15 +77,17 @@ def make_optimizer(config) -> optax.GradientTransformation:
 
 
 def learn(params, opt_state, samples, key, config, optimizer, gradient, learning_rate, prepare=None):
-    """config.num_epochs epochs of config.num_minibatches Adam steps of size `learning_rate` over one rollout's samples,
-    leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in ppo_rnn.py, each file
-    passing its own `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params,
-    samples)`, where given, makes each epoch's samples from the params it starts with (PPO's
-    recompute_advantages). With config.target_kl (None: off) the update stops at the first
-    minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads only num_epochs,
-    num_minibatches and target_kl (and passes it on to `gradient`). Returns params, optimizer
-    state and loss stats [num_epochs, num_minibatches]."""
+    """config.num_epochs epochs of config.num_minibatches Adam steps of size `learning_rate` over
+    one rollout's samples, leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in
+    ppo_rnn.py, whole trajectories (environment-major) in impala.py, each file passing its own
+    `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params, samples)`, where
+    given, makes each epoch's samples from the params it starts with (PPO's
+    recompute_advantages). With config.target_kl (None or no such field: off) the update stops at
+    the first minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads only
+    num_epochs, num_minibatches and target_kl (and passes it on to `gradient`). Returns params,
+    optimizer state and loss stats [num_epochs, num_minibatches]."""
     step_size = optax.scale_by_learning_rate(learning_rate)  # stateless: -learning_rate * update
+    target_kl = getattr(config, "target_kl", None)
 
     def update_minibatch(carry, minibatch):
         params, opt_state, stopped = carry
@@ -93,8 +95,8 @@ def learn(params, opt_state, samples, key, config, optimizer, gradient, learning
         updates, new_opt_state = optimizer.update(grads, opt_state)
         updates, _ = step_size.update(updates, optax.EmptyState())
         new_params = optax.apply_updates(params, updates)
-        if config.target_kl is not None:  # KL measured before this step: once too large, stop the update
-            stopped = stopped | (stats["approx_kl"] > config.target_kl)
+        if target_kl is not None:  # KL measured before this step: once too large, stop the update
+            stopped = stopped | (stats["approx_kl"] > target_kl)
             keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(stopped, o, n), new, old)
             new_params, new_opt_state = keep(new_params, params), keep(new_opt_state, opt_state)
         stats["applied"] = 1.0 - stopped.astype(jnp.float32)
