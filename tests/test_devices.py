@@ -61,3 +61,18 @@ def test_seed_keys_are_per_seed_keys():
     keys = devices.seed_keys(5, 3)
     for i in range(3):
         assert (jax.random.key_data(keys[i]) == jax.random.key_data(jax.random.key(5 + i))).all()
+
+
+def test_cpu_compile_options_stay_on_cpus():
+    """The compile-time options cut LLVM work on CPUs; a GPU program keeps XLA's defaults (the
+    GPU backend would read the same options for its kernels' code)."""
+    from types import SimpleNamespace
+
+    import jax
+
+    from scanrl.common import algorithm
+
+    assert algorithm.compiler_options() == algorithm.CPU_COMPILER_OPTIONS  # this machine's CPU devices
+    assert algorithm.compiler_options(jax.devices()[:1]) == algorithm.CPU_COMPILER_OPTIONS
+    assert algorithm.compiler_options([SimpleNamespace(platform="gpu")]) == {}
+    assert algorithm.compiler_options([SimpleNamespace(platform="tpu")]) == {}

@@ -47,7 +47,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 import numpy as np
 
 from scanrl.common import envs
-from scanrl.common.algorithm import Algorithm, vmap_seeds, COMPILER_OPTIONS
+from scanrl.common.algorithm import Algorithm, vmap_seeds, compiler_options
 
 from scanrl.common.harness import devices, envsettings, pbt as pbt_lib, sweeps
 
@@ -286,7 +286,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     def policy_of(states):
         return jax.vmap(algo.policy_params)(jax.tree.map(lambda x: x[:num_seeds], states.train))
 
-    jit = partial(jax.jit, compiler_options=COMPILER_OPTIONS)
+    jit = partial(jax.jit, compiler_options=compiler_options(layout.mesh.devices.flat))
     replicated = NamedSharding(layout.mesh, P())
     # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
     # partitioner chose inside (environments over "data"): `advance` is lowered for that one

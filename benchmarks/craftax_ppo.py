@@ -1,0 +1,226 @@
+"""scanrl's PPO against Craftax_Baselines' own PPO (MichaelTMatthews/Craftax_Baselines, `ppo.py`,
+the trainer of the Craftax paper's PPO results) on a symbolic Craftax env, side by side: the same
+settings (the recipe in common/suites/craftax.py, which is that file's argparse defaults and
+network), the same env steps per seed, the same number of seeds, in one sitting.
+
+The baseline's side is its repository's own script, run, not copied: an export of the repository
+(`git archive` of 7ce36fa, passed as --baseline DIR) is run as `__main__` in a child process
+(`runpy`), with its own command line:
+
+    ppo.py --env_name NAME --total_timesteps T --num_repeats SEEDS --seed 0 --num_envs N --use_wandb --debug
+
+Its seeds are `--num_repeats`, vmapped in one program, as its authors run them. Its returns leave
+the program only through its logging: a per-update `jax.debug.callback` hands each seed's metrics
+to `logz.batch_logging.batch_log`, which averages the seeds and calls `wandb.log`. The child keeps
+each seed's row before that average: it wraps `batch_log` (the callback looks the name up in the
+script's globals, which `from logz.batch_logging import batch_log` fills from the wrapped module
+attribute) and puts a recorder in `sys.modules["wandb"]`, so nothing leaves the machine. Under
+`vmap` the callback runs once per seed, in seed order, so the k-th call for an update is seed k.
+`run_ppo` returns before its program has finished (it times only the dispatch); the child then
+waits with `jax.effects_barrier()`, after which every update's callback has run.
+
+scanrl's side is `python -m scanrl.algos.ppo --env craftax/NAME --recipe published` with
+--num-envs, its seeds in one program; without evaluation by default, since the baseline's side
+has none (--episodes N adds scanrl's evaluation in N fresh episodes after the last update).
+
+Per cell, each seed's training score is the same statistic on both sides: the mean return of
+the training episodes that ended in an update, averaged over the last 10% of updates (scanrl's
+summary.json `final_return_per_seed`; the baseline's `episode_return` rows). The IQM over seeds
+with its 95% stratified-bootstrap interval (rliable); the percentage of Craftax-Classic's maximum
+return (22, one per achievement, as the paper normalises); with --episodes, scanrl's sampled evaluation return;
+the wall seconds of each process (imports and compiling included) and env steps/s. An env step
+is one step of one environment in a training rollout. A JSON per cell in --out; `--table` renders
+them.
+
+    git --git-dir=CRAFTAX_BASELINES_GIT archive 7ce36fa | tar -x -C BASELINE
+    python benchmarks/craftax_ppo.py --env craftax/Craftax-Classic-Symbolic-v1 --timesteps 10485760 \\
+        --seeds 5 --baseline BASELINE
+    python benchmarks/craftax_ppo.py --table --out OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import sidebyside
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "reference_gpu" / "craftax_ppo"
+BASELINE_COMMIT = "7ce36fa"  # MichaelTMatthews/Craftax_Baselines: "future proof optimistic reset wrapper ..."
+MAX_RETURN = {"Craftax-Classic-Symbolic-v1": 22.0}  # one reward per achievement (the paper's normaliser)
+
+CHILD = r"""
+import json, runpy, sys, time, types
+baseline, rows_path, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+started = time.time()
+rows = open(rows_path, "w", buffering=1)  # one line per seed and update, as the program runs
+
+class Run:
+    dir = "."
+def init(**kwargs):
+    return Run()
+def log(data, *args, **kwargs):  # the seeds' average: each seed's row is kept below instead
+    pass
+wandb = types.ModuleType("wandb")  # a recorder in wandb's place: the script's `import wandb` gets it
+wandb.init, wandb.log, wandb.run = init, log, Run()
+sys.modules["wandb"] = wandb
+
+try:  # ppo.py imports orbax only to save a policy (--save_policy, off here): a stand-in where it is missing
+    import flax.training.orbax_utils, orbax.checkpoint
+except ImportError:
+    stand_in = types.ModuleType("orbax.checkpoint")
+    stand_in.PyTreeCheckpointer = stand_in.CheckpointManagerOptions = stand_in.CheckpointManager = None
+    sys.modules.update({"orbax": types.ModuleType("orbax"), "orbax.checkpoint": stand_in,
+                        "flax.training.orbax_utils": types.ModuleType("flax.training.orbax_utils")})
+    import flax.training
+    flax.training.orbax_utils = sys.modules["flax.training.orbax_utils"]
+
+sys.path.insert(0, baseline)
+import jax
+import logz.batch_logging as logging_module
+seen = {}
+batch_log = logging_module.batch_log
+def keep_each_seed(update_step, log, config):
+    step = int(update_step)
+    seed = seen.get(step, 0)
+    seen[step] = seed + 1
+    rows.write(json.dumps({"update": step, "seed": seed, "time": time.time(),
+                           **{k: float(log[k]) for k in ("episode_return", "episode_length", "achievements")}}) + "\n")
+    return batch_log(update_step, log, config)
+logging_module.batch_log = keep_each_seed
+
+sys.argv = ["ppo.py", *argv]
+runpy.run_path(f"{baseline}/ppo.py", run_name="__main__")  # its own __main__: argparse, then run_ppo
+dispatched = time.time()
+jax.effects_barrier()  # run_ppo does not wait for its program; every update's callback has run after this
+from importlib.metadata import version
+print("RESULT" + json.dumps({"started": started, "dispatched": dispatched, "finished": time.time(),
+      "devices": [str(d) for d in jax.devices()],
+      "versions": {p: version(p) for p in ("jax", "flax", "optax", "distrax", "craftax")}}))
+"""
+
+
+def last_tenth(series: np.ndarray) -> float:
+    """The mean over the last 10% of updates (at least one), skipping updates where no episode ended."""
+    tail = series[-max(1, len(series) // 10):]
+    return float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
+
+
+def run_baseline(name: str, timesteps: int, seeds: int, num_envs: int, baseline: Path, rows_path: Path) -> dict:
+    argv = ["--env_name", name, "--total_timesteps", str(timesteps), "--num_repeats", str(seeds), "--seed", "0",
+            "--num_envs", str(num_envs), "--use_wandb", "--debug"]
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(baseline), str(rows_path), *argv],
+                          capture_output=True, text=True, cwd=baseline, env={**os.environ, "WANDB_MODE": "disabled"})
+    wall = time.perf_counter() - started
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    if not lines:
+        raise SystemExit(f"Craftax_Baselines' ppo.py failed on {name}: {proc.stderr[-3000:]}\n{proc.stdout[-2000:]}")
+    result = json.loads(lines[0][6:])
+    rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    updates = max(r["update"] for r in rows) + 1
+    returns = np.full((seeds, updates), np.nan)
+    for r in rows:
+        returns[r["seed"], r["update"]] = r["episode_return"]
+    times = sorted({r["update"]: r["time"] for r in rows}.items())
+    steps_per_update = num_envs * 64  # its --num_steps default
+    run_seconds = times[-1][1] - times[0][1]  # first to last update's log: compiling excluded
+    return {"command": "python ppo.py " + " ".join(argv), "wall": wall, "updates": updates,
+            "env_steps": updates * steps_per_update, "env_steps_per_second": seeds * updates * steps_per_update / wall,
+            "run_steps_per_second": seeds * (updates - 1) * steps_per_update / run_seconds if run_seconds > 0 else None,
+            "training_scores": [last_tenth(returns[s]) for s in range(seeds)],
+            "curves": returns.tolist(), "stdout": proc.stdout[-1500:], **result}
+
+
+def run_scanrl(env: str, timesteps: int, seeds: int, num_envs: int, episodes: int) -> dict:
+    """scanrl's side; with `episodes` > 0 it also evaluates each seed's sampled and deterministic
+    policy in that many fresh episodes after the last update, inside its run (the baseline's
+    side has no evaluation, so 0 compares the same work)."""
+    updates = timesteps // (num_envs * 64)
+    if episodes:
+        return sidebyside.run_scanrl("ppo", [
+            "--env", env, "--recipe", "published", "--num-envs", str(num_envs), "--total-timesteps", str(timesteps),
+            "--num-seeds", str(seeds), "--eval-every", str(updates), "--eval-episodes", str(episodes)])
+    command, wall, summary = sidebyside.run_in_folder("ppo", [
+        "--env", env, "--recipe", "published", "--num-envs", str(num_envs), "--total-timesteps", str(timesteps),
+        "--num-seeds", str(seeds), "--eval-every", "0"], lambda run_dir: json.loads((run_dir / "summary.json").read_text()))
+    return {"command": "python " + " ".join(command), "wall": wall, "updates": summary["updates"],
+            "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
+            "run_steps_per_second": summary["env_steps_per_second"], "compile_seconds": summary["compile_seconds"],
+            "final_returns": None, "training_scores": summary["final_return_per_seed"]}
+
+
+def cell(args: argparse.Namespace) -> dict:
+    from importlib.metadata import version
+
+    if not (args.baseline / "ppo.py").is_file():
+        raise SystemExit(f"--baseline {args.baseline} has no ppo.py (the docstring says how to export it)")
+    name = args.env.split("/", 1)[1]
+    started = time.strftime("%Y-%m-%d %H:%M")
+    scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.num_envs, args.episodes)
+    print(f"scanrl: {json.dumps(scanrl)}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    theirs = run_baseline(name, args.timesteps, args.seeds, args.num_envs, args.baseline.resolve(),
+                          args.out.resolve() / f"baseline_rows__{name}.jsonl")
+    print(f"baseline: {json.dumps({k: v for k, v in theirs.items() if k != 'curves'})}", flush=True)
+    if scanrl["env_steps"] != theirs["env_steps"]:
+        print(f"warning: unequal budgets, scanrl {scanrl['env_steps']:,} and the baseline {theirs['env_steps']:,} "
+              "env steps per seed: --timesteps should be a multiple of --num-envs x 64", flush=True)
+    return {"env": args.env, "timesteps": args.timesteps, "seeds": args.seeds, "num_envs": args.num_envs,
+            "eval_episodes": args.episodes, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"),
+            "baseline_commit": BASELINE_COMMIT, "versions": {p: version(p) for p in ("craftax", "jax")},
+            "scanrl": scanrl, "baseline": theirs}
+
+
+def table(out: Path) -> str:
+    rows = ["| env | steps/seed | seeds | envs | scanrl score IQM [95% CI] | Craftax_Baselines' PPO IQM [95% CI] | "
+            "% of max (scanrl / baseline) | scanrl sampled eval | wall scanrl / baseline (s) | wall ratio | "
+            "env steps/s ratio |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for path in sorted(out.glob("ppo__*.json")):
+        c = json.loads(path.read_text())
+        s, b = c["scanrl"], c["baseline"]
+        fmt = sidebyside.iqm_text
+        top = MAX_RETURN.get(c["env"].split("/", 1)[1])
+        share = "-" if top is None else (f"{100 * np.mean(s['training_scores']) / top:.1f} / "
+                                         f"{100 * np.mean(b['training_scores']) / top:.1f}")
+        rows.append(f"| {c['env']} | {s['env_steps']:,} | {c['seeds']} | {c['num_envs']} | "
+                    f"{fmt(s['training_scores'], 2)} | {fmt(b['training_scores'], 2)} | {share} | "
+                    f"{fmt(s['final_returns'], 2)} | {s['wall']:,.0f} / {b['wall']:,.0f} | {s['wall'] / b['wall']:.2f}x | "
+                    f"{s['env_steps_per_second'] / b['env_steps_per_second']:.2f}x |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="craftax/Craftax-Classic-Symbolic-v1")
+    parser.add_argument("--timesteps", type=int, default=10_485_760,
+                        help="env steps per seed: a multiple of --num-envs x 64 (10,485,760: 160 updates of 1,024 x 64)")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--num-envs", type=int, default=1024, help="environments per seed (ppo.py's default: 1,024)")
+    parser.add_argument("--episodes", type=int, default=0, help="scanrl's evaluation episodes per seed after the "
+                        "last update (0: none, as the baseline's side)")
+    parser.add_argument("--baseline", type=Path, help="an export of Craftax_Baselines (docstring)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
+    args = parser.parse_args()
+    if args.table:
+        print(table(args.out))
+        return
+    if args.baseline is None:
+        parser.error("--baseline is needed to run a cell")
+    result = cell(args)
+    (args.out / f"ppo__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(table(args.out))
+
+
+if __name__ == "__main__":
+    main()
