@@ -28,7 +28,7 @@ unrolls of `unroll_length` steps per iteration over `num_envs` environments, so 
 The tables are the suites' own: each adapter in common/suites/ that has recipes keeps them in
 its `RECIPES`, keyed by (algorithm, env name or an fnmatch pattern of names), with each
 value's source. A recipe for Brax's trainers holds the trainer's own arguments (`ppo_args`,
-`sac_args`), translated here; the grid worlds and Craftax publish PureJaxRL-style scripts,
+`sac_args`), translated by common/suites/brax_args.py; the grid worlds and Craftax publish PureJaxRL-style scripts,
 whose settings are scanrl's own fields under other names, so their recipes
 (`trainer="fields"`) hold the fields directly. An exact name wins over a pattern.
 """
@@ -46,19 +46,6 @@ from scanrl.common.envs import suite_of
 CPU_FACTOR = 32
 CHOICES = ("auto", "published", "cpu", "none")
 
-# Brax's trainers' own defaults (brax/training/agents/ppo/train.py, losses.py, networks.py),
-# as scanrl's PPO fields: a tanh-squashed normal with a softplus std, clip 0.3, no value clip,
-# no gradient clipping, no schedule, Adam eps 1e-8, a constant reward scale instead of
-# running statistics, observation normalisation, policy 32x4 and value 256x5 swish MLPs.
-BRAX_PPO = dict(action_dist="tanh_normal", min_std=0.001, clip_eps=0.3, clip_value_loss=False, max_grad_norm=0.0,
-                anneal_lr=False, adam_eps=1e-8, gae_lambda=0.95, vf_coef=0.5, normalize_advantages=True,
-                normalize_obs=True, normalize_reward=False, actor_hidden=(32, 32, 32, 32),
-                critic_hidden=(256, 256, 256, 256, 256), activation="swish")
-# brax/training/agents/sac: ReLU MLPs 256x256, tau 0.005, target entropy -A/2, obs normalisation
-BRAX_SAC = dict(actor_hidden=(256, 256), critic_hidden=(256, 256), activation="relu", tau=0.005,
-                target_entropy_scale=0.5, normalize_obs=True)
-
-
 class Recipe(NamedTuple):
     source: str  # where the values are published
     # "ppo" or "sac": which of Brax's trainers `args` are for; "fields": `args` are scanrl's
@@ -66,41 +53,6 @@ class Recipe(NamedTuple):
     trainer: str
     args: dict  # the trainer's own arguments as published (its names: num_envs, unroll_length, ...)
     fields: dict  # scanrl Config fields beyond what `args` give (env_options)
-
-
-def ppo_args(num_envs: int, unroll_length: int, batch_size: int, num_minibatches: int, num_updates_per_batch: int,
-             discounting: float, learning_rate: float, entropy_cost: float, reward_scaling: float,
-             num_timesteps: int) -> dict:
-    """Brax's `ppo.train` arguments, in its order of the notebook's configurations."""
-    return dict(num_envs=num_envs, unroll_length=unroll_length, batch_size=batch_size, num_minibatches=num_minibatches,
-                num_updates_per_batch=num_updates_per_batch, discounting=discounting, learning_rate=learning_rate,
-                entropy_cost=entropy_cost, reward_scaling=float(reward_scaling), num_timesteps=num_timesteps,
-                num_eval_envs=128)
-
-
-def sac_args(num_envs: int, batch_size: int, grad_updates_per_step: int, discounting: float, learning_rate: float,
-             reward_scaling: float, min_replay_size: int, num_timesteps: int) -> dict:
-    """Brax's `sac.train` arguments."""
-    return dict(num_envs=num_envs, batch_size=batch_size, grad_updates_per_step=grad_updates_per_step,
-                discounting=discounting, learning_rate=learning_rate, reward_scaling=float(reward_scaling),
-                min_replay_size=min_replay_size, num_timesteps=num_timesteps, num_eval_envs=128)
-
-
-def ppo_fields(a: dict) -> dict:
-    """scanrl's PPO fields for Brax `ppo.train` arguments."""
-    return dict(BRAX_PPO, num_envs=a["num_envs"],
-                num_steps=a["unroll_length"] * a["batch_size"] * a["num_minibatches"] // a["num_envs"],
-                num_minibatches=a["num_minibatches"], num_epochs=a["num_updates_per_batch"], gamma=a["discounting"],
-                learning_rate=a["learning_rate"], ent_coef=a["entropy_cost"], reward_scale=a["reward_scaling"],
-                total_timesteps=a["num_timesteps"], eval_episodes=a["num_eval_envs"])
-
-
-def sac_fields(a: dict) -> dict:
-    """scanrl's SAC fields for Brax `sac.train` arguments."""
-    return dict(BRAX_SAC, num_envs=a["num_envs"], batch_size=a["batch_size"], updates_per_step=a["grad_updates_per_step"],
-                gamma=a["discounting"], learning_rate=a["learning_rate"], reward_scale=a["reward_scaling"],
-                learning_starts=a["min_replay_size"], total_timesteps=a["num_timesteps"],
-                eval_episodes=a["num_eval_envs"])
 
 
 CPU_EVAL_ENVS = 16  # Brax's 128 one-episode evaluations are a GPU's; 16 on a CPU
@@ -183,7 +135,12 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     if recipe is None or form == "none":
         return "none", {"recipe": "none"}
     args = trainer_args(recipe, form)
-    translate = {"ppo": ppo_fields, "sac": sac_fields, "fields": dict}[recipe.trainer]
+    if recipe.trainer == "fields":
+        translate = dict
+    else:  # Brax's trainers' arguments, translated where they are defined (the recipe's adapter imported it)
+        from scanrl.common.suites import brax_args
+
+        translate = brax_args.FIELDS[recipe.trainer]
     return form, {**translate(args), **recipe.fields, "recipe": form}
 
 

@@ -21,7 +21,8 @@ import contextlib
 import io
 from typing import Any
 
-from scanrl.common.recipes import Recipe, ppo_args, sac_args
+from scanrl.common.recipes import Recipe
+from scanrl.common.suites.brax_args import ppo_args, sac_args
 from scanrl.common.suites.base import RawStateEnv
 
 ACTIONS = "box"  # every env of the suite: envs.is_continuous answers without building one
