@@ -161,6 +161,8 @@ def run_scanrl(env: str, timesteps: int, seeds: int, num_envs: int, episodes: in
 def cell(args: argparse.Namespace) -> dict:
     from importlib.metadata import version
 
+    if args.baseline is None:
+        raise SystemExit("--baseline is needed to run a cell (the docstring says how to export it)")
     if not (args.baseline / "ppo.py").is_file():
         raise SystemExit(f"--baseline {args.baseline} has no ppo.py (the docstring says how to export it)")
     name = args.env.split("/", 1)[1]
@@ -200,26 +202,14 @@ def table(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="craftax/Craftax-Classic-Symbolic-v1")
+    parser = sidebyside.command_line(__doc__, "craftax/Craftax-Classic-Symbolic-v1", OUT)
     parser.add_argument("--timesteps", type=int, default=10_485_760,
                         help="env steps per seed: a multiple of --num-envs x 64 (10,485,760: 160 updates of 1,024 x 64)")
-    parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--num-envs", type=int, default=1024, help="environments per seed (ppo.py's default: 1,024)")
     parser.add_argument("--episodes", type=int, default=0, help="scanrl's evaluation episodes per seed after the "
                         "last update (0: none, as the baseline's side)")
     parser.add_argument("--baseline", type=Path, help="an export of Craftax_Baselines (docstring)")
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
-    args = parser.parse_args()
-    if args.table:
-        print(table(args.out))
-        return
-    if args.baseline is None:
-        parser.error("--baseline is needed to run a cell")
-    result = cell(args)
-    (args.out / f"ppo__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(table(args.out))
+    sidebyside.finish(parser.parse_args(), cell, table, "ppo")
 
 
 if __name__ == "__main__":

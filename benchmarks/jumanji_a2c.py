@@ -181,24 +181,13 @@ def table(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="jumanji/Snake-v1")
+    parser = sidebyside.command_line(__doc__, "jumanji/Snake-v1", OUT)
     parser.add_argument("--timesteps", type=int, default=204_800, help="env steps per seed: a multiple of 4096 "
                         "(scanrl's rollout) and of epochs x Jumanji's rollout (n_steps x total_batch_size)")
-    parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=5, help="Jumanji's epochs: it evaluates at the start of each")
     parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes per seed, both sides")
-    parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--deps", help="a folder holding Jumanji's trainer's packages (the docstring), for its process only")
-    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
-    args = parser.parse_args()
-    if args.table:
-        print(table(args.out))
-        return
-    result = cell(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"a2c__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(table(args.out))
+    sidebyside.finish(parser.parse_args(), cell, table, "a2c")
 
 
 if __name__ == "__main__":

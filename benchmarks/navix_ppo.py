@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+import sidebyside
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "reference" / "navix_ppo"
 
@@ -122,20 +124,9 @@ def table(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="navix/Navix-DoorKey-5x5-v0")
+    parser = sidebyside.command_line(__doc__, "navix/Navix-DoorKey-5x5-v0", OUT)
     parser.add_argument("--timesteps", type=int, default=0, help="env steps per seed (0: the recipe's, 1e6)")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
-    args = parser.parse_args()
-    if args.table:
-        print(table(args.out))
-        return
-    result = cell(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"ppo__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(table(args.out))
+    sidebyside.finish(parser.parse_args(), cell, table, "ppo")
 
 
 if __name__ == "__main__":

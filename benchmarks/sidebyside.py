@@ -3,6 +3,7 @@ side of a cell run as a command in a fresh process, and an IQM with its interval
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -50,3 +51,24 @@ def iqm_text(values, digits: int = 3) -> str:
 
     e = stats.iqm_interval(np.array(values, np.float64)) if values is not None and len(values) else None
     return "-" if e is None else f"{e.point:,.{digits}f} [{e.low:,.{digits}f}, {e.high:,.{digits}f}]"
+
+
+def command_line(doc: str, env: str, out: Path) -> argparse.ArgumentParser:
+    """A side-by-side script's parser (described by its docstring's first paragraph) with the
+    flags every one has: --env, --seeds (5), --out and --table."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--env", default=env)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
+    return parser
+
+
+def finish(args: argparse.Namespace, cell: Callable, table: Callable[[Path], str], algo: str) -> None:
+    """--table: print the table of the cells in --out. Else run `cell(args)`, write its result to
+    --out as ALGO__ENV.json, and print the table."""
+    if not args.table:
+        result = cell(args)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"{algo}__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(table(args.out))

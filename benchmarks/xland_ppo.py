@@ -172,6 +172,8 @@ def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int, fields: dict
 def cell(args: argparse.Namespace) -> dict:
     from importlib.metadata import version
 
+    if args.baseline is None:
+        raise SystemExit("--baseline is needed to run a cell (the docstring says how to export it)")
     if not (args.baseline / "training" / "train_single_task.py").is_file():
         raise SystemExit(f"--baseline {args.baseline} has no training/train_single_task.py (the docstring says how "
                          "to export it)")
@@ -207,11 +209,9 @@ def table(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="xminigrid/MiniGrid-DoorKey-5x5")
+    parser = sidebyside.command_line(__doc__, "xminigrid/MiniGrid-DoorKey-5x5", OUT)
     parser.add_argument("--timesteps", type=int, default=294_912,
                         help="env steps per seed: a multiple of --num-envs x --num-steps (294,912: 36 updates of 32 x 256)")
-    parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--num-envs", type=int, default=32,
                         help="environments per seed (single.yaml: 16384); a multiple of 16 x the cores")
     parser.add_argument("--num-steps", type=int, default=SINGLE_YAML["num_steps"], help="rollout length (single.yaml: 256)")
@@ -223,18 +223,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="an export of xland-minigrid's training/ folder (docstring)")
     parser.add_argument("--deps", help="a folder holding the trainer's packages (pyrallis, typing-inspect), "
                         "for its process only")
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table", action="store_true", help="render the cells in --out as a markdown table")
-    args = parser.parse_args()
-    if args.table:
-        print(table(args.out))
-        return
-    if args.baseline is None:
-        parser.error("--baseline is needed to run a cell")
-    result = cell(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"ppo_rnn__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(table(args.out))
+    sidebyside.finish(parser.parse_args(), cell, table, "ppo_rnn")
 
 
 if __name__ == "__main__":
