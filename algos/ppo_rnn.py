@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs, recipes
-from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, gru_apply, gru_init, head_distribution, mlp_apply,
-                                mlp_init, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, head_distribution, mlp_apply, mlp_init, orthogonal,
+                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
                                     value_loss)
 
@@ -178,6 +178,30 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # tanh (tanh_normal: the policy head's output; common/nets.py's head_distribution, to_bounds,
 # squashed_entropy). One GRU serves both heads (one state to store and replay).
 # ---------------------------------------------------------------------------------------------
+def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
+    """A GRU cell's parameters: input and recurrent weights for the reset, update and
+    candidate gates side by side ([in, 3H] and [H, 3H], orthogonal), zero biases."""
+    k_in, k_rec = jax.random.split(key)
+    w_in = jnp.concatenate([orthogonal(k, (in_dim, hidden)) for k in jax.random.split(k_in, 3)], axis=1)
+    w_rec = jnp.concatenate([orthogonal(k, (hidden, hidden)) for k in jax.random.split(k_rec, 3)], axis=1)
+    zeros = jnp.zeros(3 * hidden, jnp.float32)
+    return {"w_in": w_in, "w_rec": w_rec, "b_in": zeros, "b_rec": zeros}
+
+
+def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.Array:
+    """One GRU step (Cho et al. 2014, the cuDNN/PyTorch form): h [..., H], x [..., in] -> h' [..., H].
+        r = sigmoid(x W_ir + b_ir + h W_hr + b_hr),  z = sigmoid(x W_iz + b_iz + h W_hz + b_hz)
+        n = tanh(x W_in + b_in + r * (h W_hn + b_hn)),  h' = (1 - z) * n + z * h
+    """
+    xi = x @ params["w_in"] + params["b_in"]
+    hi = h @ params["w_rec"] + params["b_rec"]
+    x_r, x_z, x_n = jnp.split(xi, 3, axis=-1)
+    h_r, h_z, h_n = jnp.split(hi, 3, axis=-1)
+    r, z = jax.nn.sigmoid(x_r + h_r), jax.nn.sigmoid(x_z + h_z)
+    n = jnp.tanh(x_n + r * h_n)
+    return (1.0 - z) * n + z * h
+
+
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     k = config.obs_one_hot or 1  # one-hot codes widen the last axis K times
     params, in_dim, shape = {}, vec_env.obs_dim * k, vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)

@@ -1,7 +1,7 @@
 """Pure-function MLPs: `mlp_init(key, sizes) -> params`, `mlp_apply(params, x) -> y`; a
-convolutional torso for image observations (`cnn_init`, `cnn_apply`); a GRU cell (`gru_init`,
-`gru_apply`) for recurrent policies; the tanh-squashed normal policy of `--action-dist
-tanh_normal` (`pre_tanh_normal`, `to_bounds`, `squashed_entropy`, `tanh_normal_bounds`); the
+convolutional torso for image observations (`cnn_init`, `cnn_apply`); the tanh-squashed
+normal policy of `--action-dist tanh_normal` (`pre_tanh_normal`, `to_bounds`,
+`squashed_entropy`, `tanh_normal_bounds`); the
 actor-critic network of ppo.py and impala.py (`actor_critic_init`, `actor_critic_policy`,
 `actor_critic_value`, `actor_critic_features`).
 
@@ -118,30 +118,6 @@ def cnn_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str 
         patches = jnp.concatenate([x[:, i:i + height, j:j + width] for i in range(k) for j in range(k)], axis=-1)
         x = act(patches @ layer["w"].reshape(-1, layer["w"].shape[-1]) + layer["b"])  # [n, H', W', C_out]
     return x.reshape(batch + (-1,))
-
-
-def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
-    """A GRU cell's parameters: input and recurrent weights for the reset, update and
-    candidate gates side by side ([in, 3H] and [H, 3H], orthogonal), zero biases."""
-    k_in, k_rec = jax.random.split(key)
-    w_in = jnp.concatenate([orthogonal(k, (in_dim, hidden)) for k in jax.random.split(k_in, 3)], axis=1)
-    w_rec = jnp.concatenate([orthogonal(k, (hidden, hidden)) for k in jax.random.split(k_rec, 3)], axis=1)
-    zeros = jnp.zeros(3 * hidden, jnp.float32)
-    return {"w_in": w_in, "w_rec": w_rec, "b_in": zeros, "b_rec": zeros}
-
-
-def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.Array:
-    """One GRU step (Cho et al. 2014, the cuDNN/PyTorch form): h [..., H], x [..., in] -> h' [..., H].
-        r = sigmoid(x W_ir + b_ir + h W_hr + b_hr),  z = sigmoid(x W_iz + b_iz + h W_hz + b_hz)
-        n = tanh(x W_in + b_in + r * (h W_hn + b_hn)),  h' = (1 - z) * n + z * h
-    """
-    xi = x @ params["w_in"] + params["b_in"]
-    hi = h @ params["w_rec"] + params["b_rec"]
-    x_r, x_z, x_n = jnp.split(xi, 3, axis=-1)
-    h_r, h_z, h_n = jnp.split(hi, 3, axis=-1)
-    r, z = jax.nn.sigmoid(x_r + h_r), jax.nn.sigmoid(x_z + h_z)
-    n = jnp.tanh(x_n + r * h_n)
-    return (1.0 - z) * n + z * h
 
 
 def mask_logits(logits: jax.Array, mask: jax.Array | None) -> jax.Array:

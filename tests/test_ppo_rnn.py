@@ -13,7 +13,6 @@ import pytest
 from scanrl.algos import ppo, ppo_rnn
 from scanrl.common import envs
 from scanrl.common.harness import devices, envsettings
-from scanrl.common.nets import gru_apply, gru_init
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
 from conftest import assert_shards_match_one_device, check_run_tools
@@ -26,7 +25,7 @@ def sigmoid(x):
 
 
 def test_gru_cell_follows_its_equations():
-    params = jax.tree.map(np.asarray, gru_init(jax.random.key(0), 3, 5))
+    params = jax.tree.map(np.asarray, ppo_rnn.gru_init(jax.random.key(0), 3, 5))
     params["b_in"] = np.random.default_rng(0).normal(size=15).astype(np.float32)  # non-zero biases
     params["b_rec"] = np.random.default_rng(1).normal(size=15).astype(np.float32)
     rng = np.random.default_rng(2)
@@ -38,7 +37,7 @@ def test_gru_cell_follows_its_equations():
     r = sigmoid(x @ w_ir + b_ir + h @ w_hr + b_hr)
     z = sigmoid(x @ w_iz + b_iz + h @ w_hz + b_hz)
     n = np.tanh(x @ w_in + b_in + r * (h @ w_hn + b_hn))
-    np.testing.assert_allclose(gru_apply(params, h, x), (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ppo_rnn.gru_apply(params, h, x), (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
 
 
 def small_params(config=None, env="CartPole-v1"):
