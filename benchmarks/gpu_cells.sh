@@ -13,7 +13,7 @@
 # Run from the repo root on a machine whose Python has jax with CUDA, with the other wheels in .whl
 # (benchmarks/RESULTS.md lists them).
 set -u
-OUT=${OUT:-gpu_out}
+OUT=$(realpath -m "${OUT:-gpu_out}")  # absolute: the craftax cell runs from benchmarks/
 mkdir -p "$OUT"
 deadline=$((SECONDS + ${BUDGET:-530}))
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
@@ -29,7 +29,7 @@ cell() {
   if ((left <= 120)); then echo "$1 not run: ${left} s of the budget left"; return; fi
   case "$1" in
     craftax/*) (cd benchmarks && timeout "$left" python3 craftax_ppo.py --env "$1" --timesteps "$steps" --seeds 5 \
-                 --baseline ../.gpu/cb --out "../$OUT") ;;
+                 --baseline ../.gpu/cb --out "$OUT") ;;
     scanrl:*) timeout "$left" python3 algos/ppo.py --env "${1#scanrl:}" --recipe published --total-timesteps "$steps" \
                 --num-seeds 5 --eval-every "${EVAL_EVERY:-16}" --log-every 0 --no-compile-cache \
                 --out-dir "$OUT/runs" ;;
