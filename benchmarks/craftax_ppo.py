@@ -144,14 +144,13 @@ def run_scanrl(env: str, timesteps: int, seeds: int, num_envs: int, episodes: in
     """scanrl's side; with `episodes` > 0 it also evaluates each seed's sampled and deterministic
     policy in that many fresh episodes after the last update, inside its run (the baseline's
     side has no evaluation, so 0 compares the same work)."""
-    updates = timesteps // (num_envs * 64)
+    flags = ["--env", env, "--recipe", "published", "--num-envs", str(num_envs), "--total-timesteps", str(timesteps),
+             "--num-seeds", str(seeds)]
     if episodes:
-        return sidebyside.run_scanrl("ppo", [
-            "--env", env, "--recipe", "published", "--num-envs", str(num_envs), "--total-timesteps", str(timesteps),
-            "--num-seeds", str(seeds), "--eval-every", str(updates), "--eval-episodes", str(episodes)])
-    command, wall, summary = sidebyside.run_in_folder("ppo", [
-        "--env", env, "--recipe", "published", "--num-envs", str(num_envs), "--total-timesteps", str(timesteps),
-        "--num-seeds", str(seeds), "--eval-every", "0"], lambda run_dir: json.loads((run_dir / "summary.json").read_text()))
+        updates = timesteps // (num_envs * 64)
+        return sidebyside.run_scanrl("ppo", [*flags, "--eval-every", str(updates), "--eval-episodes", str(episodes)])
+    read = lambda run_dir: json.loads((run_dir / "summary.json").read_text())  # noqa: E731
+    command, wall, summary = sidebyside.run_in_folder("ppo", [*flags, "--eval-every", "0"], read)
     return {"command": "python " + " ".join(command), "wall": wall, "updates": summary["updates"],
             "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
             "run_steps_per_second": summary["env_steps_per_second"], "compile_seconds": summary["compile_seconds"],
@@ -196,7 +195,8 @@ def table(out: Path) -> str:
                                          f"{100 * np.mean(b['training_scores']) / top:.1f}")
         rows.append(f"| {c['env']} | {s['env_steps']:,} | {c['seeds']} | {c['num_envs']} | "
                     f"{fmt(s['training_scores'], 2)} | {fmt(b['training_scores'], 2)} | {share} | "
-                    f"{fmt(s['final_returns'], 2)} | {s['wall']:,.0f} / {b['wall']:,.0f} | {s['wall'] / b['wall']:.2f}x | "
+                    f"{fmt(s['final_returns'], 2)} | {s['wall']:,.0f} / {b['wall']:,.0f} | "
+                    f"{s['wall'] / b['wall']:.2f}x | "
                     f"{s['env_steps_per_second'] / b['env_steps_per_second']:.2f}x |")
     return "\n".join(rows)
 

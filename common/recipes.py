@@ -28,9 +28,9 @@ unrolls of `unroll_length` steps per iteration over `num_envs` environments, so 
 The tables are the suites' own: each adapter in common/suites/ that has recipes keeps them in
 its `RECIPES`, keyed by (algorithm, env name or an fnmatch pattern of names), with each
 value's source. A recipe for Brax's trainers holds the trainer's own arguments (`ppo_args`,
-`sac_args`), translated by common/suites/brax_args.py; the grid worlds and Craftax publish PureJaxRL-style scripts,
-whose settings are scanrl's own fields under other names, so their recipes
-(`trainer="fields"`) hold the fields directly. An exact name wins over a pattern.
+`sac_args`), translated by common/suites/brax_args.py; the grid worlds and Craftax publish
+PureJaxRL-style scripts, whose settings are scanrl's own fields under other names, so their
+recipes (`trainer="fields"`) hold the fields directly. An exact name wins over a pattern.
 """
 
 from __future__ import annotations
