@@ -16,14 +16,14 @@ Shao et al. 2024 (arXiv:2402.03300).
 from __future__ import annotations
 
 if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
-    from scanrl.common import quiet_start
+    from scanrl.common.harness import quiet_start
     quiet_start()
 
 import sys
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from scanrl.common import algorithm, envs, recipes
+from scanrl.common import algorithm, envs
 from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
                                 sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
@@ -141,8 +141,9 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
     PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: no suite publishes
     one for grpo, so any choice leaves these defaults."""
-    preset = PRESETS.get(envs.preset_name(env), {})
-    return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
+    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+
+    return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ class TrainState(NamedTuple):
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """GRPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
-    env, env_params = envs.resolve(config.env, env, env_params)
+    env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"

@@ -12,14 +12,14 @@ dual clip: Ye et al. 2020 (arXiv:1912.09729); tanh squashing: Haarnoja et al. 20
 from __future__ import annotations
 
 if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
-    from scanrl.common import quiet_start
+    from scanrl.common.harness import quiet_start
     quiet_start()
 
 import sys
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from scanrl.common import algorithm, envs, recipes
+from scanrl.common import algorithm, envs
 # the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
 from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
@@ -162,8 +162,9 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     PRESETS["minatar"] for MinAtar, then the suite's published recipe for `env` where
     its suite publishes one (`recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters) win."""
-    preset = PRESETS.get(envs.preset_name(env), {})
-    return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
+    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+
+    return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ class TrainState(NamedTuple):
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """PPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
-    env, env_params = envs.resolve(config.env, env, env_params)
+    env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"

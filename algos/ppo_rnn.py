@@ -22,14 +22,14 @@ Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXi
 from __future__ import annotations
 
 if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
-    from scanrl.common import quiet_start
+    from scanrl.common.harness import quiet_start
     quiet_start()
 
 import sys
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from scanrl.common import algorithm, envs, recipes
+from scanrl.common import algorithm, envs
 from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, head_distribution, mlp_apply, mlp_init, orthogonal,
                                 squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
@@ -168,8 +168,9 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     then the suite's published recipe for `env` where there is one (Craftax_Baselines' ppo_rnn.py,
     XLand-MiniGrid's single-task PPO; `recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters) win."""
-    preset = PRESETS.get(envs.preset_name(env), {})
-    return Config(**{**preset, **recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
+    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+
+    return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +397,7 @@ class TrainState(NamedTuple):
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """Recurrent PPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`:
     a gymnax-style env object to train on instead of config.env."""
-    env, env_params = envs.resolve(config.env, env, env_params)
+    env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"

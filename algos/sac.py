@@ -20,7 +20,7 @@ metrics, --log-every and --eval-every). Continuous (Box) actions only.
 from __future__ import annotations
 
 if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
-    from scanrl.common import quiet_start
+    from scanrl.common.harness import quiet_start
     quiet_start()
 
 import math
@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from scanrl.common import algorithm, envs, recipes
+from scanrl.common import algorithm, envs
 from scanrl.common.nets import mlp_apply, mlp_init
 
 import jax
@@ -122,6 +122,8 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
     """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
     recipe for `env` where there is one (`recipe`: auto, published, cpu, none);
     `overrides` (hyperparameters) win."""
+    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+
     return Config(**{**recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 
 
@@ -359,7 +361,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     """SAC's pieces for one seed (common/harness/loop.py turns them into programs); an update is one
     iteration of num_steps env steps (metrics averaged over it; losses NaN before
     learning_starts). `env`: a gymnax-style env object to train on instead of config.env."""
-    env, env_params = envs.resolve(config.env, env, env_params)
+    env, env_params = algorithm.resolve_env(config.env, env, env_params)
     if envs.is_discrete(env, env_params):
         raise ValueError(f"SAC needs continuous (Box) actions and --env {config.env} has discrete ones; "
                          "use algos/ppo.py, algos/impala.py, algos/grpo.py or algos/ppo_rnn.py for it.")

@@ -9,11 +9,11 @@ import sys
 import jax
 import jax.numpy as jnp
 
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.harness import loop
 
 for env_id in sys.argv[1:]:
-    env, params = envs.make(env_id)
+    env, params = suites.make(env_id)
     vec = envs.VecEnv(env, params, 64)
 
     def act(obs, key, carry, mask=None):

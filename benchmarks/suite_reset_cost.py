@@ -7,10 +7,10 @@ and the repeats (3), for a VecEnv that resets on every step, which is slow.
     python benchmarks/suite_reset_cost.py playground/CheetahRun 16 8
 """
 import sys, time, jax, jax.numpy as jnp
-from scanrl.common import envs
+from scanrl.common import envs, suites
 env_id, n = sys.argv[1], int(sys.argv[2])
 seeds, T, R = ([int(a) for a in sys.argv[3:6]] + [1, 256, 3][len(sys.argv[3:6]):])
-env, params = envs.make(env_id)
+env, params = suites.make(env_id)
 vec = envs.VecEnv(env, params, n)
 act = lambda k: jax.random.uniform(k, (n, *vec.action_shape), minval=-1, maxval=1)
 def adapter_one(key):

@@ -1,25 +1,3 @@
-"""What the algorithm files share: the kit (envs, nets, onpolicy, recipes) and the run harness
-(common/harness/: devices, the loop, the run driver, evaluation, statistics)."""
-
-import os
-import signal
-
-
-def quiet_start() -> None:
-    """For `python algos/X.py`, called before its imports: until run.main's handlers take
-    over, Ctrl-C or SIGTERM while the imports run (JAX's take seconds) ends the process with
-    one line and exit 130 / 143 instead of a 30-line traceback. Nothing exists yet that could
-    be kept. The handler writes with os.write: print() is not safe inside a handler."""
-
-    def leave(sig, frame):
-        name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
-        os.write(1, f"{name} before training started: stopped, nothing was written.\n".encode())
-        os._exit(128 + sig)
-
-    global QUIET_HANDLER
-    QUIET_HANDLER = leave
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, leave)
-
-
-QUIET_HANDLER = None  # quiet_start's handler: run.main's Signals does not put it back when the run ends
+"""What the algorithm files share: the kit (envs, nets, onpolicy, algorithm, cores), the registry
+of env ids and recipes (suites/, recipes.py), and the run harness (harness/: devices, the loop,
+the run driver, evaluation, statistics)."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 from jax.sharding import Mesh
 
-from scanrl.common import cores, envs
+from scanrl.common import cores
 
 INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
 
@@ -72,7 +72,18 @@ def train_env(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any
         raise ValueError("make_train runs a fixed budget: give total_timesteps; 0 (train until a stop condition "
                          "holds) is the command line's.")
     cores.use_cpu_cores()
-    return envs.resolve(config.env, env, env_params)
+    return resolve_env(config.env, env, env_params)
+
+
+def resolve_env(env_id: str, env: Any = None, env_params: Any = None,
+                options: dict[str, str] | None = None) -> tuple[Any, Any]:
+    """The env an algorithm trains on: a user's own gymnax-style `env` object (with its
+    `env_params`, default `env.default_params`) or else `env_id` built with `options`."""
+    if env is not None:
+        return env, env.default_params if env_params is None else env_params
+    from scanrl.common import suites  # the registry of env ids loads only when an env is named by its id
+
+    return suites.make(env_id, options)
 
 
 def seed_mesh(num_devices: int = 0) -> Callable[[int], Mesh]:

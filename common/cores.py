@@ -1,5 +1,5 @@
 """JAX's CPU devices: one per core, the CPU fast path (XLA runs one device's program on one
-core). `use_cpu_cores()` sets that count before JAX starts; building an env (common/envs.py)
+core). `use_cpu_cores()` sets that count before JAX starts; building an env (common/suites/)
 and `make_train` call it, and so does the command line. Importing scanrl changes no JAX
 setting. Set `XLA_FLAGS=--xla_force_host_platform_device_count=N` or `JAX_NUM_CPU_DEVICES=N`
 yourself to choose another count; `--num-devices N` restricts a run to the first N devices.

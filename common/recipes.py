@@ -41,7 +41,7 @@ import importlib.util
 import os
 from typing import NamedTuple
 
-from scanrl.common.envs import suite_of
+from scanrl.common.suites import SUITES, preset_name, suite_of
 
 CPU_FACTOR = 32
 CHOICES = ("auto", "published", "cpu", "none")
@@ -62,15 +62,11 @@ CPU_SIZED = 64  # a "fields" recipe with at most this many environments is publi
 def table(suite: str) -> dict[tuple[str, str], Recipe]:
     """A suite's recipes, from its adapter's `RECIPES` ({} for gymnax and a suite without any).
     Only the adapter module is imported, not the suite's package."""
-    from scanrl.common.suites import SUITES
-
     return getattr(importlib.import_module(SUITES[suite][0]), "RECIPES", {}) if suite in SUITES else {}
 
 
 def every_recipe() -> dict[tuple[str, str], Recipe]:
     """Every suite's recipes, keyed by (algorithm, SUITE/NAME or SUITE/PATTERN)."""
-    from scanrl.common.suites import SUITES
-
     return {(algo, f"{suite}/{key}"): r for suite in SUITES for (algo, key), r in table(suite).items()}
 
 
@@ -151,6 +147,12 @@ def hyperparameters(algo: str, env: str, choice: str = "auto") -> dict:
     """The recipe's values for `algo`'s Config (an algorithm's `default_config` applies them; the
     command line adds the rest, RUN_SETTINGS, to its run settings)."""
     return {k: v for k, v in lookup(algo, env, choice)[1].items() if k not in RUN_SETTINGS}
+
+
+def config_fields(algo: str, env: str, choice: str, presets: dict) -> dict:
+    """What an algorithm's `default_config(env)` starts from: its preset for env's kind
+    (`presets[preset_name(env)]`: "minatar", "continuous"), then the recipe's hyperparameters."""
+    return {**presets.get(preset_name(env), {}), **hyperparameters(algo, env, choice)}
 
 
 def source(algo: str, env: str) -> str | None:

@@ -424,12 +424,12 @@ def test_env_parameters_outside_their_range_are_refused_before_compiling(cli_err
 
 def test_a_suite_without_a_name_is_refused_before_the_suite_is_imported(cli_error, monkeypatch):
     """`--env brax/` spent Brax's whole import (106 s under load) before saying the name is empty."""
-    from scanrl.common import envs
+    from scanrl.common import suites
 
     def imported(env_id):
         raise AssertionError(f"the suite of {env_id} was imported")
 
-    monkeypatch.setattr(envs, "_adapter", imported)
+    monkeypatch.setattr(suites, "adapter", imported)
     code, err = cli_error(ppo.main, ["--env", "brax/"])
     assert code == 2 and err == ("error: --env 'brax/' names no environment: give one after the slash, e.g. --env "
                                  "brax/ant (--env brax/x lists brax's names)."), err

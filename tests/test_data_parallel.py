@@ -16,11 +16,11 @@ FIXED_BATCH = textwrap.dedent(
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from scanrl.algos import ppo
-    from scanrl.common import envs
+    from scanrl.common import envs, suites
     env_id = sys.argv[1]
     config = ppo.default_config(env_id, num_envs=8, num_steps=16, num_minibatches=4, num_epochs=2,
                                 normalize_advantages=True, learning_rate=1e-3)
-    env, env_params = envs.make(env_id)
+    env, env_params = suites.make(env_id)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim = vec_env.obs_shape[0]
     k = jax.random.split(jax.random.key(42), 8)

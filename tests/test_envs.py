@@ -5,18 +5,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.nets import mlp_apply, mlp_init, orthogonal
 from scanrl.common.harness import envsettings
 
 
 def test_unknown_env_suggests_close_names():
     with pytest.raises(ValueError, match="Did you mean 'CartPole-v1'"):
-        envs.check_env_id("CartPol-v1")
+        suites.check_env_id("CartPol-v1")
 
 
 def test_override_params_checks_names_and_keeps_int_types():
-    _, params = envs.make("CartPole-v1")
+    _, params = suites.make("CartPole-v1")
     changed = envsettings.override_params(params, {"length": 0.7, "max_steps_in_episode": 50.0})
     assert changed.length == 0.7 and changed.max_steps_in_episode == 50
     assert isinstance(changed.max_steps_in_episode, int)
@@ -27,7 +27,7 @@ def test_override_params_checks_names_and_keeps_int_types():
 def test_time_limit_is_truncation_with_final_observation():
     """Pendulum never terminates: at its 200-step limit it is truncated, and final_obs is
     the observation reached (not the reset one), which the next obs is not."""
-    env, params = envs.make("Pendulum-v1")
+    env, params = suites.make("Pendulum-v1")
     vec = envs.VecEnv(env, params, 3)
     obs, state = vec.reset(jax.random.key(0))
 
@@ -50,7 +50,7 @@ def test_time_limit_is_truncation_with_final_observation():
 
 
 def test_cartpole_termination_is_not_truncation():
-    env, params = envs.make("CartPole-v1")
+    env, params = suites.make("CartPole-v1")
     vec = envs.VecEnv(env, params, 4)
     obs, state = vec.reset(jax.random.key(0))
 
@@ -98,11 +98,11 @@ def test_importing_scanrl_changes_no_jax_setting_until_asked(python_process):
 import jax
 from jax._src import xla_bridge
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
-from scanrl.common import envs
+from scanrl.common import envs, suites
 print(bool(xla_bridge._backends), jax.config.jax_num_cpu_devices)
 from scanrl.common.harness import devices
 devices.use_cpu_cores()
-envs.make("Pong-misc")
+suites.make("Pong-misc")
 print(jax.local_device_count() == devices.cpu_count())
 from gymnax.environments.misc import pong
 import seaborn
@@ -160,12 +160,12 @@ print(jax.local_device_count(), devices.cpu_count())
 
 
 def test_is_continuous_answers_as_the_built_env_does_for_every_gymnax_env():
-    """`envs.is_continuous` builds gymnax envs inside a trace (no JAX backend); its answer is the
+    """`suites.is_continuous` builds gymnax envs inside a trace (no JAX backend); its answer is the
     built env's action space for every registered env (MNISTBandit needs a download: left out)."""
     import gymnax
 
     ids = [e for e in gymnax.registered_envs if e != "MNISTBandit-bsuite"]
     assert len(ids) > 20
-    answers = {e: envs.is_continuous(e) for e in ids}
-    assert answers == {e: not envs.is_discrete(*envs.make(e)) for e in ids}
+    answers = {e: suites.is_continuous(e) for e in ids}
+    assert answers == {e: not envs.is_discrete(*suites.make(e)) for e in ids}
     assert answers["Pendulum-v1"] and answers["MountainCarContinuous-v0"] and not answers["CartPole-v1"]

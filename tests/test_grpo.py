@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.harness import sweeps
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
@@ -150,7 +150,7 @@ def test_bad_groups_exit_2_from_the_command_line(cli_error):
 @pytest.mark.parametrize("shared", [False, True])
 def test_shared_group_reset_gives_groups_one_first_observation(shared):
     config = grpo.Config(shared_group_reset=shared, num_envs=8, group_size=4)
-    env, env_params = grpo.envs.make("CartPole-v1")
+    env, env_params = suites.make("CartPole-v1")
     vec_env = grpo.envs.VecEnv(env, env_params, 8)
     obs, _ = grpo.reset_groups(vec_env, jax.random.key(3), config)
     obs = np.asarray(obs)

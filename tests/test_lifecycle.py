@@ -435,7 +435,7 @@ def test_a_checkpoint_fingerprint_leaves_out_object_addresses(tmp_path):
 
 def catches_sigterm(pid: int) -> bool:
     """Whether a process has a SIGTERM handler (/proc's SigCgt mask): Python installs none of
-    its own, so the algorithm file's first lines (common.quiet_start) have run."""
+    its own, so the algorithm file's first lines (harness.quiet_start) have run."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:

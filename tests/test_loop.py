@@ -136,30 +136,45 @@ def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module
 
 
 def test_an_algorithm_file_imports_only_the_kit(python_process):
-    """Importing any algorithm file loads scanrl's kit (common/*.py) and no module of the
-    command line's harness (common/harness/): a copied file carries only the kit."""
+    """Importing any algorithm file loads scanrl's kit and nothing else: no module of the
+    command line's harness (common/harness/), and not the registry of env ids and recipes
+    (common/suites/, recipes.py), which loads when an env is named by its id."""
     proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac; "
                                  "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = eval(proc.stdout.strip().splitlines()[-1])
-    assert {"scanrl.common.envs", "scanrl.common.algorithm", "scanrl.common.recipes"} <= set(loaded)
-    assert [m for m in loaded if m.startswith("scanrl.common.harness")] == []
+    kit = ["scanrl.common", "scanrl.common.algorithm", "scanrl.common.cores", "scanrl.common.envs",
+           "scanrl.common.nets", "scanrl.common.onpolicy"]
+    assert loaded == kit, loaded
 
 
 @pytest.mark.slow
 def test_make_train_builds_and_runs_without_the_harness(python_process):
     """The Python API's whole path, a Config, `make_train` and its run, loads no harness module
-    either: a copied file's own training needs only the kit."""
+    either: a copied file's own training needs only the kit. On a user's own env object it
+    does not load the registry of env ids and recipes either; naming the env by id does."""
     proc = python_process(["-c", """
 import sys
 import jax
 from scanrl.algos import ppo
+from scanrl.common import cores
+cores.use_cpu_cores()
+import gymnax
+loaded = lambda: sorted(m for m in sys.modules if m.startswith(('scanrl.common.harness', 'scanrl.common.suites',
+                                                              'scanrl.common.recipes')))
+env, params = gymnax.make("CartPole-v1")
+own = ppo.Config(env="my-cartpole", total_timesteps=512, num_envs=4, num_steps=16)
+out = ppo.make_train(own, env, params)(jax.random.split(jax.random.key(0), 2))
+print(jax.tree.leaves(out["metrics"])[0].shape, loaded())
 config = ppo.default_config("CartPole-v1", total_timesteps=512, num_envs=4, num_steps=16)
-out = ppo.make_train(config)(jax.random.split(jax.random.key(0), 2))
-print(jax.tree.leaves(out["metrics"])[0].shape, sorted(m for m in sys.modules if m.startswith('scanrl.common.harness')))
+named = ppo.make_train(config)(jax.random.split(jax.random.key(0), 2))
+same = all(bool((a == b).all()) for a, b in zip(jax.tree.leaves(out["policy"]), jax.tree.leaves(named["policy"])))
+print(jax.tree.leaves(named["metrics"])[0].shape, same, loaded())
 """])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == "(2, 8) []"  # 2 seeds x 512 / (4 x 16) updates; no harness module
+    own, named = proc.stdout.strip().splitlines()[-2:]
+    assert own == "(2, 8) []"  # 2 seeds x 512 / (4 x 16) updates; no harness module, no registry
+    assert named == "(2, 8) True ['scanrl.common.recipes', 'scanrl.common.suites']"  # the same run, by its id
 
 
 def has_host_callback(lowered) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.nets import (SQUASH, cnn_apply, cnn_init, pre_tanh_normal, squashed_entropy, tanh_normal_bounds,
                                 to_bounds, use_cnn)
 
@@ -75,7 +75,7 @@ def test_each_algorithm_reads_images_with_the_conv_torso_and_vectors_with_the_ml
     flattens the frame."""
     def params_for(env_id, **overrides):
         config = algo.default_config(env_id, **overrides)
-        env, env_params = envs.make(env_id)
+        env, env_params = suites.make(env_id)
         return algo.init_params(jax.random.key(0), config, envs.VecEnv(env, env_params, config.num_envs))
 
     first = "encoder" if algo is ppo_rnn else "actor"
@@ -186,12 +186,12 @@ def test_squashed_entropy_meets_its_expectation():
 
 def test_tanh_normal_bounds_are_checked_before_compiling():
     """Discrete actions or infinite bounds: one sentence naming --action-dist tanh_normal and the env."""
-    low, high = tanh_normal_bounds(envs.VecEnv(*envs.make("Pendulum-v1"), 2), "Pendulum-v1")
+    low, high = tanh_normal_bounds(envs.VecEnv(*suites.make("Pendulum-v1"), 2), "Pendulum-v1")
     np.testing.assert_array_equal(low, [-2.0])
     np.testing.assert_array_equal(high, [2.0])
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs continuous \(Box\) actions and --env "
                                          r"CartPole-v1 has discrete ones; leave --action-dist at gaussian\.$"):
-        tanh_normal_bounds(envs.VecEnv(*envs.make("CartPole-v1"), 2), "CartPole-v1")
+        tanh_normal_bounds(envs.VecEnv(*suites.make("CartPole-v1"), 2), "CartPole-v1")
     unbounded = types.SimpleNamespace(discrete=False, action_low=jnp.array([-jnp.inf, 0.0]),
                                       action_high=jnp.array([jnp.inf, 1.0]))
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs finite action bounds and --env Open's are "
@@ -278,7 +278,7 @@ def test_lecun_uniform_init_draws_every_layer_alike_and_ppo_reads_it():
         assert np.abs(w).max() <= math.sqrt(3 / fan_in) and np.abs(w).max() > 0.9 * math.sqrt(3 / fan_in)
         assert abs(w.var() * fan_in - 1) < 0.1, w.var() * fan_in
         assert not np.asarray(layer["b"]).any()
-    vec_env = envs.VecEnv(*envs.make("Pendulum-v1"), 1)
+    vec_env = envs.VecEnv(*suites.make("Pendulum-v1"), 1)
     lecun = ppo.init_params(jax.random.key(1), ppo.default_config("Pendulum-v1", init="lecun_uniform"), vec_env)
     default = ppo.init_params(jax.random.key(1), ppo.default_config("Pendulum-v1"), vec_env)
     head = lambda params: np.abs(np.asarray(params["actor"][-1]["w"])).max()  # noqa: E731

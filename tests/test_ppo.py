@@ -316,8 +316,8 @@ def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
 
 
 def _cartpole_vec_env():
-    from scanrl.common import envs
-    env, env_params = envs.make("CartPole-v1")
+    from scanrl.common import envs, suites
+    env, env_params = suites.make("CartPole-v1")
     return envs.VecEnv(env, env_params, 1)
 
 

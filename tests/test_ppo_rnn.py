@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo, ppo_rnn
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.harness import devices, envsettings
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
@@ -42,7 +42,7 @@ def test_gru_cell_follows_its_equations():
 
 def small_params(config=None, env="CartPole-v1"):
     config = config or ppo_rnn.Config(gru_size=8, encoder_hidden=(16,), head_hidden=(16,))
-    e, p = envs.make(env)
+    e, p = suites.make(env)
     return config, ppo_rnn.init_params(jax.random.key(1), config, envs.VecEnv(e, p, 2))
 
 
@@ -145,7 +145,7 @@ def test_normalisation_options_track_what_the_rollouts_saw():
 
 
 def test_hide_obs_drops_observation_components_for_every_algorithm(cli_error):
-    env, params = envs.make("CartPole-v1")
+    env, params = suites.make("CartPole-v1")
     hidden = envsettings.HiddenObs(env, (1, 3), params)
     assert hidden.observation_space(params).shape == (2,) and hidden.name == "CartPole-v1"
     key = jax.random.key(0)

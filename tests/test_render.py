@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo
-from scanrl.common import envs
+from scanrl.common import suites
 from scanrl.common.harness import evaluate, render
 
 
@@ -15,7 +15,7 @@ def test_a_recorded_episode_ends_on_its_terminal_state():
     """An L-step episode is L + 1 states (the reset state, then the state after each step),
     their L + 1 observations and L rewards; the last state is the episode's end (CartPole: the
     pole fallen or the cart out), which gymnax's auto-resetting step would have replaced."""
-    env, params = envs.make("CartPole-v1")
+    env, params = suites.make("CartPole-v1")
     algo = ppo.make_algorithm(ppo.default_config("CartPole-v1"), env, params)
     policy = algo.policy_params(algo.init(jax.random.key(0)))  # untrained: falls within tens of steps
     states, obs, rewards = evaluate.record_episode(algo, params, policy, jax.random.key(1), max_steps=500)
@@ -32,7 +32,7 @@ def test_a_traceable_renderer_draws_a_whole_episode_in_one_call_as_frame_by_fram
     """Navix's picture is JAX: `frames` draws all states in one jitted, vmapped call; each frame
     is the one `frame` draws from that state alone, under its own title."""
     pytest.importorskip("navix", reason='the navix suite is not installed: pip install -e ".[navix]"')
-    env, params = envs.make("navix/Navix-DoorKey-5x5-v0")
+    env, params = suites.make("navix/Navix-DoorKey-5x5-v0")
     obs, state = env.reset(jax.random.key(0), params)
     steps = [(obs, state)]
     for action in (0, 1, 2, 2):  # turn left, right, forward, forward: the agent moves

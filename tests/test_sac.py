@@ -69,9 +69,9 @@ def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
 def test_buffer_stores_the_final_observation_and_only_true_terminations():
     """Pendulum's 200-step time limit: the step that hits it stores the observation it
     reached (not the reset one) with terminated False, so its target bootstraps."""
-    from scanrl.common import envs
+    from scanrl.common import envs, suites
 
-    env, env_params = envs.make("Pendulum-v1")
+    env, env_params = suites.make("Pendulum-v1")
     vec_env = envs.VecEnv(env, env_params, 2)
     obs, state = vec_env.reset(jax.random.key(0))
     buffer = sac.buffer_init(256, 2, 3, 1)
@@ -92,9 +92,9 @@ def test_buffer_stores_the_final_observation_and_only_true_terminations():
 
 def test_a_true_termination_is_stored_as_terminated():
     """MountainCarContinuous ends for real at the goal: that step is stored as terminated."""
-    from scanrl.common import envs
+    from scanrl.common import envs, suites
 
-    env, env_params = envs.make("MountainCarContinuous-v0")
+    env, env_params = suites.make("MountainCarContinuous-v0")
     vec_env = envs.VecEnv(env, env_params, 1)
     _, state = vec_env.reset(jax.random.key(0))
     # start just below the goal, moving right: the first full-throttle step terminates

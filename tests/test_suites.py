@@ -13,7 +13,7 @@ import pytest
 from conftest import HANG_GUARD
 
 from scanrl.algos import ppo
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.harness.runconfig import compose
 from scanrl.common.harness import envsettings
 
@@ -27,7 +27,7 @@ def suite(module: str, extra: str):
 @pytest.fixture(scope="module")
 def brax_pendulum():
     brax_envs = suite("brax.envs", "brax")
-    env, params = envs.make(BRAX_ID)
+    env, params = suites.make(BRAX_ID)
     return env, params, brax_envs.get_environment("inverted_pendulum", backend="generalized")
 
 
@@ -65,9 +65,9 @@ def raw_state_env(request):
     if request.param == "brax":
         brax_envs = suite("brax.envs", "brax")
         raw = brax_envs.get_environment("inverted_pendulum", backend="generalized")
-        return (*envs.make(BRAX_ID), raw)
+        return (*suites.make(BRAX_ID), raw)
     suite("mujoco_playground", "playground")
-    env, params = envs.make(PLAYGROUND_ID)
+    env, params = suites.make(PLAYGROUND_ID)
     return env, params, env.env  # the adapter holds Playground's own object, loaded with impl="jax"
 
 
@@ -132,14 +132,14 @@ def test_brax_spaces_and_vectorised_stepping(brax_pendulum):
     obs, state = vec.reset(jax.random.key(1))
     obs, state, info = jax.jit(vec.step)(jax.random.key(2), state, jnp.full((3, 1), 5.0))  # clipped to 1
     assert obs.shape == (3, raw.observation_size) and info.final_obs.shape == obs.shape
-    assert envs.is_continuous(BRAX_ID) and envs.preset_name(BRAX_ID) == "continuous"
+    assert suites.is_continuous(BRAX_ID) and suites.preset_name(BRAX_ID) == "continuous"
 
 
 def test_suite_ids_and_their_errors(cli_error):
     """gymnax/ ids are gymnax's; an unknown suite, an unknown name and a missing suite are
     one sentence each, exit 2, before compiling, with no run folder."""
     suite("brax.envs", "brax")
-    assert envs.make("gymnax/CartPole-v1")[0].name == envs.make("CartPole-v1")[0].name
+    assert suites.make("gymnax/CartPole-v1")[0].name == suites.make("CartPole-v1")[0].name
     for args, message in [
         (["--env", "brax/invertedpendulum"], "--env 'brax/invertedpendulum' is not a brax environment. Did you mean "
                                              "'brax/inverted_pendulum'"),
@@ -150,8 +150,6 @@ def test_suite_ids_and_their_errors(cli_error):
 
 
 def test_a_missing_suite_names_its_install_command(monkeypatch, cli_error):
-    from scanrl.common import suites
-
     monkeypatch.setitem(suites.SUITES, "brax", ("scanrl.common.suites.brax", "brax", "brax_not_installed_here"))
     code, err = cli_error(ppo.main, ["--env", "brax/ant"])
     assert code == 2 and 'needs the brax suite: pip install "scanrl[brax]"' in err, err
@@ -194,7 +192,7 @@ def grid(request):
     """(suite, env, params, raw reset(key), raw step(timestep, action), raw (terminated,
     truncated) of a timestep): the suite's own API, its own end-of-episode flags."""
     module = suite(request.param, request.param)
-    env, params = envs.make(GRIDS[request.param])
+    env, params = suites.make(GRIDS[request.param])
     if request.param == "navix":
         raw = module.make("Navix-Empty-5x5-v0")
         return (request.param, env, params, jax.jit(raw.reset), jax.jit(raw.step),
@@ -242,7 +240,7 @@ def test_grid_spaces(grid):
     vec = envs.VecEnv(env, params, num_envs=2)
     assert vec.discrete and vec.num_actions == {"navix": 7, "xminigrid": 6}[name]
     assert vec.obs_shape == raw_reset(jax.random.key(0)).observation.shape
-    assert not envs.is_continuous(GRIDS[name]) and envs.preset_name(GRIDS[name]) is None
+    assert not suites.is_continuous(GRIDS[name]) and suites.preset_name(GRIDS[name]) is None
 
 
 @pytest.mark.slow
@@ -272,7 +270,7 @@ def test_playground_spaces_and_an_offline_task_is_one_sentence(cli_error, monkey
     import subprocess
 
     suite("mujoco_playground", "playground")
-    vec = envs.VecEnv(*envs.make(PLAYGROUND_ID), num_envs=2)
+    vec = envs.VecEnv(*suites.make(PLAYGROUND_ID), num_envs=2)
     assert not vec.discrete and vec.action_shape == (1,) and vec.obs_shape == (5,)
 
     def offline(name, config_overrides=None):
@@ -314,7 +312,7 @@ def test_jumanji_steps_equal_jumanji_itself_until_the_snake_dies():
     Jumanji's own; the death (LAST, discount 0, before the time limit) is `terminated`, its
     final observation Jumanji's, and the next observation starts a fresh episode."""
     jumanji = suite("jumanji", "jumanji")
-    env, params = envs.make(SNAKE_ID)
+    env, params = suites.make(SNAKE_ID)
     raw = jumanji.make("Snake-v1")
     key = jax.random.key(5)
     obs, state = env.reset(key, params)
@@ -344,7 +342,7 @@ def test_jumanji_snake_time_limit_is_truncated(monkeypatch):
 
     jumanji = suite("jumanji", "jumanji")
     monkeypatch.setattr(jumanji, "make", functools.partial(jumanji.make, time_limit=5))
-    env, params = envs.make(SNAKE_ID)
+    env, params = suites.make(SNAKE_ID)
     assert env.time_limit == 5 and params.max_steps_in_episode == 5
     step = jax.jit(env.step)
     for seed in range(20):
@@ -371,7 +369,7 @@ def test_action_masks_reach_every_categorical_policy():
     from scanrl.algos import grpo, impala, ppo_rnn
 
     suite("jumanji", "jumanji")
-    env, params = envs.make(SNAKE_ID)
+    env, params = suites.make(SNAKE_ID)
     vec = envs.VecEnv(env, params, num_envs=8)
     obs, state = vec.reset(jax.random.key(0))
     mask = vec.action_mask(state)
@@ -400,7 +398,7 @@ CRAFTAX_ID = "craftax/Craftax-Classic-Symbolic-v1"
 def craftax():
     """(env, params, Craftax's own environment without auto-reset)."""
     craftax_env = suite("craftax.craftax_env", "craftax")
-    env, params = envs.make(CRAFTAX_ID)
+    env, params = suites.make(CRAFTAX_ID)
     return env, params, craftax_env.make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=False)
 
 
@@ -512,7 +510,7 @@ def test_each_suite_draws_a_state_with_its_own_renderer(name):
 
     env_id, module = PICTURED[name]
     suite(module, name)
-    env, params = envs.make(env_id)  # the Brax and Playground adapters choose EGL before MuJoCo loads
+    env, params = suites.make(env_id)  # the Brax and Playground adapters choose EGL before MuJoCo loads
     if name in ("brax", "playground") and not mujoco_draws():
         pytest.skip("MuJoCo's renderer has no OpenGL context on this machine (it needs EGL or a display)")
     obs, state = env.reset(jax.random.key(0), params)

@@ -13,7 +13,7 @@ from PIL import Image
 
 from scanrl import algos
 from scanrl.algos import ppo
-from scanrl.common import envs
+from scanrl.common import suites
 from scanrl.common.harness import evaluate, plots, render
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
@@ -133,7 +133,7 @@ def test_gif_draws_each_state_of_the_episode_under_its_own_caption(run_dir, tmp_
     evaluate.main([run_dir, "--gif", str(gif), "--seed-index", "1", "--out", str(tmp_path / "e.json")], algos)
     # The same episode, counted by the evaluation program: seed 1's key, one environment.
     module, config = evaluate.load_config(run_dir, algos)
-    env, params = envs.make("CartPole-v1")
+    env, params = suites.make("CartPole-v1")
     algo = module.make_algorithm(config, env, params)
     policy, update = evaluate.load_policy(run_dir, algo, 2)
     keys = evaluate.evaluation_keys(0, 2, update - 1)
@@ -156,7 +156,7 @@ def test_gif_draws_each_state_of_the_episode_under_its_own_caption(run_dir, tmp_
 
 
 def test_minatar_frames_draw_the_grid_and_other_envs_are_declined(tmp_path):
-    env, params = envs.make("Breakout-MinAtar")
+    env, params = suites.make("Breakout-MinAtar")
     obs, state = env.reset(jax.random.key(0), params)
     frames = []
     for t in range(5):
@@ -169,7 +169,7 @@ def test_minatar_frames_draw_the_grid_and_other_envs_are_declined(tmp_path):
     render.write_gif(tmp_path / "b.gif", frames, 100)
     with Image.open(tmp_path / "b.gif") as image:
         assert image.n_frames == 5
-    memory, _ = envs.make("MemoryChain-bsuite")
+    memory, _ = suites.make("MemoryChain-bsuite")
     assert not render.can_draw(memory, (3,)) and render.can_draw(env, obs.shape)
 
 

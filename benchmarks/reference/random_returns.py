@@ -12,13 +12,13 @@ import argparse
 import jax
 import jax.numpy as jnp
 
-from scanrl.common import envs
+from scanrl.common import envs, suites
 from scanrl.common.harness import loop
 
 
 def random_returns(env_id: str, episodes: int, seed: int = 0) -> tuple[jax.Array, jax.Array]:
     """Return [episodes] and length [episodes] of the uniform random policy on env_id."""
-    env, params = envs.make(env_id)
+    env, params = suites.make(env_id)
     vec = envs.VecEnv(env, params, episodes)
 
     def act(obs, key, carry, mask=None):

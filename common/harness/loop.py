@@ -47,7 +47,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 import numpy as np
 
 from scanrl.common import envs
-from scanrl.common.algorithm import Algorithm, vmap_seeds, compiler_options
+from scanrl.common.algorithm import Algorithm, compiler_options, resolve_env, vmap_seeds
 
 from scanrl.common.harness import devices, envsettings, pbt as pbt_lib, sweeps
 
@@ -121,7 +121,7 @@ def environment(job: Any, env: Any = None, env_params: Any = None) -> tuple[Any,
     defaults (ValueError with one sentence for a bad index, name or value)."""
     run = job.run
     options = dict(zip(run.env_options[::2], run.env_options[1::2]))
-    env, params = envs.resolve(job.env, env, env_params, options)
+    env, params = resolve_env(job.env, env, env_params, options)
     if run.hide_obs:
         env = envsettings.HiddenObs(env, run.hide_obs, params)
     return env, params, envsettings.override_params(params, run.env_params, "--env-params")

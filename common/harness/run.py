@@ -430,12 +430,12 @@ class Signals:
                      f"(press again to quit at once)…")
 
     def __exit__(self, *exc):
-        from scanrl import common
+        from scanrl.common import harness
 
         for sig, handler in self.previous.items():
             # quiet_start's "before training started" would be false now: the run is over and
             # the process only exits, so a late signal is ignored instead
-            signal.signal(sig, signal.SIG_IGN if handler is common.QUIET_HANDLER is not None else handler)
+            signal.signal(sig, signal.SIG_IGN if handler is harness.QUIET_HANDLER is not None else handler)
 
 
 _WORKING: list[threading.Event] = []  # set when its work has returned (see interruptible)

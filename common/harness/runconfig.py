@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from scanrl.common import envs, recipes
+from scanrl.common import recipes, suites
 from scanrl.common.algorithm import check_values
 
 
@@ -207,6 +207,6 @@ def compose(module: Any, env: str | None = None, recipe: str = "auto", **values:
     applied = recipes.lookup(name, env, recipe)[1]  # its run settings; default_config applies the rest
     config = module.default_config(env, recipe=recipe, **{k: v for k, v in values.items() if k not in RUN_FIELDS})
     by_preset = getattr(module, "RUN_DEFAULTS", {})
-    settings = {**by_preset.get(None, {}), **by_preset.get(envs.preset_name(env), {}),
+    settings = {**by_preset.get(None, {}), **by_preset.get(suites.preset_name(env), {}),
                 **{k: v for k, v in {**applied, **values}.items() if k in RUN_FIELDS}}
     return Job(config, RunConfig(**settings))

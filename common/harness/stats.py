@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scanrl.common.envs import suite_of
+from scanrl.common.suites import suite_of
 from scanrl.common.harness.configs import Run
 from scanrl.common.harness.logging import nanmean
 
@@ -424,7 +424,7 @@ def run_scores(run_dir: str | Path) -> dict[str, Any]:
 
 
 def join_env(suite: str, task: str) -> str:
-    """A results file's (suite, task) -> the env id: the inverse of envs.suite_of."""
+    """A results file's (suite, task) -> the env id: the inverse of suites.suite_of."""
     return task if suite == "gymnax" else f"{suite}/{task}"
 
 

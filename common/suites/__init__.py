@@ -1,4 +1,9 @@
-"""Environment suites beyond gymnax, one adapter module each, chosen by `--env SUITE/NAME`.
+"""Environments by their ids: `make(env_id)` builds a gymnax id such as "CartPole-v1" or a
+suite's `SUITE/NAME` (with close-name suggestions for typos), and `preset_name(env_id)` says
+which of an algorithm's presets it starts from. An algorithm file loads this module only when
+it builds an env or a Config from an id (`envs.resolve`, `default_config`).
+
+The suites beyond gymnax have one adapter module each, chosen by `--env SUITE/NAME`.
 
 Each adapter presents the suite's environments as gymnax environments (gymnax 1.0's
 `Environment`: `reset_env`, `step_env`, spaces, `EnvParams`), so every algorithm, the
@@ -11,6 +16,19 @@ base.py is the adapter of a raw environment of the Brax kind (Brax, Playground).
 module has `NAMES` (a function listing the suite's environment names) and
 `make(name) -> (env, env_params)`. A suite is a pip extra: `pip install "scanrl[brax]"`.
 """
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import types
+from typing import Any
+
+import jax
+
+from scanrl.common import cores, envs
+
 
 # suite -> (adapter module, the extra that installs the suite, the package it imports)
 SUITES = {
@@ -25,3 +43,100 @@ SUITES = {
 EXAMPLES = {"gymnax": "CartPole-v1", "brax": "brax/ant", "craftax": "craftax/Craftax-Classic-Symbolic-v1",
             "jumanji": "jumanji/Snake-v1", "navix": "navix/Navix-DoorKey-5x5-v0", "playground": "playground/CheetahRun",
             "xminigrid": "xminigrid/XLand-MiniGrid-R1-9x9"}
+
+
+def registered_envs() -> list[str]:
+    return list(envs.gymnax().registered_envs)
+
+
+def suite_of(env_id: str) -> tuple[str, str]:
+    """("gymnax", id) for a bare or `gymnax/` id, else (SUITE, NAME) of `SUITE/NAME`."""
+    suite, slash, name = env_id.partition("/")
+    return (suite, name) if slash else ("gymnax", env_id)
+
+
+def adapter(env_id: str) -> types.ModuleType:
+    """The adapter module of a `SUITE/NAME` id (ValueError when the suite is unknown or not installed)."""
+    suite, _ = suite_of(env_id)
+    if suite not in SUITES:
+        raise ValueError(f"--env {env_id!r}: unknown suite {suite!r}; the suites are gymnax (bare ids), "
+                         f"{', '.join(s + '/NAME' for s in SUITES)}.")
+    module, extra, package = SUITES[suite]
+    if importlib.util.find_spec(package) is None:
+        raise ValueError(f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
+                         f"(from a clone: pip install -e \".[{extra}]\").")
+    return importlib.import_module(module)
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ValueError with close names when `env_id` names no environment."""
+    suite, name = suite_of(env_id)
+    if not name.strip():  # before importing the suite (Brax's import alone can take a minute)
+        example = EXAMPLES.get(suite, f"{suite}/NAME")
+        raise ValueError(f"--env {env_id!r} names no environment: give one after the slash, e.g. --env {example} "
+                         f"(--env {suite}/x lists {suite}'s names).")
+    known = registered_envs() if suite == "gymnax" else adapter(env_id).NAMES()
+    if name in known:
+        return
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    prefix = "" if suite == "gymnax" and "/" not in env_id else f"{suite}/"
+    hint = f" Did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
+    if suite != "gymnax":
+        raise ValueError(f"--env {env_id!r} is not a {suite} environment.{hint} Its names: {', '.join(known)}.")
+    raise ValueError(
+        f"--env {env_id!r} is not a gymnax environment.{hint} "
+        "All ids: python -c 'import gymnax; print(gymnax.registered_envs)'."
+    )
+
+
+def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
+    """`(env, env_params)` for a gymnax id such as "CartPole-v1" (or "gymnax/CartPole-v1"), or
+    a suite's `SUITE/NAME` such as "brax/ant" (common/suites/). `options`: how the suite builds
+    it (`--env-options`), for suites whose adapter takes any (ValueError otherwise).
+
+    Building an env starts JAX, so first JAX gets one CPU device per core, as `make_train`
+    would give it (`cores.use_cpu_cores`): `default_config` then `make_train` keeps them."""
+    cores.use_cpu_cores(warn=False)
+    check_env_id(env_id)
+    suite, name = suite_of(env_id)
+    if options:
+        module = None if suite == "gymnax" else adapter(env_id)
+        if not hasattr(module, "OPTIONS"):
+            raise ValueError(f"--env-options {' '.join(f'{k} {v}' for k, v in options.items())}: {suite} environments "
+                             "take no options; Brax and MuJoCo Playground do.")
+        return module.make(name, options)
+    return envs.gymnax().make(name) if suite == "gymnax" else adapter(env_id).make(name)
+
+
+def is_continuous(env_id: str) -> bool:
+    """Whether an env id has continuous (Box) actions; False for ids that name no environment
+    (reported later, with the reason).
+
+    Answered without starting JAX where it can be, so that building a Config leaves the device
+    count to `make_train`: a suite whose adapter declares its ACTIONS says so, and gymnax's
+    plain-Python envs are built abstractly (`jax.make_jaxpr` traces without a backend). The rest
+    (Jumanji, whose specs are arrays and whose construction keeps jitted functions, which must
+    not be made inside a trace) are built, which starts JAX with one CPU device per core."""
+    try:
+        suite, name = suite_of(env_id)
+        if not name.strip():  # no name: refused later (check_env_id), before its suite is imported
+            return False
+        if suite != "gymnax":
+            declared = getattr(adapter(env_id), "ACTIONS", None)
+            return declared == "box" if declared is not None else not envs.is_discrete(*make(env_id))
+        answer = []
+        try:  # a trace builds the env's arrays as abstract values: no backend, no devices fixed
+            jax.make_jaxpr(lambda: answer.append(not envs.is_discrete(*make(env_id))) or ())()
+            return answer[0]
+        except jax.errors.JAXTypeError:  # the env's construction reads an array's value: build it for real
+            return not envs.is_discrete(*make(env_id))
+    except ValueError:
+        return False
+
+
+def preset_name(env_id: str) -> str | None:
+    """Which of an algorithm's PRESETS an env id starts from: "minatar" for the MinAtar games
+    (image observations), "continuous" for Box actions, None for the rest."""
+    if env_id.endswith("-MinAtar"):
+        return "minatar"
+    return "continuous" if is_continuous(env_id) else None

@@ -23,7 +23,7 @@ from scanrl.common.recipes import Recipe
 from scanrl.common.suites.brax_args import ppo_args, sac_args
 from scanrl.common.suites.base import RawStateEnv
 
-ACTIONS = "box"  # every env of the suite: envs.is_continuous answers without building one
+ACTIONS = "box"  # every env of the suite: suites.is_continuous answers without building one
 
 DEFAULT_BACKEND = "generalized"
 OPTIONS = {"backend": ("generalized", "positional", "spring", "mjx")}  # --env-options: name -> choices

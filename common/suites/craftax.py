@@ -29,7 +29,7 @@ from gymnax.environments import environment, spaces
 
 from scanrl.common.recipes import Recipe
 
-ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
+ACTIONS = "discrete"  # every env of the suite: suites.is_continuous answers without building one
 
 # The forms `make_craftax_env_from_name` builds without auto-reset.
 _NAMES = ["Craftax-Classic-Pixels-v1", "Craftax-Classic-Symbolic-v1", "Craftax-Pixels-v1", "Craftax-Symbolic-v1"]

@@ -24,7 +24,7 @@ from gymnax.environments import environment, spaces
 
 from scanrl.common.recipes import Recipe
 
-ACTIONS = "discrete"  # every env of the suite: envs.is_continuous answers without building one
+ACTIONS = "discrete"  # every env of the suite: suites.is_continuous answers without building one
 
 
 def NAMES() -> list[str]:
