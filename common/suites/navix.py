@@ -48,6 +48,10 @@ class EnvParams(environment.EnvParams):
 class NavixEnv(environment.Environment):
     """One Navix environment; `self.env` is Navix's own object."""
 
+    # XLA's default CPU options: PPO's run on DoorKey-5x5 is 1.3x faster with them, for about 2 s
+    # more compile (benchmarks/RESULTS.md); the CPU options cut compile time for other envs
+    full_cpu_optimisation = True
+
     def __init__(self, name: str):
         import navix
 
