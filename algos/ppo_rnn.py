@@ -375,7 +375,9 @@ def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rew
     state it had, not the reset one."""
     info = traj.info
     values = value(params, traj.state, config.activation)
-    after = core(params, traj.state, final_obs, jnp.zeros_like(traj.start), config.activation, config.obs_one_hot)
+    # one time step at a time: the whole [T, N] batch at once held GBs of conv patches on XLand's grids
+    after = jax.lax.map(lambda x: core(params, *x, config.activation, config.obs_one_hot),
+                        (traj.state, final_obs, jnp.zeros_like(traj.start)))
     advantages, targets = gae(rewards, values, value(params, after, config.activation), info.terminated,
                               info.terminated | info.truncated, config.gamma, config.gae_lambda)
     return values, advantages, targets
