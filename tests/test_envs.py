@@ -113,20 +113,24 @@ print(callable(pong.plt.subplots), type(seaborn).__name__, hasattr(seaborn, "hea
 
 
 def test_default_config_then_make_train_keeps_one_cpu_device_per_core(python_process):
-    """The Python API's order (docs/api.md): building a Config starts no JAX backend, on any
-    suite whose action type is known without building arrays (all but Jumanji), for every
-    algorithm; `make_train` then gets one CPU device per core, and asking it for more devices
-    than JAX has is one sentence naming the flag."""
+    """The Python API's order (docs/api.md): building a Config on a gymnax id starts no JAX
+    backend, for every algorithm. A suite's id imports its adapter, and so gymnax, whose import
+    computes arrays: JAX then starts with one CPU device per core, first. `make_train` gets one
+    CPU device per core either way, and asking it for more devices than JAX has is one sentence
+    naming the flag."""
     proc = python_process(["-c", """
 import jax
 from jax._src import xla_bridge
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common.harness import devices
-ids = ["CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "brax/ant", "playground/CheetahRun",
-       "craftax/Craftax-Classic-Symbolic-v1", "navix/Navix-DoorKey-5x5-v0", "xminigrid/MiniGrid-Empty-5x5"]
-configs = {(m.__name__, e): m.default_config(e) for m in (grpo, impala, ppo, ppo_rnn, sac) for e in ids}
+algos = (grpo, impala, ppo, ppo_rnn, sac)
+configs = {(m.__name__, e): m.default_config(e) for m in algos for e in ["CartPole-v1", "Pendulum-v1", "Breakout-MinAtar"]}
 print(bool(xla_bridge._backends), configs["scanrl.algos.ppo", "Pendulum-v1"].gamma,
       configs["scanrl.algos.ppo", "CartPole-v1"].gamma)
+suite_ids = ["navix/Navix-DoorKey-5x5-v0", "brax/ant", "playground/CheetahRun", "craftax/Craftax-Classic-Symbolic-v1",
+             "xminigrid/MiniGrid-Empty-5x5"]
+configs = {(m.__name__, e): m.default_config(e) for m in algos for e in suite_ids}
+print(jax.local_device_count() == devices.cpu_count(), configs["scanrl.algos.ppo", "brax/ant"].gamma)
 config = ppo.default_config("CartPole-v1")
 print(jax.local_device_count() == devices.cpu_count(), ppo.make_train(config) is not None)
 try:
@@ -137,9 +141,30 @@ except ValueError as error:
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == "False 0.95 0.99"  # no backend, and Pendulum still got the continuous preset
-    assert lines[1] == "True True"
-    assert lines[2].startswith("--num-devices ") and "more devices than the" in lines[2], lines[2:]
+    assert lines[1] == "True 0.97"  # a device per core, and brax/ant got its recipe's discount
+    assert lines[2] == "True True"
+    assert lines[3].startswith("--num-devices ") and "more devices than the" in lines[3], lines[3:]
     assert "use fewer cores" not in proc.stderr
+
+
+def test_building_a_config_leaves_no_tracer_in_gymnax(python_process):
+    """gymnax's modules compute arrays when imported (FrozenLake's directions). An id's action
+    type was once read by building the env inside a trace, which imported gymnax there and left
+    a tracer in FrozenLake's module: every FrozenLake step after it failed."""
+    proc = python_process(["-c", """
+import jax
+from scanrl.algos import ppo
+from scanrl.common import suites
+ppo.default_config("CartPole-v1")
+ppo.default_config("navix/Navix-DoorKey-5x5-v0")
+env, params = suites.make("FrozenLake-misc")
+import gymnax.environments.misc.frozen_lake as lake
+obs, state = env.reset(jax.random.key(0), params)
+obs, state, reward, terminated, truncated, info = env.step(jax.random.key(1), state, 1, params)
+print(any(isinstance(v, jax.core.Tracer) for v in vars(lake).values()), obs.shape == ())
+"""])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[0] == "False True"
 
 
 @pytest.mark.parametrize("call", ["devices.use_cpu_cores()", "ppo.make_train(ppo.default_config('CartPole-v1'))"])
@@ -160,7 +185,7 @@ print(jax.local_device_count(), devices.cpu_count())
 
 
 def test_is_continuous_answers_as_the_built_env_does_for_every_gymnax_env():
-    """`suites.is_continuous` builds gymnax envs inside a trace (no JAX backend); its answer is the
+    """`suites.is_continuous` reads gymnax ids from its table (no JAX backend); its answer is the
     built env's action space for every registered env (MNISTBandit needs a download: left out)."""
     import gymnax
 

@@ -25,8 +25,6 @@ import importlib.util
 import types
 from typing import Any
 
-import jax
-
 from scanrl.common import cores, envs
 
 
@@ -39,6 +37,10 @@ SUITES = {
     "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
     "xminigrid": ("scanrl.common.suites.xminigrid", "xminigrid", "xminigrid"),
 }
+# gymnax's environments with Box actions (gymnax 1.0; tests/test_envs.py checks this against every
+# registered env). Read from here, not from a built env: gymnax's import computes arrays, which
+# starts JAX (and inside a trace, to avoid that, it would leave tracers in gymnax's modules).
+GYMNAX_BOX = frozenset({"Pendulum-v1", "MountainCarContinuous-v0", "PointRobot-misc", "Reacher-misc", "Swimmer-misc"})
 # one environment of each, for messages that need an example
 EXAMPLES = {"gymnax": "CartPole-v1", "brax": "brax/ant", "craftax": "craftax/Craftax-Classic-Symbolic-v1",
             "jumanji": "jumanji/Snake-v1", "navix": "navix/Navix-DoorKey-5x5-v0", "playground": "playground/CheetahRun",
@@ -65,6 +67,7 @@ def adapter(env_id: str) -> types.ModuleType:
     if importlib.util.find_spec(package) is None:
         raise ValueError(f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
                          f"(from a clone: pip install -e \".[{extra}]\").")
+    cores.use_cpu_cores(warn=False)  # an adapter imports gymnax, whose import starts JAX: with a device per core
     return importlib.import_module(module)
 
 
@@ -112,24 +115,16 @@ def is_continuous(env_id: str) -> bool:
     """Whether an env id has continuous (Box) actions; False for ids that name no environment
     (reported later, with the reason).
 
-    Answered without starting JAX where it can be, so that building a Config leaves the device
-    count to `make_train`: a suite whose adapter declares its ACTIONS says so, and gymnax's
-    plain-Python envs are built abstractly (`jax.make_jaxpr` traces without a backend). The rest
-    (Jumanji, whose specs are arrays and whose construction keeps jitted functions, which must
-    not be made inside a trace) are built, which starts JAX with one CPU device per core."""
+    Answered without building the env where it can be: gymnax's ids from GYMNAX_BOX, and a
+    suite whose adapter declares its ACTIONS. Jumanji's envs are built."""
     try:
         suite, name = suite_of(env_id)
+        if suite == "gymnax":
+            return name in GYMNAX_BOX
         if not name.strip():  # no name: refused later (check_env_id), before its suite is imported
             return False
-        if suite != "gymnax":
-            declared = getattr(adapter(env_id), "ACTIONS", None)
-            return declared == "box" if declared is not None else not envs.is_discrete(*make(env_id))
-        answer = []
-        try:  # a trace builds the env's arrays as abstract values: no backend, no devices fixed
-            jax.make_jaxpr(lambda: answer.append(not envs.is_discrete(*make(env_id))) or ())()
-            return answer[0]
-        except jax.errors.JAXTypeError:  # the env's construction reads an array's value: build it for real
-            return not envs.is_discrete(*make(env_id))
+        declared = getattr(adapter(env_id), "ACTIONS", None)
+        return declared == "box" if declared is not None else not envs.is_discrete(*make(env_id))
     except ValueError:
         return False
 
