@@ -287,6 +287,22 @@ def test_a_run_too_big_for_memory_is_refused_with_the_estimate(cli_error, algo, 
     assert code == 2 and "this run needs at least" in err and "GiB" in err and "--num-envs" in err, err
 
 
+def test_a_run_whose_compiled_programs_do_not_fit_is_refused_before_its_folder(cli_error, monkeypatch):
+    """The check before compiling is a lower bound (the state and the largest array); XLA's count
+    of the compiled programs, temporaries included, is checked after compiling and before the
+    run folder (XLand's recipe at 5 seeds passed the first and was OOM-killed while running)."""
+    needed = []
+    real = run.check_compiled_memory
+    monkeypatch.setattr(run, "check_memory", lambda *args: None)  # the lower bound passes
+    monkeypatch.setattr(run, "_available_memory", lambda: (2**16, "available RAM"))
+    monkeypatch.setattr(run, "check_compiled_memory", lambda *args: needed.append(args[1]) or real(*args))
+    code, err = cli_error(ppo.main, ["--total-timesteps", "2048", "--no-compile-cache"])
+    assert code == 2 and "of memory (XLA's count for the compiled programs) but there is 64 KiB of" in err, err
+    assert "--num-envs" in err and len(needed) == 1
+    sizes = [m.temp_size_in_bytes + m.argument_size_in_bytes for m in map(lambda c: c.memory_analysis(), needed[0])]
+    assert max(sizes) > 2**16  # it needed more than the 64 KiB said to be there
+
+
 def test_resume_errors(cli_error, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()

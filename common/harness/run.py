@@ -160,6 +160,8 @@ def main(module: Any, argv: list[str] | None = None) -> dict:
                 summary = execute(algo, config, prepared, signals=signals, algo_file=algo_file)
         except Interrupted as e:
             stop_before_training(e.sig)
+        except TooBigForMemory as e:
+            fail(str(e))
         finally:
             console.COMPILING.stop()  # an error before training: its sentence after the spinner's line
     if summary["exit_code"]:
@@ -265,6 +267,37 @@ def check_memory(config: Any, state_shape: Any, largest: int, num_local_devices:
         parts = f"training state {gib(state)}" + (f", largest array of an update {gib(largest)} per device" if largest else "")
         raise ValueError(f"this run needs at least {gib(need)} of memory ({parts}) but there is {gib(available)} of "
                          f"{what}; {_size_flags(config)}.")
+
+
+class TooBigForMemory(ValueError):
+    """The compiled programs need more memory than there is (`check_compiled_memory`)."""
+
+
+def check_compiled_memory(config: Any, compiled: list, num_local_devices: int) -> None:
+    """Refuse (TooBigForMemory) a run whose compiled programs need more memory than there is,
+    after compiling and before the run folder: XLA's own count (`memory_analysis`) of one
+    device's arguments, outputs and temporaries, for the larger of the programs, times the
+    devices on this host. `check_memory` before compiling is a lower bound; the temporaries
+    are known only now. Nothing is checked for a program XLA gives no count for."""
+    needs = []
+    for program in compiled:
+        try:
+            m = program.memory_analysis()
+        except (AttributeError, NotImplementedError, RuntimeError):
+            m = None
+        if m is not None:
+            needs.append(m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes)
+    need, (available, what) = max(needs, default=0) * num_local_devices, _available_memory()
+    if need > available:
+        raise TooBigForMemory(f"this run needs {_bytes(need)} of memory (XLA's count for the compiled programs) but "
+                              f"there is {_bytes(available)} of {what}; {_size_flags(config)}.")
+
+
+def _bytes(count: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20)):
+        if count >= size / 10:
+            return f"{count / size:,.1f} {unit}"
+    return f"{count / 2**10:,.0f} KiB"
 
 
 def _size_flags(config: Any) -> str:
@@ -606,6 +639,7 @@ def _execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None, s
     t0 = time.perf_counter()
     with console.NativeStderr() as xla:
         start, advance, metric_names = interruptible(prepared.compile, signals)  # the run folder comes after
+    check_compiled_memory(config, [start, advance], len(prepared.program.layout.mesh.local_devices))
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
     if prepared.cache in ("miss", "off"):  # compiled here (not loaded): the next start's estimate
         programs.remember_compile_seconds(compile_label(config), compile_seconds)
