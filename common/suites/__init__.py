@@ -1,7 +1,7 @@
 """Environments by their ids: `make(env_id)` builds a gymnax id such as "CartPole-v1" or a
 suite's `SUITE/NAME` (with close-name suggestions for typos), and `preset_name(env_id)` says
 which of an algorithm's presets it starts from. An algorithm file loads this module only when
-it builds an env or a Config from an id (`envs.resolve`, `default_config`).
+it builds an env or a Config from an id (`algorithm.resolve_env`, `default_config`).
 
 The suites beyond gymnax have one adapter module each, chosen by `--env SUITE/NAME`.
 
