@@ -36,13 +36,11 @@ recipes (`trainer="fields"`) hold the fields directly. An exact name wins over a
 from __future__ import annotations
 
 import fnmatch
-import importlib
 import importlib.util
 import os
 from typing import NamedTuple
 
-from scanrl.common import cores
-from scanrl.common.suites import SUITES, preset_name, suite_of
+from scanrl.common.suites import SUITES, import_adapter, preset_name, suite_of
 
 CPU_FACTOR = 32
 CHOICES = ("auto", "published", "cpu", "none")
@@ -63,10 +61,7 @@ CPU_SIZED = 64  # a "fields" recipe with at most this many environments is publi
 def table(suite: str) -> dict[tuple[str, str], Recipe]:
     """A suite's recipes, from its adapter's `RECIPES` ({} for gymnax and a suite without any).
     Only the adapter module is imported, not the suite's package."""
-    if suite not in SUITES:
-        return {}
-    cores.use_cpu_cores(warn=False)  # an adapter imports gymnax, whose import starts JAX: with a device per core
-    return getattr(importlib.import_module(SUITES[suite][0]), "RECIPES", {})
+    return getattr(import_adapter(suite), "RECIPES", {}) if suite in SUITES else {}
 
 
 def every_recipe() -> dict[tuple[str, str], Recipe]:

@@ -63,12 +63,18 @@ def adapter(env_id: str) -> types.ModuleType:
     if suite not in SUITES:
         raise ValueError(f"--env {env_id!r}: unknown suite {suite!r}; the suites are gymnax (bare ids), "
                          f"{', '.join(s + '/NAME' for s in SUITES)}.")
-    module, extra, package = SUITES[suite]
+    _, extra, package = SUITES[suite]
     if importlib.util.find_spec(package) is None:
         raise ValueError(f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
                          f"(from a clone: pip install -e \".[{extra}]\").")
-    cores.use_cpu_cores(warn=False)  # an adapter imports gymnax, whose import starts JAX: with a device per core
-    return importlib.import_module(module)
+    return import_adapter(suite)
+
+
+def import_adapter(suite: str) -> types.ModuleType:
+    """A suite's adapter module (not the suite's own package). An adapter imports gymnax, whose
+    import starts JAX: JAX first gets one CPU device per core."""
+    cores.use_cpu_cores(warn=False)
+    return importlib.import_module(SUITES[suite][0])
 
 
 def check_env_id(env_id: str) -> None:
