@@ -436,7 +436,7 @@ def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
         # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
         return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
 
-    return jax.jit(train, compiler_options=algorithm.compiler_options(env=env))
+    return jax.jit(train, compiler_options=algorithm.compiler_options())
 
 
 # ---------------------------------------------------------------------------------------------

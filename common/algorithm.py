@@ -20,19 +20,16 @@ from scanrl.common import cores
 INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
 
 # XLA's CPU backend spends most of a train program's compile time in LLVM passes that buy
-# nothing measurable for most of these small, loop-heavy programs (benchmarks/RESULTS.md). An
-# env whose programs they do speed up says so (`full_cpu_optimisation`: Navix's run 1.3x). The
-# GPU backend reads the same options for its kernels' code, so they are for CPU programs only.
+# nothing measurable for these small, loop-heavy programs (benchmarks/RESULTS.md). The GPU
+# backend reads the same options for its kernels' code, so they are for CPU programs only.
 CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
 
 
-def compiler_options(devices: Any = None, env: Any = None) -> dict:
-    """The XLA options a train program on `env` is compiled with on `devices` (default: JAX's):
-    CPU_COMPILER_OPTIONS on CPUs, unless the env sets `full_cpu_optimisation`; XLA's defaults
-    elsewhere."""
+def compiler_options(devices: Any = None) -> dict:
+    """The XLA options a train program is compiled with on `devices` (default: JAX's):
+    CPU_COMPILER_OPTIONS on CPUs, XLA's defaults elsewhere."""
     devices = jax.devices() if devices is None else list(devices)
-    cpu = all(d.platform == "cpu" for d in devices) and not getattr(env, "full_cpu_optimisation", False)
-    return dict(CPU_COMPILER_OPTIONS) if cpu else {}
+    return dict(CPU_COMPILER_OPTIONS) if all(d.platform == "cpu" for d in devices) else {}
 
 
 class Algorithm(NamedTuple):

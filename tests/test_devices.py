@@ -76,30 +76,3 @@ def test_cpu_compile_options_stay_on_cpus():
     assert algorithm.compiler_options(jax.devices()[:1]) == algorithm.CPU_COMPILER_OPTIONS
     assert algorithm.compiler_options([SimpleNamespace(platform="gpu")]) == {}
     assert algorithm.compiler_options([SimpleNamespace(platform="tpu")]) == {}
-
-
-def test_an_env_that_asks_for_full_optimisation_gets_xlas_defaults(monkeypatch):
-    """An env with `full_cpu_optimisation` (Navix's adapter: its programs run 1.3x faster with
-    XLA's default CPU options) is compiled with XLA's defaults, by `make_train` and by the
-    command line's programs alike; any other env keeps the CPU options."""
-    from types import SimpleNamespace
-
-    import gymnax
-
-    from scanrl.algos import ppo
-    from scanrl.common import algorithm
-    from scanrl.common.harness import loop
-    from scanrl.common.harness.runconfig import compose
-
-    assert algorithm.compiler_options(env=SimpleNamespace(full_cpu_optimisation=True)) == {}
-    assert algorithm.compiler_options(env=SimpleNamespace()) == algorithm.CPU_COMPILER_OPTIONS
-    env, params = gymnax.make("CartPole-v1")
-    env.full_cpu_optimisation = True
-    asked = []
-    real = algorithm.compiler_options
-    monkeypatch.setattr(algorithm, "compiler_options", lambda *a, **k: asked.append(real(*a, **k)) or asked[-1])
-    monkeypatch.setattr(loop, "compiler_options", algorithm.compiler_options)
-    ppo.make_train(ppo.Config(total_timesteps=512, num_envs=4, num_steps=16), env, params)
-    loop.build(ppo.make_algorithm, compose(ppo, "CartPole-v1", total_timesteps=512, num_envs=4, num_steps=16),
-               env, params)
-    assert asked == [{}, {}]

@@ -263,6 +263,30 @@ def test_ppo_learns_an_empty_grid(tmp_path, name):
     assert np.nanmean(lengths[:5]) > 30 and np.nanmean(lengths[-5:]) <= 10, lengths
 
 
+def test_navix_carries_no_sprite_cache_and_draws_navixs_own_picture():
+    """Navix's state holds a sprite picture of its grid that only RGB observations read. The
+    adapter's state carries an empty one through reset and step (building, selecting and
+    carrying it cost half of PPO's run on DoorKey), and its picture is Navix's own, drawn from
+    Navix's state with the cache Navix built."""
+    module = suite("navix", "navix")
+    env, params = suites.make("navix/Navix-DoorKey-5x5-v0")
+    raw = module.make("Navix-DoorKey-5x5-v0")
+    env_step, raw_step = jax.jit(env.step), jax.jit(raw.step)
+    pictures = set()
+    for seed in range(3):
+        key = jax.random.key(seed)
+        _, state = env.reset(key, params)
+        timestep = raw.reset(key)
+        for action in (2, 1, 2):  # forward, right, forward
+            _, state, *_ = env_step(jax.random.fold_in(key, action), state, action, params)
+            timestep = raw_step(timestep, action)
+        assert state.timestep.state.cache.patches.shape[0] == 0
+        picture = np.asarray(env.render_rgb(state, params))
+        np.testing.assert_array_equal(picture, np.asarray(jax.jit(module.observations.rgb)(timestep.state)))
+        pictures.add(picture.tobytes())
+    assert len(pictures) == 3  # each key lays the room out anew: the pictures are not one constant
+
+
 # --- MuJoCo Playground -------------------------------------------------------------------------
 def test_playground_spaces_and_an_offline_task_is_one_sentence(cli_error, monkeypatch):
     """A locomotion task fetches its model files with git at first use; offline that fails

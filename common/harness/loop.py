@@ -286,7 +286,7 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     def policy_of(states):
         return jax.vmap(algo.policy_params)(jax.tree.map(lambda x: x[:num_seeds], states.train))
 
-    jit = partial(jax.jit, compiler_options=compiler_options(layout.mesh.devices.flat, algo.env))
+    jit = partial(jax.jit, compiler_options=compiler_options(layout.mesh.devices.flat))
     replicated = NamedSharding(layout.mesh, P())
     # Between chunks every leaf of the state is sharded over seeds alone, whatever layout the
     # partitioner chose inside (environments over "data"): `advance` is lowered for that one

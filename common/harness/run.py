@@ -205,8 +205,7 @@ class Prepared:
         if self.source_key is None:
             return self.start.compile(), self.advance.compile(), programs.metric_names(self.advance)
         mesh_devices = list(self.program.layout.mesh.devices.flat)
-        key = programs.program_key(self.start, self.advance, mesh_devices,
-                                   algorithm.compiler_options(mesh_devices, self.program.algorithm.env))
+        key = programs.program_key(self.start, self.advance, mesh_devices, algorithm.compiler_options(mesh_devices))
         entry, self.cache = programs.load_program(key, mesh_devices, self.start, self.advance), "program"
         if entry is None:
             unsharded = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape)
@@ -347,8 +346,7 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     t0 = time.perf_counter()
     num_local = len(program.layout.mesh.local_devices)
     source = programs.source_key(config_dict(config), sweep.values if sweep else None, make_algorithm,
-                                 algorithm.compiler_options(program.layout.mesh.devices.flat, program.algorithm.env),
-                                 user_env=env is not None)
+                                 algorithm.compiler_options(program.layout.mesh.devices.flat), user_env=env is not None)
     cached = programs.load(source, list(program.layout.mesh.devices.flat)) if source else None
     if cached is not None:  # a repeated start: nothing to trace, lower or compile
         state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),

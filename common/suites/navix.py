@@ -48,16 +48,18 @@ class EnvParams(environment.EnvParams):
 class NavixEnv(environment.Environment):
     """One Navix environment; `self.env` is Navix's own object."""
 
-    # XLA's default CPU options: PPO's run on DoorKey-5x5 is 1.3x faster with them, for about 2 s
-    # more compile (benchmarks/RESULTS.md); the CPU options cut compile time for other envs
-    full_cpu_optimisation = True
-
     def __init__(self, name: str):
         import navix
 
         super().__init__()
         self.navix_name, self.env = name, navix.make(name)
         self._render = None  # render_rgb's jitted picture, made at the first one
+        # Navix's state keeps a sprite picture of its grid (`state.cache`, 5 KB on a 5x5 grid) that only
+        # RGB observations read. Built at each reset, selected on each step and carried, it took half
+        # of PPO's run on DoorKey-5x5; so the state carries an empty one, and a picture builds its own.
+        self.rgb_observations = self.env.observation_fn in (navix.observations.rgb, navix.observations.rgb_first_person)
+        tile = navix.rendering.cache.TILE_SIZE
+        self.no_cache = navix.rendering.cache.RenderingCache(jnp.zeros((0, tile, tile, 3), jnp.uint8))
 
     @property
     def default_params(self) -> EnvParams:
@@ -65,6 +67,8 @@ class NavixEnv(environment.Environment):
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
         timestep = self.env.reset(key)
+        if not self.rgb_observations:
+            timestep = timestep.replace(state=timestep.state.replace(cache=self.no_cache))
         return timestep.observation.astype(jnp.float32), EnvState(timestep=timestep, time=0)
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
@@ -94,7 +98,10 @@ class NavixEnv(environment.Environment):
         traceable, so scanrl-eval --gif draws a whole episode in one jitted, vmapped call."""
         import navix
 
-        return navix.observations.rgb(jax.tree.map(jnp.asarray, state.timestep.state))  # it needs jax arrays
+        navix_state = jax.tree.map(jnp.asarray, state.timestep.state)  # it needs jax arrays
+        if not self.rgb_observations:
+            navix_state = navix_state.replace(cache=navix.rendering.cache.RenderingCache.init(navix_state.grid))
+        return navix.observations.rgb(navix_state)
 
     def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
         """The same picture of one state, [H, W, 3]; jitted (op by op, a picture takes seconds to start)."""
