@@ -1,13 +1,5 @@
-"""Environments: the vectorised stepping every algorithm needs.
-
-- `VecEnv` steps `num_envs` copies at once over gymnax's six-value step, clips continuous
-  actions to the space's bounds, keeps episode statistics, and reports `terminated` and
-  `truncated` separately with the final observation before the auto-reset, so a
-  time-limit cut can bootstrap from V(final observation). It gives each environment's
-  valid actions where the env has an action mask, and resets environments whose adapter
-  leaves the reset to it (optimistic resets: see `VecEnv`).
-- `RunningStats` / `update_stats` / `normalize`: running mean and variance for
-  observation normalisation and for reward scaling by the std of the discounted return.
+"""The vectorised stepping every algorithm needs (`VecEnv`, `episode_metrics`), and running
+statistics for observation normalisation and reward scaling (`RunningStats`).
 
 gymnax is imported when first needed (`gymnax()`): its import runs JAX computations, which
 would fix JAX's device count before `cores.use_cpu_cores()` could set it.
@@ -82,7 +74,10 @@ class StepInfo(NamedTuple):
 
 
 class VecEnv:
-    """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly.
+    """`num_envs` copies of a gymnax environment stepped together; pure, jit-friendly. Continuous
+    actions are clipped to the space's bounds. A step reports `terminated` and `truncated` apart,
+    with the observation it reached before any auto-reset, so a time-limit cut can bootstrap from
+    V(final observation); and the return and length of the episodes that ended.
 
     With data parallelism (inside common/harness/loop.py's programs, on a mesh whose "data" axis
     has D devices) the environment axis of everything VecEnv returns is split over the D

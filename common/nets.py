@@ -1,9 +1,6 @@
-"""Pure-function MLPs: `mlp_init(key, sizes) -> params`, `mlp_apply(params, x) -> y`; a
-convolutional torso for image observations (`cnn_init`, `cnn_apply`); the tanh-squashed
-normal policy of `--action-dist tanh_normal` (`pre_tanh_normal`, `to_bounds`,
-`squashed_entropy`, `tanh_normal_bounds`); the
-actor-critic network of ppo.py and impala.py (`actor_critic_init`, `actor_critic_policy`,
-`actor_critic_value`, `actor_critic_features`).
+"""Pure-function networks: MLPs (`mlp_init`, `mlp_apply`), a convolutional torso for image
+observations (`cnn_init`, `cnn_apply`), the tanh-squashed normal policy of `--action-dist
+tanh_normal`, and the actor-critic network of ppo.py and impala.py (`actor_critic_*`).
 
 Parameters are plain pytrees (a list of {"w", "b"} dicts), so they vmap over seeds,
 save with numpy and need no framework. Weights use orthogonal initialisation with a
@@ -185,8 +182,6 @@ def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
 
 # ---------------------------------------------------------------------------------------------
 # Actor-critic (ppo.py, impala.py): separate policy and value MLPs, behind one shared conv torso
-# for image observations; continuous actions: a state-independent log-std (gaussian), or a
-# state-dependent std before a tanh (tanh_normal)
 # ---------------------------------------------------------------------------------------------
 def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
     """Parameters {"torso" (images only), "actor", "critic", "log_std" (gaussian Box actions only)}
@@ -217,10 +212,8 @@ def actor_critic_features(params: dict, obs: jax.Array, activation: str) -> jax.
 
 def actor_critic_policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
                         action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
-    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...];
-    action_mask [..., A]: the valid discrete actions, where the env has an action mask.
-    tanh_normal: the normal of the pre-tanh action u (the actor outputs [loc, raw scale],
-    scale = softplus(raw) + min_std); the env gets tanh(u) rescaled (`to_bounds`)."""
+    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...]
+    (`head_distribution`); action_mask [..., A]: the valid discrete actions, where the env has one."""
     out = mlp_apply(params["actor"], actor_critic_features(params, obs, activation), activation)
     return head_distribution(out, params, action_mask, action_dist, min_std)
 
