@@ -44,6 +44,10 @@ CELLS = {
     "brax_idp_eval_fitness": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
                               ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
                               ["--recipe", "cpu", "--eval-every", "3", "--pbt-interval", "3", "--pbt-fitness", "eval"]),
+    # the first cell with a burn-in of a third of the run: no member is replaced before update 12
+    "brax_idp_burn_in": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
+                         ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
+                         ["--recipe", "cpu", "--eval-every", "25", "--pbt-interval", "3", "--pbt-burn-in", "10"]),
 }
 
 
@@ -90,6 +94,7 @@ def run_cell(name: str, seeds: int, out: Path) -> dict:
     result = {"cell": name, "algo": algo, "env": env, "steps_per_row": steps, "members": members, "seeds": seeds,
               "pbt_interval": int(pbt_flags[pbt_flags.index("--pbt-interval") + 1]),
               "pbt_fitness": pbt_flags[pbt_flags.index("--pbt-fitness") + 1] if "--pbt-fitness" in pbt_flags else "episodes",
+              "pbt_burn_in": int(pbt_flags[pbt_flags.index("--pbt-burn-in") + 1]) if "--pbt-burn-in" in pbt_flags else 0,
               "sweep_specs": specs, "sweep": sweep, "pbt": pbt,
               "scores": {"pbt": best_per_repetition(pbt), "sweep": best_per_repetition(sweep),
                          "sweep_best_on_average": [float(x) for x in np.array(sweep["eval"])[on_average]]}}
@@ -101,8 +106,9 @@ def run_cell(name: str, seeds: int, out: Path) -> dict:
 def table(out: Path) -> str:
     from scanrl.common.harness import stats
 
-    def fitness(r):  # ranked by training episodes (the default), or "(eval)"
-        return " (eval)" if r.get("pbt_fitness") == "eval" else ""
+    def fitness(r):  # ranked by training episodes (the default), or "(eval)"; a burn-in B: "(burn-in B)"
+        burn_in = f" (burn-in {r['pbt_burn_in']})" if r.get("pbt_burn_in") else ""
+        return (" (eval)" if r.get("pbt_fitness") == "eval" else "") + burn_in
 
     def iqm(x):
         e = stats.iqm_interval(np.array(x, np.float64))

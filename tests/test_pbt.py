@@ -138,6 +138,26 @@ SMALL = dict(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2, total_ti
 SPECS = ("learning_rate=log:1e-4:3e-2", "ent_coef=0.0,0.05")
 
 
+
+def test_burn_in_ranks_without_replacing_then_exploits_as_without_it():
+    """--pbt-burn-in B: an interval ending at or before update B replaces nobody (each row its own
+    source, values kept); after it, the decisions are exactly those without a burn-in."""
+    plain, burn = spec(), spec(burn_in=10)
+    rng = np.random.default_rng(1)
+    fitness = rng.permutation(plain.members * plain.seeds).astype(np.float32)
+    hparams = {k: rng.uniform(0.1, 0.2, fitness.shape).astype(np.float32) for k in ("learning_rate", "clip_eps")}
+    hparams["gamma"] = np.full(fitness.shape, 0.95, np.float32)
+    keys = devices.seed_keys(0, plain.seeds)
+    decide = lambda s, u: jax.device_get(jax.jit(lambda f, h, k: pbt.decide(f, h, k, u, s))(fitness, hparams, keys))
+    for u in (4, 9):  # intervals ending with updates 5 and 10
+        source, replaced, new = decide(burn, u)
+        assert not replaced.any() and (source == np.arange(fitness.size)).all()
+        for k in hparams:
+            np.testing.assert_array_equal(new[k], hparams[k])
+    for got, want in zip(jax.tree.leaves(decide(burn, 14)), jax.tree.leaves(decide(plain, 14))):
+        np.testing.assert_array_equal(got, want)
+    assert decide(burn, 14)[1].sum() == plain.replaced * plain.seeds
+
 def train(config, population):
     sweep = sweeps.parse(config.run.sweep, config.run.sweep_samples, 0, config.config, population=population)
     program = loop.build(ppo.make_algorithm, config, sweep=sweep)
@@ -315,6 +335,9 @@ def test_scanrl_eval_takes_the_winner_or_a_chosen_member(pbt_dir, capsys):
     (["--pbt", "--sweep", "gamma=0.9,0.95,0.99"], "--pbt-population 8 is not a multiple of the --sweep grid's 3 points"),
     (["--pbt-fraction", "0.7"], "--pbt-fraction must lie in (0, 0.5], got 0.7."),
     (["--pbt-perturb", "0.9"], "--pbt-perturb must be greater than 1, got 0.9."),
+    (["--pbt-burn-in", "-1"], "--pbt-burn-in must be 0 or positive, got -1."),
+    (["--pbt", "--sweep", "learning_rate=log:1e-4:1e-2", "--pbt-burn-in", "190"],
+     "--pbt-burn-in 190 leaves no interval of --pbt-interval 10 ending inside the run's 200 updates"),
 ])
 def test_bad_pbt_input_is_one_sentence_with_exit_2(cli_error, args, message):
     code, err = cli_error(ppo.main, ["--total-timesteps", "102400", *args])

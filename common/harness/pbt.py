@@ -8,7 +8,8 @@ on device and inside the scan (no host round trip, no recompile):
 - fitness: each member's mean return over the interval: the training episodes' by default,
   or its evaluations' (`--pbt-fitness eval`); a member with no finished episode keeps its
   last fitness (-inf before the first);
-- exploit (truncation selection): within each independent run (`--num-seeds`), the bottom
+- exploit (truncation selection), from the first interval that ends after `--pbt-burn-in`
+  updates on: within each independent run (`--num-seeds`), the bottom
   `--pbt-fraction` of the members, ranked by fitness, each copy a member drawn uniformly from
   the top fraction: its parameters, optimizer state and normalisation statistics, every field
   of the algorithm's TrainState except the member's own experience stream (EXPERIENCE: its
@@ -61,6 +62,7 @@ class Spec:
     resample: float
     space: dict  # field -> ("grid", values) | ("log", low, high) | ("uniform", low, high)
     num_updates: int
+    burn_in: int = 0  # no member is replaced at an interval ending at or before this update
 
     @property
     def replaced(self) -> int:
@@ -71,16 +73,24 @@ class Spec:
 def check(run: Any, num_updates: int | None) -> None:
     """ValueError with one sentence where the run is too short for --pbt's interval (before
     compiling; RunConfig checks the rest of the --pbt flags)."""
-    if run.pbt and num_updates is not None and run.pbt_interval >= num_updates:
+    if not run.pbt or num_updates is None:
+        return
+    if run.pbt_interval >= num_updates:
         raise ValueError(f"--pbt-interval {run.pbt_interval} is not shorter than the run's {num_updates} updates, so no "
                          f"member would ever be replaced; lower it or raise --total-timesteps.")
+    first = (run.pbt_burn_in // run.pbt_interval + 1) * run.pbt_interval  # the first interval's end after it
+    if first >= num_updates:
+        raise ValueError(f"--pbt-burn-in {run.pbt_burn_in} leaves no interval of --pbt-interval {run.pbt_interval} "
+                         f"ending inside the run's {num_updates} updates, so no member would ever be replaced; "
+                         "lower it or raise --total-timesteps.")
 
 
 def spec(run: Any, sweep: Any, num_updates: int) -> Spec | None:
     if not run.pbt:
         return None
     return Spec(members=sweep.size, seeds=run.num_seeds, interval=run.pbt_interval, fraction=run.pbt_fraction,
-                perturb=run.pbt_perturb, resample=run.pbt_resample, space=dict(sweep.space), num_updates=num_updates)
+                perturb=run.pbt_perturb, resample=run.pbt_resample, space=dict(sweep.space), num_updates=num_updates,
+                burn_in=run.pbt_burn_in)
 
 
 def fitness_metric(run: Any) -> str:
@@ -145,6 +155,9 @@ def decide(fitness, hparams: dict, run_keys, u, spec: Spec):
 
     source, replaced, explore_keys = jax.vmap(one_run)(by_run, run_keys, jnp.arange(S))  # [S, M]
     source, replaced = source.T.reshape(-1), replaced.T.reshape(-1)  # member-major rows [R]
+    if spec.burn_in:  # before it ends, the interval ranks the members and replaces none
+        replaced = replaced & (u + 1 > spec.burn_in)
+        source = jnp.where(replaced, source, jnp.arange(M * S))
     new = {}
     for i, (name, values) in enumerate(sorted(hparams.items())):
         keys = jax.vmap(lambda k: jax.random.fold_in(k, i))(explore_keys)  # [S]
@@ -284,7 +297,8 @@ def report(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray]
             "schedule": schedule(metrics, sweep, spec, best),
         })
     summary = {
-        "members": spec.members, "seeds": spec.seeds, "interval": spec.interval, "fraction": spec.fraction,
+        "members": spec.members, "seeds": spec.seeds, "interval": spec.interval, "burn_in": spec.burn_in,
+        "fraction": spec.fraction,
         "perturb": spec.perturb, "resample": spec.resample, "fields": sorted(sweep.values),
         "space": {k: list(v) if v[0] != "grid" else ["grid", list(v[1])] for k, v in spec.space.items()},
         "ranked_by": "final return (mean episode return over the last 10% of updates)", "runs": runs,

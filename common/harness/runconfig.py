@@ -104,6 +104,9 @@ class RunConfig:
     """--pbt: members per run (every seed of --num-seeds is an independent run of this many)."""
     pbt_interval: int = 10
     """--pbt: updates between exploit/explore steps."""
+    pbt_burn_in: int = 0
+    """--pbt: updates every member trains on its own values before the first exploit (Ray Tune's
+    burn_in_period): early returns are noisy, and a member that starts slowly is not replaced for it."""
     pbt_fraction: float = 0.25
     """--pbt: truncation selection: this fraction of the members, the worst by fitness, copy members
     drawn from the same fraction at the top."""
@@ -123,7 +126,8 @@ class RunConfig:
             raise ValueError(f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}.")
         if self.stop_plateau is not None and not self.eval_every:
             raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
-        check_values(self, positive=("pbt_population", "pbt_interval"), within={"pbt_fraction": "(0, 0.5]",
+        check_values(self, positive=("pbt_population", "pbt_interval"), nonnegative=("pbt_burn_in",),
+                     within={"pbt_fraction": "(0, 0.5]",
                                                                                "pbt_resample": "[0, 1]"})
         if self.pbt_perturb <= 1:
             raise ValueError(f"--pbt-perturb must be greater than 1, got {self.pbt_perturb}.")
