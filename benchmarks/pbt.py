@@ -44,6 +44,9 @@ CELLS = {
     "brax_idp_eval_fitness": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
                               ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
                               ["--recipe", "cpu", "--eval-every", "3", "--pbt-interval", "3", "--pbt-fitness", "eval"]),
+    # CartPole at a budget most configs of a wide learning-rate range do not solve in, 10 repetitions
+    "cartpole": ("ppo", "CartPole-v1", 100_000, 4,
+                 ["learning_rate=log:1e-5:1e-2", "ent_coef=uniform:0.0:0.05"], ["--eval-every", "50", "--pbt-interval", "10"]),
     # the first cell with a burn-in of a third of the run: no member is replaced before update 12
     "brax_idp_burn_in": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
                          ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
