@@ -138,7 +138,6 @@ SMALL = dict(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2, total_ti
 SPECS = ("learning_rate=log:1e-4:3e-2", "ent_coef=0.0,0.05")
 
 
-
 def test_burn_in_ranks_without_replacing_then_exploits_as_without_it():
     """--pbt-burn-in B: an interval ending at or before update B replaces nobody (each row its own
     source, values kept); after it, the decisions are exactly those without a burn-in."""

@@ -298,8 +298,7 @@ def report(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray]
         })
     summary = {
         "members": spec.members, "seeds": spec.seeds, "interval": spec.interval, "burn_in": spec.burn_in,
-        "fraction": spec.fraction,
-        "perturb": spec.perturb, "resample": spec.resample, "fields": sorted(sweep.values),
+        "fraction": spec.fraction, "perturb": spec.perturb, "resample": spec.resample, "fields": sorted(sweep.values),
         "space": {k: list(v) if v[0] != "grid" else ["grid", list(v[1])] for k, v in spec.space.items()},
         "ranked_by": "final return (mean episode return over the last 10% of updates)", "runs": runs,
     }
@@ -312,7 +311,8 @@ def report(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray]
                 "with --config holds fixed from the start; the segments below are what the winner trained with.",
         "seed": winner["seed"], "member": winner["winner"], "segments": winner["schedule"]}
     (run_dir / "best_config.json").write_text(json.dumps(best, indent=2, default=str) + "\n")
-    print(f"\npbt: {spec.members} members x {spec.seeds} runs, interval {spec.interval} updates")
+    burn_in = f", none replaced before update {spec.burn_in + 1}" if spec.burn_in else ""
+    print(f"\npbt: {spec.members} members x {spec.seeds} runs, interval {spec.interval} updates{burn_in}")
     for r in runs:
         last = r["schedule"][-1]["values"]
         shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items())

@@ -127,8 +127,7 @@ class RunConfig:
         if self.stop_plateau is not None and not self.eval_every:
             raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
         check_values(self, positive=("pbt_population", "pbt_interval"), nonnegative=("pbt_burn_in",),
-                     within={"pbt_fraction": "(0, 0.5]",
-                                                                               "pbt_resample": "[0, 1]"})
+                     within={"pbt_fraction": "(0, 0.5]", "pbt_resample": "[0, 1]"})
         if self.pbt_perturb <= 1:
             raise ValueError(f"--pbt-perturb must be greater than 1, got {self.pbt_perturb}.")
         if self.pbt:
