@@ -404,8 +404,9 @@ def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> No
         try:
             checkpoint.verify(ckpt, state_shape)
         except ValueError as e:
-            raise ValueError(f"--resume {run.resume}: {e} A flag changed the state's shapes (e.g. SAC's replay buffer "
-                             f"is capped at --total-timesteps); start a new run instead.") from None
+            raise ValueError(f"--resume {run.resume}: {e} A flag (e.g. SAC's replay buffer is capped at "
+                             f"--total-timesteps) or another version of scanrl changed the state's shapes; start a new "
+                             "run instead.") from None
 
 
 # ---------------------------------------------------------------------------------------------
