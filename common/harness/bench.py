@@ -62,8 +62,9 @@ NOT_FLAGS = {
     "num_seeds": "set by the suite's `seeds:` key", "total_timesteps": "set by the group's `total_timesteps:` key",
     "env": "set by the group's `envs:` key", "out_dir": "set by the suite's `out_dir:` key (or --out-dir)",
     **dict.fromkeys(("resume", "config"), "not for a suite: it resumes its cells itself, and its file is their config"),
-    **dict.fromkeys(("sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_fraction",
-                     "pbt_perturb", "pbt_resample", "pbt_fitness"), "not for a suite: each cell is one run of one config"),
+    **dict.fromkeys(("sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_burn_in",
+                     "pbt_fraction", "pbt_perturb", "pbt_resample", "pbt_fitness"),
+                    "not for a suite: each cell is one run of one config"),
 }
 
 

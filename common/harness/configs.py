@@ -347,8 +347,8 @@ HELP_GROUPS = {  # box -> (what it holds, its run settings); the algorithm's own
     "logging": ("progress, run folder, wandb, compile cache",
                 ("log_every", "out_dir", "wandb_mode", "wandb_project", "compile_cache")),
     "sweeps": ("many configs in one program, and population-based training", (
-        "sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_fraction", "pbt_perturb",
-        "pbt_resample", "pbt_fitness")),
+        "sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_burn_in", "pbt_fraction",
+        "pbt_perturb", "pbt_resample", "pbt_fitness")),
 }
 
 
