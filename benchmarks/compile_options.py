@@ -1,6 +1,6 @@
 """What the CPU compile options (`algorithm.CPU_COMPILER_OPTIONS`) buy and cost, per program:
 each case runs as a command-line run in a fresh process without a compile cache, once with
-the CPU options (forced, whatever the env asks for) and once with XLA's default CPU options,
+the CPU options (the tree's choice on CPUs) and once with XLA's default CPU options,
 alternating, `--repeats` times. Reports the medians of summary.json's compile_seconds,
 env_steps_per_second (compile excluded) and wall_seconds.
 
@@ -33,16 +33,13 @@ CASES = {  # name: (script, flags)
                                                                    "--total-timesteps", "204800"]),
 }
 
-# Run the algorithm file as __main__ with one choice of options forced, before the harness is
-# imported (it takes `compiler_options` from common/algorithm.py then).
+# Run the algorithm file as __main__; for "default", XLA's defaults are forced before the harness
+# is imported (it takes `compiler_options` from common/algorithm.py then).
 LAUNCH = """
 import runpy, sys
 from scanrl.common import algorithm
 if sys.argv[1] == "default":
-    algorithm.compiler_options = lambda devices=None, env=None: {}
-else:
-    real = algorithm.compiler_options
-    algorithm.compiler_options = lambda devices=None, env=None: real(devices)
+    algorithm.compiler_options = lambda devices=None: {}
 script = sys.argv[2]
 sys.argv = [script, *sys.argv[3:]]
 runpy.run_path(script, run_name="__main__")
