@@ -23,7 +23,7 @@ NAME, T = "Craftax-Classic-Symbolic-v1", 200
 class EveryStep(CraftaxEnv):
     """The adapter with gymnax's own auto-resetting step."""
 
-    reset_ratio = None
+    restart_finished = None
     step = environment.Environment.step
 
 

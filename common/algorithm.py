@@ -1,8 +1,7 @@
 """What every algorithm file needs besides its own math: the value checks its Config runs, and for
-`make_train`: the `Algorithm` it builds (its pieces for one seed), the env it trains on, the
-seeds' vmap, the device mesh and the compiler options. The command line's harness (common/harness/loop.py) builds
-its chunked, evaluated programs from the same pieces, so the two train bit for bit alike
-(tests/test_loop.py).
+`make_train` the `Algorithm` it builds (its pieces for one seed), the env, the seeds' vmap, the
+device mesh and the compiler options. The command line (common/harness/loop.py) builds its
+chunked, evaluated programs from the same pieces, bit for bit alike (tests/test_loop.py).
 """
 
 from __future__ import annotations
@@ -112,10 +111,6 @@ def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple
         value = getattr(config, f.name)
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{flag(f.name)} must be a finite number, got {value}.")
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise ValueError(f"{flag(f.name)} {k} must be a finite number, got {v}.")
     for name in positive:
         value = getattr(config, name)
         if value is not None and not value > 0:

@@ -13,12 +13,6 @@ import warnings
 import jax
 
 
-def _backend_initialised() -> bool:
-    from jax._src import xla_bridge
-
-    return bool(xla_bridge._backends)
-
-
 def cpu_count() -> int:
     """Cores this process may use (respects CPU affinity, e.g. under taskset or SLURM)."""
     try:
@@ -32,14 +26,14 @@ def use_cpu_cores(warn: bool = True) -> None:
     XLA_FLAGS or JAX_NUM_CPU_DEVICES. Call it before JAX computes anything; if JAX has
     already started on the CPU with fewer devices than cores, nothing changes and (with
     `warn`) a warning says so."""
-    from jax._src import distributed
+    from jax._src import distributed, xla_bridge
 
     user_chose = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "") or (
         "JAX_NUM_CPU_DEVICES" in os.environ
     )
     if user_chose or distributed.global_state.client is not None:  # multi-process: initialize_distributed chose
         return
-    if not _backend_initialised():
+    if not xla_bridge._backends:  # JAX has not started a backend yet
         jax.config.update("jax_num_cpu_devices", cpu_count())
     elif warn and jax.default_backend() == "cpu" and jax.local_device_count() < cpu_count():
         warnings.warn(

@@ -79,19 +79,17 @@ class VecEnv:
     with the observation it reached before any auto-reset, so a time-limit cut can bootstrap from
     V(final observation); and the return and length of the episodes that ended.
 
-    With data parallelism (inside common/harness/loop.py's programs, on a mesh whose "data" axis
-    has D devices) the environment axis of everything VecEnv returns is split over the D
-    devices (`shard_envs`); the values are the same whatever D is.
+    With data parallelism (common/harness/loop.py's programs, on a mesh whose "data" axis has D
+    devices) the environments of all it returns are split over the D devices (`shard_envs`),
+    with the same values whatever D is.
 
     Optional attributes of the env change the stepping (common/suites/ sets them):
     - `action_mask(state, params) -> [A] bool`: the valid actions (`self.masked`), given to
       the policy by `action_mask(vec_state)`.
-    - `reset_ratio` R: the env's `step` does not reset, because its reset is costly (Craftax
-      builds a world). Each step then makes K = ceil(N / R) fresh starts, whatever number of
-      episodes ended, and each finished environment takes one of them at random (two that
-      end on the same step may share one): the optimistic reset of Craftax's baselines
-      (Matthews et al. 2024). Without it every step computes a reset for every environment,
-      since a vmapped choice evaluates both branches.
+    - `restart_finished(key, done, obs, states, params) -> (obs, states)`: the env's `step`
+      does not reset, because its reset is costly, and this restarts the `done` ones of a
+      batch [N, ...] at once (Craftax's optimistic reset, common/suites/craftax.py). Without it
+      every step computes a reset for every environment: a vmapped choice runs both branches.
     - `cached_starts` S: the env's `step` does not reset, and a finished environment returns
       to its own cached first state, as Brax's `AutoResetWrapper` does (Brax's and
       Playground's resets can cost hundreds of physics steps: CheetahRun settles for 200).
@@ -105,7 +103,7 @@ class VecEnv:
         self.num_envs = num_envs
         self.discrete = is_discrete(env, env_params)
         self.masked = callable(getattr(env, "action_mask", None))
-        self.reset_ratio = getattr(env, "reset_ratio", None)
+        self.restart_finished = getattr(env, "restart_finished", None)
         self.cached_starts = getattr(env, "cached_starts", None)
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
@@ -119,11 +117,8 @@ class VecEnv:
             self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
 
     def reset(self, key: jax.Array, env_keys: jax.Array | None = None) -> tuple[jax.Array, VecEnvState]:
-        """Returns obs [N, *obs] and the state.
-
-        env_keys: optional reset keys [N] (e.g. repeated so that several environments start
-        from the same state); default split from `key`.
-        """
+        """obs [N, *obs] and the state. `env_keys`: reset keys [N] (e.g. repeated, so that several
+        environments start from the same state); default: split from `key`."""
         keys = shard_envs(jax.random.split(key, self.num_envs) if env_keys is None else env_keys)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
         zeros = jnp.zeros(self.num_envs)
@@ -168,7 +163,7 @@ class VecEnv:
         Args: action [N, *action] (continuous ones may lie outside the bounds).
         Returns (obs [N, *obs] after any reset, new state, StepInfo).
         """
-        if self.reset_ratio is not None:
+        if self.restart_finished is not None:
             key, k_reset = jax.random.split(key)
         keys = shard_envs(jax.random.split(key, self.num_envs))
         obs, env_state, reward, terminated, truncated, info = jax.vmap(
@@ -176,8 +171,8 @@ class VecEnv:
         )(keys, state.env_state, self.clip_action(action), self.env_params)
         reward = reward.astype(jnp.float32)
         done = terminated | truncated
-        if self.reset_ratio is not None:
-            obs, env_state = self.optimistic_reset(k_reset, done, obs, env_state)
+        if self.restart_finished is not None:
+            obs, env_state = self.restart_finished(k_reset, done, obs, env_state, self.env_params)
         elif self.cached_starts:
             obs, env_state = jax.tree.map(partial(self.restart, done), state.starts, (obs, env_state))
         episode_return = state.episode_return + reward
@@ -194,19 +189,6 @@ class VecEnv:
             env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length), state.starts
         )
         return shard_envs((obs, new_state, step_info))
-
-    def optimistic_reset(self, key: jax.Array, done: jax.Array, obs: jax.Array, env_state: Any):
-        """obs and env states [N, ...] with each `done` environment restarted from one of
-        K = ceil(num_envs / reset_ratio) fresh starts."""
-        k_starts, k_pick = jax.random.split(key)
-        starts = -(-self.num_envs // self.reset_ratio)
-        # lax.map, not vmap: a vmapped reset turns the world generator's branches into selects
-        # that compute every branch (Craftax: about 50 ms for one batched reset against 0.8 ms)
-        new_obs, new_state = jax.lax.map(lambda k: self.env.reset(k, self.env_params),
-                                         jax.random.split(k_starts, starts))
-        pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(jax.random.split(k_pick, self.num_envs))
-        restart = lambda new, old: self.restart(done, new[pick], old)  # noqa: E731
-        return restart(new_obs, obs), jax.tree.map(restart, new_state, env_state)
 
     @staticmethod
     def restart(done: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:

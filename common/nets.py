@@ -1,11 +1,9 @@
-"""Pure-function networks: MLPs (`mlp_init`, `mlp_apply`), a convolutional torso for image
-observations (`cnn_init`, `cnn_apply`), the tanh-squashed normal policy of `--action-dist
-tanh_normal`, and the actor-critic network of ppo.py and impala.py (`actor_critic_*`).
+"""Pure-function networks: MLPs, a convolutional torso for image observations, the tanh-squashed
+normal policy of `--action-dist tanh_normal`, and the actor-critic network of ppo.py and impala.py.
 
-Parameters are plain pytrees (a list of {"w", "b"} dicts), so they vmap over seeds,
-save with numpy and need no framework. Weights use orthogonal initialisation with a
-gain per layer (sqrt(2) for hidden layers by default, chosen for the output layer by
-the caller: 0.01 for policy logits and means, 1.0 for values), biases start at zero.
+Parameters are plain pytrees (a list of {"w", "b"} dicts): they vmap over seeds and save with
+numpy. Weights are orthogonal with a gain per layer (sqrt 2 for hidden layers; the caller's for
+the output layer: 0.01 for policy logits and means, 1 for values); biases start at zero.
 """
 
 from __future__ import annotations

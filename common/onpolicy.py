@@ -1,10 +1,8 @@
-"""The on-policy math several algorithm files share (ppo.py, ppo_rnn.py, grpo.py): GAE, PPO's
-clipped surrogate and value losses, the approximate KL, per-minibatch advantage normalisation,
-the optimizer, and the epoch/minibatch loop (`learn`) each file drives with its own gradient.
-
-Pure functions, tested against hand computations and plain-Python loops in tests/test_ppo.py
-and tests/test_gae.py. `make_optimizer` and `learn` take an algorithm's config and read only
-the fields their docstrings name, so any Config that has them works.
+"""The on-policy math the algorithm files share: GAE, PPO's clipped surrogate and value losses,
+the approximate KL, per-minibatch advantage normalisation, the optimizer, and the epoch/minibatch
+loop (`learn`) each file drives with its own gradient. Pure functions, tested against hand
+computations and plain-Python loops (tests/test_ppo.py, tests/test_gae.py); `make_optimizer` and
+`learn` read only the config fields their docstrings name, so any Config that has them works.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
     env, params, _ = raw_state_env
     params = envsettings.override_params(params, {"max_steps_in_episode": 3})
     vec = envs.VecEnv(env, params, num_envs=2)
-    assert vec.cached_starts == env.cached_starts == 10_000 and vec.reset_ratio is None
+    assert vec.cached_starts == env.cached_starts == 10_000 and vec.restart_finished is None
     obs0, state = vec.reset(jax.random.key(0))
     np.testing.assert_array_equal(state.starts[0], obs0)
     step = jax.jit(vec.step)
@@ -456,7 +456,7 @@ def test_craftax_time_limit_is_truncated_and_vecenv_resets_optimistically(crafta
     env, params, _ = craftax
     params = envsettings.override_params(params, {"max_timesteps": 5})
     vec = envs.VecEnv(env, params, num_envs=4)
-    assert vec.reset_ratio == 16
+    assert env.reset_ratio == 16 and vec.restart_finished == env.restart_finished
     obs, state = vec.reset(jax.random.key(0))
     step = jax.jit(vec.step)
     for t in range(5):

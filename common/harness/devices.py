@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from scanrl.common.cores import _backend_initialised, cpu_count, select_devices, use_cpu_cores  # noqa: F401  (the kit's; re-exported)
+from scanrl.common.cores import cpu_count, select_devices, use_cpu_cores  # noqa: F401  (the kit's; re-exported)
 
 
 def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> str | None:
@@ -63,11 +63,11 @@ def initialize_distributed() -> None:
     Kubernetes, TPU pods). On CPU each process gets one device (several per process hang
     in the first collective, as tried with jax 0.10) and collectives use gloo.
     """
-    from jax._src import distributed
+    from jax._src import distributed, xla_bridge
 
     if distributed.global_state.client is not None:
         return  # already initialised
-    if _backend_initialised():
+    if xla_bridge._backends:  # JAX has started a backend
         raise RuntimeError(
             "initialize_distributed() must run before JAX computes anything; call it first "
             "(algos/*.py --distributed does this before parsing the other flags)."

@@ -199,13 +199,13 @@ class _KeepEnd:
 
     def __init__(self, env: Any, resets: bool):
         self.env, self.resets = env, resets
-        self.reset_ratio = self.cached_starts = None  # VecEnv's own resets off
+        self.restart_finished = self.cached_starts = None  # VecEnv's own resets off
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
 
     def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
-        if not self.resets:  # a `reset_ratio` or `cached_starts` env: its own step does not reset
+        if not self.resets:  # a `restart_finished` or `cached_starts` env: its own step does not reset
             return self.env.step(key, state, action, params)
         params = self.env.default_params if params is None else params
         obs, state, reward, terminated, info = self.env.step_env(jax.random.split(key)[0], state, action, params)
@@ -223,7 +223,7 @@ def _keep_end(env: Any) -> Any:
 
     if getattr(type(env), "step", None) is environment.Environment.step and callable(getattr(env, "step_env", None)):
         return _KeepEnd(env, resets=True)
-    if getattr(env, "reset_ratio", None) is not None or getattr(env, "cached_starts", None):
+    if getattr(env, "restart_finished", None) is not None or getattr(env, "cached_starts", None):
         return _KeepEnd(env, resets=False)
     return None
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from scanrl.common import recipes, suites
-from scanrl.common.algorithm import check_values
+from scanrl.common.algorithm import check_values, flag
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,10 @@ class RunConfig:
     def __post_init__(self):
         check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
                      nonnegative=("eval_every", "log_every", "checkpoint_every", "num_devices", "data_parallel"))
+        for name in ("env_params", "eval_env_params"):
+            for key, value in getattr(self, name).items():
+                if not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise ValueError(f"{flag(name)} {key} must be a finite number, got {value}.")
         if len(self.env_options) % 2:
             raise ValueError(f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}.")
         if self.stop_plateau is not None and not self.eval_every:
