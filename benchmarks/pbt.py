@@ -51,6 +51,10 @@ CELLS = {
     "brax_idp_burn_in": ("ppo", "brax/inverted_double_pendulum", 307_200, 4,
                          ["learning_rate=log:1e-4:1e-2", "ent_coef=uniform:0.0:0.02"],
                          ["--recipe", "cpu", "--eval-every", "25", "--pbt-interval", "3", "--pbt-burn-in", "10"]),
+    # Breakout with twice the population at half the steps per member (the same compute as "breakout"):
+    # more members give exploit more to choose from, and the sweep more configs to draw
+    "breakout_8x250k": ("ppo", "Breakout-MinAtar", 250_000, 8,
+                        ["learning_rate=log:2e-4:2e-2", "ent_coef=uniform:0.0:0.05"], ["--eval-every", "50", "--pbt-interval", "5"]),
 }
 
 
