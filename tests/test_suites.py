@@ -474,6 +474,29 @@ def test_craftax_time_limit_is_truncated_and_vecenv_resets_optimistically(crafta
     np.testing.assert_array_equal(obs[0], env.reset(jax.random.split(k_starts, 1)[0], params)[0])
 
 
+
+@pytest.mark.slow
+def test_craftax_fresh_worlds_batched_for_accelerators_equal_the_cpus_one_at_a_time(craftax):
+    """The optimistic reset builds its fresh worlds one at a time on a CPU and batched elsewhere
+    (`lax.platform_dependent`). Both forms give the same worlds, and the CPU's compiled program
+    is the one-at-a-time form's."""
+    env, params, _ = craftax
+    keys = jax.random.split(jax.random.key(2), 3)
+    one_at_a_time, batched = (jax.jit(lambda ks, b=b: env.fresh_worlds(ks, params, batched=b))(keys) for b in (False, True))
+    data = lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
+    for a, b in zip(jax.tree.leaves(one_at_a_time), jax.tree.leaves(batched)):
+        np.testing.assert_array_equal(data(a), data(b))
+    obs, states = jax.vmap(lambda k: env.reset(k, params))(jax.random.split(jax.random.key(0), 64))  # 4 fresh worlds
+
+    def loops(form=None):  # while loops in the CPU's compiled restart, its form chosen by the platform or forced
+        with pytest.MonkeyPatch.context() as patch:
+            if form is not None:
+                patch.setattr(env, "fresh_worlds", lambda keys, p, batched: type(env).fresh_worlds(env, keys, p, form))
+            restart = jax.jit(lambda k, o, s: env.restart_finished(k, jnp.arange(64) % 2 == 0, o, s, params))
+            return restart.lower(jax.random.key(1), obs, states).compile().as_text().count(" while(")
+
+    assert loops() == loops(form=False) != loops(form=True)
+
 # (suite, env, hidden width, env steps, threshold on the last 10% of updates' training return)
 SHORT_RUNS = {
     "jumanji": (SNAKE_ID, "128", "1000000", 10.0),
