@@ -55,6 +55,10 @@ CELLS = {
     # more members give exploit more to choose from, and the sweep more configs to draw
     "breakout_8x250k": ("ppo", "Breakout-MinAtar", 250_000, 8,
                         ["learning_rate=log:2e-4:2e-2", "ent_coef=uniform:0.0:0.05"], ["--eval-every", "50", "--pbt-interval", "5"]),
+    # a MinAtar game with dense rewards (every alien shot scores), so fitness and evaluation are less noisy than
+    # Breakout's; the Breakout cell's ranges and interval; run with --seeds 10
+    "space_invaders": ("ppo", "SpaceInvaders-MinAtar", 500_000, 4,
+                       ["learning_rate=log:2e-4:2e-2", "ent_coef=uniform:0.0:0.05"], ["--eval-every", "50", "--pbt-interval", "5"]),
 }
 
 
