@@ -136,7 +136,8 @@ def run_script(script: str, argv: list[str], baseline: Path, rows_path: Path) ->
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
     if not lines:
         raise SystemExit(f"Craftax_Baselines' {script} failed: {proc.stderr[-3000:]}\n{proc.stdout[-2000:]}")
-    return wall, json.loads(lines[0][6:]), [json.loads(line) for line in rows_path.read_text().splitlines()], proc.stdout
+    rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    return wall, json.loads(lines[0][6:]), rows, proc.stdout
 
 
 def run_baseline(algo: str, name: str, timesteps: int, seeds: int, num_envs: int, baseline: Path, rows_path: Path,
@@ -211,14 +212,16 @@ def cell(args: argparse.Namespace) -> dict:
     if scanrl["env_steps"] != theirs["env_steps"]:
         print(f"warning: unequal budgets, scanrl {scanrl['env_steps']:,} and the baseline {theirs['env_steps']:,} "
               "env steps per seed: --timesteps should be a multiple of --num-envs x 64", flush=True)
-    return {"algo": args.algo, "seeds_apart": args.seeds_apart, "env": args.env, "timesteps": args.timesteps, "seeds": args.seeds, "num_envs": args.num_envs,
+    return {"algo": args.algo, "seeds_apart": args.seeds_apart, "env": args.env, "timesteps": args.timesteps,
+            "seeds": args.seeds, "num_envs": args.num_envs,
             "eval_episodes": args.episodes, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"),
             "baseline_commit": BASELINE_COMMIT, "versions": {p: version(p) for p in ("craftax", "jax")},
             "scanrl": scanrl, "baseline": theirs}
 
 
 def table(out: Path) -> str:
-    rows = ["| algorithm | env | steps/seed | seeds | envs | scanrl score IQM [95% CI] | Craftax_Baselines' IQM [95% CI] | "
+    rows = ["| algorithm | env | steps/seed | seeds | envs | scanrl score IQM [95% CI] | "
+            "Craftax_Baselines' IQM [95% CI] | "
             "% of max (scanrl / baseline) | scanrl sampled eval | wall scanrl / baseline (s) | wall ratio | "
             "env steps/s ratio | run steps/s ratio (compiling excluded) |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
