@@ -497,6 +497,24 @@ def test_craftax_fresh_worlds_batched_for_accelerators_equal_the_cpus_one_at_a_t
 
     assert loops() == loops(form=False) != loops(form=True)
 
+def test_craftax_fresh_worlds_stay_one_at_a_time_under_a_seeds_vmap(craftax):
+    """Several seeds in one program vmap the optimistic reset. On a CPU each seed's worlds are
+    still built one at a time: one more loop, over the seeds, around the loop over worlds (a
+    plain vmap would batch the worlds' loop body instead, running the generator's branches as
+    selects), and each seed's worlds equal its own call's."""
+    env, params, _ = craftax
+    keys = jax.random.split(jax.random.key(3), (2, 3))
+    build = lambda ks: env.fresh_worlds(ks, params, batched=False)  # noqa: E731
+    one, vmapped = jax.jit(build), jax.jit(jax.vmap(build))
+    data = lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
+    both = vmapped(keys)
+    for seed in range(2):
+        for a, b in zip(jax.tree.leaves(one(keys[seed])), jax.tree.leaves(both)):
+            np.testing.assert_array_equal(data(a), data(b)[seed])
+    loops = lambda f, k: f.lower(k).compile().as_text().count(" while(")  # noqa: E731
+    assert loops(vmapped, keys) == loops(one, keys[0]) + 1
+
+
 # (suite, env, hidden width, env steps, threshold on the last 10% of updates' training return)
 SHORT_RUNS = {
     "jumanji": (SNAKE_ID, "128", "1000000", 10.0),

@@ -94,9 +94,16 @@ class CraftaxEnv(environment.Environment):
         batched reset runs the world generator's branches as selects, every branch for every world
         (64 worlds: 27 ms against 36 ms on this project's 2-core machine). On an accelerator a loop
         of K resets would launch each reset's kernels K times in a row, so there they are batched,
-        as Craftax's own optimistic-reset wrapper does. Both give the same values."""
-        reset = partial(self.reset, params=params)
-        return jax.vmap(reset)(keys) if batched else jax.lax.map(reset, keys)
+        as Craftax's own optimistic-reset wrapper does. Both give the same values. Under a vmap
+        (several seeds in one program) the CPU's resets still run one at a time: batching them
+        over 2 seeds cost 3.5x one seed's steps (benchmarks/RESULTS.md)."""
+        if batched:
+            return jax.vmap(partial(self.reset, params=params))(keys)
+        # jax.vmap of a lax.map batches the loop's body: under the seeds' vmap each reset would run
+        # batched again. sequential_vmap makes a vmap around this loop a loop of loops.
+        one_at_a_time = jax.custom_batching.sequential_vmap(
+            lambda keys, params: jax.lax.map(partial(self.reset, params=params), keys))
+        return one_at_a_time(keys, params)
 
     def is_truncated(self, state: Any, params: Any) -> jax.Array:
         return state.timestep >= params.max_timesteps
