@@ -189,18 +189,29 @@ def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
     return {"w_in": w_in, "w_rec": w_rec, "b_in": zeros, "b_rec": zeros}
 
 
-def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.Array:
-    """One GRU step (Cho et al. 2014, the cuDNN/PyTorch form): h [..., H], x [..., in] -> h' [..., H].
+def gru_inputs(params: dict[str, jax.Array], x: jax.Array) -> jax.Array:
+    """The gates' input terms x [..., in] -> x W_i + b_i [..., 3H]. They do not depend on the
+    state, so `unroll` computes a whole sequence's in one matmul before its scan."""
+    return x @ params["w_in"] + params["b_in"]
+
+
+def gru_cell(params: dict[str, jax.Array], h: jax.Array, xi: jax.Array) -> jax.Array:
+    """One GRU step (Cho et al. 2014, the cuDNN/PyTorch form) from the input terms xi = x W_i + b_i
+    [..., 3H] (`gru_inputs`): h [..., H] -> h' [..., H].
         r = sigmoid(x W_ir + b_ir + h W_hr + b_hr),  z = sigmoid(x W_iz + b_iz + h W_hz + b_hz)
         n = tanh(x W_in + b_in + r * (h W_hn + b_hn)),  h' = (1 - z) * n + z * h
     """
-    xi = x @ params["w_in"] + params["b_in"]
     hi = h @ params["w_rec"] + params["b_rec"]
     x_r, x_z, x_n = jnp.split(xi, 3, axis=-1)
     h_r, h_z, h_n = jnp.split(hi, 3, axis=-1)
     r, z = jax.nn.sigmoid(x_r + h_r), jax.nn.sigmoid(x_z + h_z)
     n = jnp.tanh(x_n + r * h_n)
     return (1.0 - z) * n + z * h
+
+
+def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.Array:
+    """One GRU step: h [..., H], x [..., in] -> h' [..., H]."""
+    return gru_cell(params, h, gru_inputs(params, x))
 
 
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
@@ -222,17 +233,29 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     return params
 
 
-def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
-         one_hot: int = 0) -> jax.Array:
-    """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim] or images
-    [..., H, W, C], start [...] (obs begins an episode: the state resets to zeros first) -> the
-    new state [..., H]. one_hot K: obs holds codes 0..K-1, read one-hot ([..., C] -> [..., C * K])."""
-    hidden = jnp.where(start[..., None], 0.0, hidden)
+def encode(params: dict, obs: jax.Array, activation: str, one_hot: int = 0) -> jax.Array:
+    """obs [..., obs_dim] or images [..., H, W, C] -> the GRU's input terms [..., 3H] (torso,
+    encoder MLP, `gru_inputs`). one_hot K: obs holds codes 0..K-1, read one-hot ([..., C] ->
+    [..., C * K])."""
     if one_hot:
         obs = jax.nn.one_hot(obs.astype(jnp.int32), one_hot).reshape(obs.shape[:-1] + (-1,))
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) if params["encoder"] else x
-    return gru_apply(params["gru"], hidden, x)
+    return gru_inputs(params["gru"], x)
+
+
+def recur(params: dict, hidden: jax.Array, inputs: jax.Array, start: jax.Array) -> jax.Array:
+    """The recurrent half of a step: hidden [..., H], the step's `encode`d inputs [..., 3H], start
+    [...] (the step begins an episode: the state resets to zeros first) -> the new state."""
+    return gru_cell(params["gru"], jnp.where(start[..., None], 0.0, hidden), inputs)
+
+
+def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
+         one_hot: int = 0) -> jax.Array:
+    """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim] or images
+    [..., H, W, C], start [...] (obs begins an episode: the state resets to zeros first) -> the
+    new state [..., H]. one_hot K: obs holds codes 0..K-1 (`encode`)."""
+    return recur(params, hidden, encode(params, obs, activation, one_hot), start)
 
 
 def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Array | None = None,
@@ -253,10 +276,12 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
            one_hot: int = 0) -> jax.Array:
     """Replay a sequence: hidden [N, H] before its first step, obs [L, N, obs_dim], start
     [L, N] -> the state after each step [L, N, H], resetting exactly where start is set."""
-    def step(h, inputs):
-        h = core(params, h, *inputs, activation, one_hot)
+    def step(h, step_inputs):
+        h = recur(params, h, *step_inputs)
         return h, h
-    return jax.lax.scan(step, hidden, (obs, start))[1]
+    # Only the recurrence is sequential: the inputs of all L steps are one batch (one matmul each,
+    # not L small ones, which vmapped seeds on a CPU run slowly: benchmarks/RESULTS.md)
+    return jax.lax.scan(step, hidden, (encode(params, obs, activation, one_hot), start))[1]
 
 
 # ---------------------------------------------------------------------------------------------
