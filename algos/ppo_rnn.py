@@ -209,11 +209,6 @@ def gru_cell(params: dict[str, jax.Array], h: jax.Array, xi: jax.Array) -> jax.A
     return (1.0 - z) * n + z * h
 
 
-def gru_apply(params: dict[str, jax.Array], h: jax.Array, x: jax.Array) -> jax.Array:
-    """One GRU step: h [..., H], x [..., in] -> h' [..., H]."""
-    return gru_cell(params, h, gru_inputs(params, x))
-
-
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     k = config.obs_one_hot or 1  # one-hot codes widen the last axis K times
     params, in_dim, shape = {}, vec_env.obs_dim * k, vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)

@@ -37,7 +37,7 @@ def test_gru_cell_follows_its_equations():
     r = sigmoid(x @ w_ir + b_ir + h @ w_hr + b_hr)
     z = sigmoid(x @ w_iz + b_iz + h @ w_hz + b_hz)
     n = np.tanh(x @ w_in + b_in + r * (h @ w_hn + b_hn))
-    np.testing.assert_allclose(ppo_rnn.gru_apply(params, h, x), (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ppo_rnn.gru_cell(params, h, ppo_rnn.gru_inputs(params, x)), (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
 
 
 def small_params(config=None, env="CartPole-v1"):

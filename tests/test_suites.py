@@ -474,6 +474,10 @@ def test_craftax_time_limit_is_truncated_and_vecenv_resets_optimistically(crafta
     np.testing.assert_array_equal(obs[0], env.reset(jax.random.split(k_starts, 1)[0], params)[0])
 
 
+def key_data(x):
+    """A PRNG key array's raw data, any other array as it is (for comparing env states)."""
+    return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+
 
 @pytest.mark.slow
 def test_craftax_fresh_worlds_batched_for_accelerators_equal_the_cpus_one_at_a_time(craftax):
@@ -483,9 +487,8 @@ def test_craftax_fresh_worlds_batched_for_accelerators_equal_the_cpus_one_at_a_t
     env, params, _ = craftax
     keys = jax.random.split(jax.random.key(2), 3)
     one_at_a_time, batched = (jax.jit(lambda ks, b=b: env.fresh_worlds(ks, params, batched=b))(keys) for b in (False, True))
-    data = lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
     for a, b in zip(jax.tree.leaves(one_at_a_time), jax.tree.leaves(batched)):
-        np.testing.assert_array_equal(data(a), data(b))
+        np.testing.assert_array_equal(key_data(a), key_data(b))
     obs, states = jax.vmap(lambda k: env.reset(k, params))(jax.random.split(jax.random.key(0), 64))  # 4 fresh worlds
 
     def loops(form=None):  # while loops in the CPU's compiled restart, its form chosen by the platform or forced
@@ -497,6 +500,8 @@ def test_craftax_fresh_worlds_batched_for_accelerators_equal_the_cpus_one_at_a_t
 
     assert loops() == loops(form=False) != loops(form=True)
 
+
+@pytest.mark.slow
 def test_craftax_fresh_worlds_stay_one_at_a_time_under_a_seeds_vmap(craftax):
     """Several seeds in one program vmap the optimistic reset. On a CPU each seed's worlds are
     still built one at a time: one more loop, over the seeds, around the loop over worlds (a
@@ -506,11 +511,10 @@ def test_craftax_fresh_worlds_stay_one_at_a_time_under_a_seeds_vmap(craftax):
     keys = jax.random.split(jax.random.key(3), (2, 3))
     build = lambda ks: env.fresh_worlds(ks, params, batched=False)  # noqa: E731
     one, vmapped = jax.jit(build), jax.jit(jax.vmap(build))
-    data = lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
     both = vmapped(keys)
     for seed in range(2):
         for a, b in zip(jax.tree.leaves(one(keys[seed])), jax.tree.leaves(both)):
-            np.testing.assert_array_equal(data(a), data(b)[seed])
+            np.testing.assert_array_equal(key_data(a), key_data(b)[seed])
     loops = lambda f, k: f.lower(k).compile().as_text().count(" while(")  # noqa: E731
     assert loops(vmapped, keys) == loops(one, keys[0]) + 1
 
