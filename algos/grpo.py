@@ -152,7 +152,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # (tanh_normal: common/nets.py's pre_tanh_normal, to_bounds, squashed_entropy)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
-    params, in_dim = {}, vec_env.obs_dim
+    params, in_dim = {}, vec_env.policy_obs_dim  # a Playground locomotion task's `state` only
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
@@ -330,10 +330,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    def observe(stats, obs):  # what the policy sees: flat vectors, or images for the conv torso
+    def observe(stats, obs):  # what the policy sees: flat vectors (a `state` part), or images for the conv torso
         obs = vec_env.flat_obs(obs)
         obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
+        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs[..., :vec_env.policy_obs_dim]
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

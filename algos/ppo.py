@@ -105,6 +105,10 @@ class Config:
     """hidden layer sizes of the policy MLP."""
     critic_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of the value MLP."""
+    critic_obs: Literal["state", "privileged_state"] = "state"
+    """what the value MLP reads where the env observes Playground's {state, privileged_state} (its
+    locomotion tasks): state, as the policy does, or privileged_state, which the policy never sees
+    (an asymmetric critic; Brax's value_obs_key, mujoco_playground/config/locomotion_params.py)."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
     torso: Literal["auto", "mlp", "cnn"] = "auto"
@@ -197,7 +201,8 @@ def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dic
     ratio = jnp.exp(log_ratio)
     policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps, config.dual_clip_param)
     v_clip = config.clip_eps if config.clip_value_loss else None
-    v_loss = value_loss(value(params, batch.obs, config.activation), batch.value, batch.target, v_clip)
+    v_loss = value_loss(value(params, batch.obs, config.activation, config.critic_obs), batch.value, batch.target,
+                        v_clip)
     entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
              "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean()}
@@ -240,9 +245,9 @@ def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[di
     """GAE over each unroll of the minibatch [B, k] with the current value net, then minibatch_gradient
     over its B * k transitions (which differentiates the loss alone: the advantages and targets are constants)."""
     steps = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), minibatch)  # time-major [k, B, ...]
-    advantages, targets = gae(steps.reward, value(params, steps.obs, config.activation),
-                              value(params, steps.final_obs, config.activation), steps.terminated, steps.done,
-                              config.gamma, config.gae_lambda)
+    advantages, targets = gae(steps.reward, value(params, steps.obs, config.activation, config.critic_obs),
+                              value(params, steps.final_obs, config.activation, config.critic_obs), steps.terminated,
+                              steps.done, config.gamma, config.gae_lambda)
     batch = Batch(obs=steps.obs, action=steps.action, log_prob=steps.log_prob, value=steps.value,
                   advantage=advantages, target=targets, action_mask=steps.action_mask, noise=steps.noise)
     return minibatch_gradient(params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch), config)
@@ -284,6 +289,9 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     fresh_stats = config.fresh_obs_stats and config.normalize_obs
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
+    if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
+        raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no privileged_state (Playground's "
+                         "locomotion tasks do); leave --critic-obs at state.")
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
     anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
@@ -346,12 +354,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         if fresh_stats:  # the rollout kept raw observations
             traj = traj._replace(obs=observe(obs_stats, traj.obs))
         final_obs = observe(obs_stats if fresh_stats else state.obs_stats, info.final_obs)
-        old_values = value(params, traj.obs, act_fn)
+        old_values = value(params, traj.obs, act_fn, config.critic_obs)
 
         def samples_for(values_params: dict) -> Batch:  # [T * N] transitions, GAE with values_params' values
-            values = old_values if values_params is params else value(values_params, traj.obs, act_fn)
-            advantages, targets = gae(rewards, values, value(values_params, final_obs, act_fn), info.terminated,
-                                      info.terminated | info.truncated, config.gamma, config.gae_lambda)
+            values = old_values if values_params is params else value(values_params, traj.obs, act_fn, config.critic_obs)
+            advantages, targets = gae(rewards, values, value(values_params, final_obs, act_fn, config.critic_obs),
+                                      info.terminated, info.terminated | info.truncated, config.gamma, config.gae_lambda)
             batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
                           advantage=advantages, target=targets, action_mask=traj.action_mask, noise=traj.noise)
             return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)

@@ -211,7 +211,7 @@ def gru_cell(params: dict[str, jax.Array], h: jax.Array, xi: jax.Array) -> jax.A
 
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     k = config.obs_one_hot or 1  # one-hot codes widen the last axis K times
-    params, in_dim, shape = {}, vec_env.obs_dim * k, vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)
+    params, in_dim, shape = {}, vec_env.policy_obs_dim * k, vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, shape, config.conv_channels, config.conv_kernel)
@@ -431,12 +431,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    def observe(stats, obs):  # what the network reads: flat vectors, or images for the conv torso
+    def observe(stats, obs):  # what the network reads: flat vectors (a `state` part), or images for the conv torso
         if image and not config.normalize_obs:
             return obs
         obs = vec_env.flat_obs(obs)
         obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
+        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs[..., :vec_env.policy_obs_dim]
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

@@ -94,6 +94,9 @@ class Config:
     """hidden layer sizes of the policy MLP."""
     critic_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of each of the two Q MLPs."""
+    critic_layer_norm: bool = False
+    """a layer norm after each hidden activation of the Q MLPs (Brax's q_network_layer_norm, which
+    Playground's DM Control SAC recipe sets: mujoco_playground/config/dm_control_suite_params.py)."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
     """hidden-layer activation."""
 
@@ -137,7 +140,8 @@ def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -
     critic_sizes = (obs_dim + action_dim, *config.critic_hidden, 1)
     return {
         "actor": mlp_init(k_actor, (obs_dim, *config.actor_hidden, 2 * action_dim), output_gain=0.01),
-        "critic": jax.vmap(lambda k: mlp_init(k, critic_sizes, output_gain=1.0))(jax.random.split(k_critic)),
+        "critic": jax.vmap(lambda k: mlp_init(k, critic_sizes, output_gain=1.0, layer_norm=config.critic_layer_norm))(
+            jax.random.split(k_critic)),
         "log_alpha": jnp.log(jnp.float32(config.alpha)),
     }
 
@@ -376,9 +380,9 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     def to_env(unit_action):  # [N, A] in [-1, 1] -> [N, *action_shape] in the env's bounds
         return (unit_action * action_scale + action_offset).reshape((-1, *vec_env.action_shape))
 
-    def observe(stats, obs):  # what the networks see
+    def observe(stats, obs):  # what the networks see: a Playground locomotion task's `state` part
         obs = vec_env.flat_obs(obs)
-        return envs.normalize(stats, obs) if config.normalize_obs else obs
+        return (envs.normalize(stats, obs) if config.normalize_obs else obs)[..., :vec_env.policy_obs_dim]
 
     def learning(step_index):
         """Whether vector step `step_index` (from 0) learns: once more than learning_starts
@@ -387,7 +391,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
-        params = init_params(k_params, config, obs_dim, action_dim)
+        params = init_params(k_params, config, vec_env.policy_obs_dim, action_dim)
         obs, env_state = vec_env.reset(k_reset)
         opt_states = tuple(optimizer.init(params[k]) for k in ("actor", "critic", "log_alpha"))
         return TrainState(

@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "reference" / "brax_trainers"
 
 BRAX = r"""
-import json, sys, time, warnings
+import functools, json, sys, time, warnings
 warnings.simplefilter("ignore")
 import jax, jax.numpy as jnp
 jax.device_put_replicated = lambda x, devices: jax.device_put(
@@ -75,10 +75,14 @@ common = dict(environment=env, episode_length=1000, normalize_observations=True,
               deterministic_eval=False, progress_fn=progress, seed=seed, **extra)
 t, start = time.perf_counter(), time.time()
 if algo == "ppo":
-    from brax.training.agents.ppo import train
+    from brax.training.agents.ppo import networks, train
+    if "network_factory" in args:  # a Playground locomotion recipe's sizes and observation keys
+        args["network_factory"] = functools.partial(networks.make_ppo_networks, **args["network_factory"])
     train.train(**common, **args)
 else:
-    from brax.training.agents.sac import train
+    from brax.training.agents.sac import networks, train
+    if "network_factory" in args:  # Playground's DM Control recipe: layer-normed Q networks
+        args["network_factory"] = functools.partial(networks.make_sac_networks, **args["network_factory"])
     train.train(**common, **args, max_replay_size=1_048_576)
 print("RESULT" + json.dumps({"wall": time.perf_counter() - t, "steps": evals[-1][0], "eval": evals[-1][1],
                              "start": start, "end": time.time()}))

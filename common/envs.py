@@ -108,6 +108,9 @@ class VecEnv:
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.obs_dim = math.prod(self.obs_shape)
+        # a policy reads the first policy_obs_dim features: all, or a Playground locomotion task's
+        # `state` before its `privileged_state` (common/suites/base.py)
+        self.policy_obs_dim = getattr(env, "policy_obs_size", None) or self.obs_dim
         if self.discrete:
             self.num_actions, self.action_shape = int(space.n), ()
         else:

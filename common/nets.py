@@ -45,10 +45,13 @@ def mlp_init(
     output_gain: float = 1.0,
     hidden_gain: float = 2.0**0.5,
     scheme: str = "orthogonal",
+    layer_norm: bool = False,
 ) -> list[dict[str, jax.Array]]:
     """Layers mapping sizes[0] -> sizes[1] -> ... -> sizes[-1]; e.g. (4, 64, 64, 2). Weights:
     orthogonal with the gains (the output layer's `output_gain`), or `scheme="lecun_uniform"`,
-    every layer alike and the gains unused (Brax's networks); biases zero."""
+    every layer alike and the gains unused (Brax's networks); biases zero. `layer_norm`: each
+    hidden layer also has a layer norm's "scale" (ones) and "offset" (zeros), which `mlp_apply`
+    applies after its activation, as Brax's MLP does with `layer_norm=True`."""
     keys = jax.random.split(key, len(sizes) - 1)
     layers = []
     for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
@@ -58,14 +61,20 @@ def mlp_init(
         else:
             w = orthogonal(k, (fan_in, fan_out), gain)
         layers.append({"w": w, "b": jnp.zeros(fan_out, jnp.float32)})
+        if layer_norm and i < len(sizes) - 2:
+            layers[-1].update(scale=jnp.ones(fan_out, jnp.float32), offset=jnp.zeros(fan_out, jnp.float32))
     return layers
 
 
 def mlp_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str = "tanh") -> jax.Array:
-    """x [..., sizes[0]] -> [..., sizes[-1]]; the activation follows every layer but the last."""
+    """x [..., sizes[0]] -> [..., sizes[-1]]; the activation follows every layer but the last, and
+    a layer norm follows it where the layer has one (flax's LayerNorm: epsilon 1e-6)."""
     act = ACTIVATIONS[activation]
     for layer in params[:-1]:
         x = act(x @ layer["w"] + layer["b"])
+        if "scale" in layer:
+            mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+            x = (x - mean) * jax.lax.rsqrt(var + 1e-6) * layer["scale"] + layer["offset"]
     last = params[-1]
     return x @ last["w"] + last["b"]
 
@@ -187,25 +196,40 @@ def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
     torso, `use_cnn`), config.action_dist, config.actor_hidden and config.critic_hidden. The actor
     maps the features [F] to logits [A] (discrete), means [A] (gaussian) or [loc, raw scale] [2A]
     (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1 (config.init,
-    where the Config has it: "lecun_uniform" draws every layer of both as Brax's networks do)."""
-    params, in_dim = {}, vec_env.obs_dim
+    where the Config has it: "lecun_uniform" draws every layer of both as Brax's networks do).
+    Flat observations: the actor reads the first vec_env.policy_obs_dim features, and the critic
+    those too, or the rest (config.critic_obs "privileged_state", where the Config has it)."""
+    params = {}
+    in_dim = actor_in = critic_in = vec_env.obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
+        actor_in = critic_in = in_dim
+    elif getattr(config, "critic_obs", "state") == "privileged_state":
+        actor_in, critic_in = vec_env.policy_obs_dim, vec_env.obs_dim - vec_env.policy_obs_dim
+    else:
+        actor_in = critic_in = vec_env.policy_obs_dim
     k_actor, k_critic = jax.random.split(key)
     tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
     scheme = getattr(config, "init", "orthogonal")  # a Config without an `init` field keeps orthogonal
-    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01, scheme=scheme)
-    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0, scheme=scheme)
+    params["actor"] = mlp_init(k_actor, (actor_in, *config.actor_hidden, out_dim), output_gain=0.01, scheme=scheme)
+    params["critic"] = mlp_init(k_critic, (critic_in, *config.critic_hidden, 1), output_gain=1.0, scheme=scheme)
     if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params
 
 
-def actor_critic_features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] (itself) or images [..., H, W, C] (the conv torso's output) -> [..., F]."""
-    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+def actor_critic_features(params: dict, obs: jax.Array, activation: str, head: str = "actor",
+                          privileged: bool = False) -> jax.Array:
+    """obs [..., obs_dim] or images [..., H, W, C] -> what `head` reads [..., F]: the conv torso's
+    output, or the flat observation's first F features (a policy's `state`), or with `privileged`
+    its last F (Playground's `privileged_state`); F is the head's input size, so all of an
+    observation without parts."""
+    if "torso" in params:
+        return cnn_apply(params["torso"], obs, activation)
+    n = params[head][0]["w"].shape[0]
+    return obs[..., obs.shape[-1] - n:] if privileged else obs[..., :n]
 
 
 def actor_critic_policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
@@ -228,6 +252,8 @@ def head_distribution(out: jax.Array, params: dict, action_mask: jax.Array | Non
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
 
 
-def actor_critic_value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]."""
-    return mlp_apply(params["critic"], actor_critic_features(params, obs, activation), activation)[..., 0]
+def actor_critic_value(params: dict, obs: jax.Array, activation: str, critic_obs: str = "state") -> jax.Array:
+    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]; critic_obs "privileged_state": V reads
+    the observation's privileged part (`actor_critic_init`)."""
+    features = actor_critic_features(params, obs, activation, "critic", critic_obs == "privileged_state")
+    return mlp_apply(params["critic"], features, activation)[..., 0]

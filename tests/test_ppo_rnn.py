@@ -253,7 +253,7 @@ def test_one_hot_observations_are_the_codes_read_one_hot(cli_error):
     equals the same network on the explicit one-hot grid [H, W, C * K] (what an embedding table
     reads), and two grids that differ in one code give different states. With --normalize-obs
     (which would change the codes) it is one sentence and exit 2, before compiling."""
-    grid = SimpleNamespace(obs_dim=5 * 5 * 2, obs_shape=(5, 5, 2), discrete=True, num_actions=3)
+    grid = SimpleNamespace(obs_dim=5 * 5 * 2, policy_obs_dim=5 * 5 * 2, obs_shape=(5, 5, 2), discrete=True, num_actions=3)
     config = ppo_rnn.Config(obs_one_hot=4, conv_kernel=2, conv_channels=(8, 6), gru_size=8, encoder_hidden=(16,),
                             head_hidden=(16,))
     params = ppo_rnn.init_params(jax.random.key(0), config, grid)

@@ -217,3 +217,49 @@ heavy = [m for m in sys.modules if m.split(".")[0] in ("brax", "mujoco_playgroun
 assert not heavy, heavy
 """
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_locomotion_recipes_are_playgrounds_own():
+    """Every Playground locomotion task's PPO recipe holds `locomotion_params.brax_ppo_config`'s
+    values (read from Playground itself here), and its cached starts are drawn anew as often
+    as Brax's trainer re-draws them with that config's evaluations and resets per evaluation."""
+    installed("mujoco_playground", "playground")
+    from mujoco_playground.config import locomotion_params
+    from mujoco_playground._src import locomotion
+    from scanrl.common.suites import playground
+
+    assert set(playground.LOCOMOTION) == set(locomotion.ALL_ENVS)
+    for task in locomotion.ALL_ENVS:
+        published = locomotion_params.brax_ppo_config(task)
+        args = recipes.recipe_for("ppo", f"playground/{task}").args
+        for key in ("num_timesteps", "num_envs", "unroll_length", "batch_size", "num_minibatches",
+                    "num_updates_per_batch", "discounting", "learning_rate", "entropy_cost", "reward_scaling",
+                    "max_grad_norm"):
+            assert args[key] == published[key], (task, key)
+        assert args["clipping_epsilon"] == published.get("clipping_epsilon", 0.3), task  # 0.3: Brax's default
+        network = published.network_factory
+        assert args["network_factory"] == dict(policy_hidden_layer_sizes=tuple(network.policy_hidden_layer_sizes),
+                                               value_hidden_layer_sizes=tuple(network.value_hidden_layer_sizes),
+                                               value_obs_key=network.value_obs_key), task
+        assert network.policy_obs_key == "state"
+        config = compose(ppo, f"playground/{task}", "published")
+        assert config.critic_obs == network.value_obs_key and config.clip_eps == args["clipping_epsilon"]
+        assert config.actor_hidden == tuple(network.policy_hidden_layer_sizes) and config.max_grad_norm == 1.0
+        # Brax's trainer: a reset every ceil(T / ((evals - 1) * max(resets, 1) * S)) iterations of S env steps
+        per_iteration = published.unroll_length * published.batch_size * published.num_minibatches
+        iterations = -(-published.num_timesteps // ((published.num_evals - 1) * max(published.num_resets_per_eval, 1)
+                                                    * per_iteration))
+        assert playground.steps_between_resets(*playground.LOCOMOTION[task][:3]) == (
+            iterations * per_iteration // published.num_envs), task
+
+
+def test_playground_sac_recipes_layer_norm_their_q_networks():
+    """Playground's DM Control SAC config sets q_network_layer_norm; its recipe turns on
+    --critic-layer-norm, and Brax's notebook SAC recipes (no layer norm there) leave it off."""
+    installed("mujoco_playground", "playground")
+    from mujoco_playground.config import dm_control_suite_params
+
+    for task in ("CheetahRun", "CartpoleSwingup"):
+        published = dm_control_suite_params.brax_sac_config(task).network_factory.q_network_layer_norm
+        assert compose(sac, f"playground/{task}", "cpu").critic_layer_norm is published is True
+    assert compose(sac, "brax/hopper", "cpu").critic_layer_norm is False

@@ -238,6 +238,31 @@ def test_max_grad_norm_is_a_value_zero_clips_nothing():
     np.testing.assert_allclose(traced[1], clipped.update(grads, clipped.init(params), params)[0]["w"], rtol=1e-6)
 
 
+def test_q_layer_norm_is_brax_s_mlp_with_layer_norm():
+    """--critic-layer-norm: each hidden layer of the Q MLPs is Dense, activation, then a layer norm
+    with a scale and an offset, as Brax's MLP with layer_norm=True (flax's Dense and LayerNorm
+    here, on the same weights); the output layer has none. Off, the Q MLPs have no such parameters."""
+    import flax.linen as nn
+
+    config = sac.Config(critic_hidden=(8, 8), critic_layer_norm=True)
+    critic = sac.init_params(jax.random.key(0), config, 3, 2)["critic"]
+    assert [sorted(layer) for layer in critic] == [["b", "offset", "scale", "w"]] * 2 + [["b", "w"]]
+    layers = [jax.tree.map(lambda x: x[0], layer) for layer in critic]  # the first of the twin Qs
+    rng = np.random.default_rng(0)
+    for layer in layers[:-1]:  # a scale and offset away from their starting ones and zeros
+        layer["scale"], layer["offset"] = (jnp.asarray(rng.normal(size=8), jnp.float32) for _ in range(2))
+    obs, action = jnp.asarray(rng.normal(size=(5, 3)), jnp.float32), jnp.asarray(rng.uniform(-1, 1, (5, 2)), jnp.float32)
+    x = jnp.concatenate([obs, action], -1)
+    for layer in layers[:-1]:
+        x = nn.Dense(8).apply({"params": {"kernel": layer["w"], "bias": layer["b"]}}, x)
+        x = nn.LayerNorm().apply({"params": {"scale": layer["scale"], "bias": layer["offset"]}}, jax.nn.relu(x))
+    expected = nn.Dense(1).apply({"params": {"kernel": layers[-1]["w"], "bias": layers[-1]["b"]}}, x)[:, 0]
+    twin = jax.tree.map(lambda x: jnp.stack([x, x]), layers)
+    np.testing.assert_allclose(sac.q_values(twin, obs, action, "relu")[0], expected, rtol=1e-5, atol=1e-5)
+    plain = sac.init_params(jax.random.key(0), sac.Config(critic_hidden=(8, 8)), 3, 2)["critic"]
+    assert all(sorted(layer) == ["b", "w"] for layer in plain)
+
+
 def test_polyak_by_hand():
     online = {"a": jnp.array([1.0, 2.0]), "b": [jnp.array(4.0)]}
     target = {"a": jnp.array([3.0, 0.0]), "b": [jnp.array(-4.0)]}

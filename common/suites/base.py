@@ -3,6 +3,12 @@
 termination), `action_size` and `observation_size`, and no time limit of its own. Brax and
 MuJoCo Playground are of this kind.
 
+`state.obs` is one vector, or Playground's locomotion dict {"state": what the policy may see,
+"privileged_state": what only a critic may (e.g. the base's true velocity and the contact
+forces)}. The dict becomes one vector [state, privileged_state], and `policy_obs_size` is the
+length of state: every algorithm's policy reads only that first part, and PPO's value net reads
+privileged_state with `--critic-obs privileged_state` (Brax's `value_obs_key`).
+
 `step` adds what their training wrappers would: the cut at `max_steps_in_episode` is
 `truncated`, never `terminated`, and the step's observation is kept as `final_observation`.
 It does not reset: `VecEnv` returns a finished environment to its cached first state, as
@@ -73,14 +79,30 @@ class RawStateEnv(environment.Environment):
     def default_params(self) -> EnvParams:
         return EnvParams(max_steps_in_episode=self.episode_length)
 
+    def vector(self, obs: Any) -> jax.Array:
+        """The raw observation as one vector: itself, or [state, privileged_state] of a dict."""
+        if not isinstance(obs, dict):
+            return obs
+        if not set(obs) <= {"state", "privileged_state"}:
+            raise ValueError(f"--env {self.name}: its observation has the parts {sorted(obs)}; scanrl takes one "
+                             "vector, or Playground's {state, privileged_state}.")
+        return jnp.concatenate([obs["state"], obs.get("privileged_state", obs["state"][..., :0])], axis=-1)
+
+    @functools.cached_property
+    def policy_obs_size(self) -> int | None:
+        """The length of the observation's `state` part, which is all a policy reads; None where the
+        raw observation is one vector (the policy reads all of it)."""
+        obs = jax.eval_shape(self.env.reset, jax.random.key(0)).obs
+        return obs["state"].shape[-1] if isinstance(obs, dict) else None
+
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
         state = self.env.reset(key)
-        return state.obs, EnvState(raw=state, time=0)
+        return self.vector(state.obs), EnvState(raw=state, time=0)
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         # The raw step is deterministic, or draws from a key kept in its state: `key` is unused.
         raw = self.env.step(state.raw, action)
-        return raw.obs, EnvState(raw=raw, time=state.time + 1), raw.reward, raw.done > 0.5, {}
+        return self.vector(raw.obs), EnvState(raw=raw, time=state.time + 1), raw.reward, raw.done > 0.5, {}
 
     def step(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams | None = None):
         """gymnax's six values without the reset: the observation returned is the one reached."""
@@ -102,7 +124,7 @@ class RawStateEnv(environment.Environment):
     def obs_shape(self) -> tuple[int, ...]:
         """From the shapes of an abstract reset: Brax's `observation_size` runs a real reset,
         un-jitted, every time it is read (14.5 s for ant on a 2-core CPU)."""
-        return tuple(jax.eval_shape(self.env.reset, jax.random.key(0)).obs.shape)
+        return tuple(jax.eval_shape(lambda key: self.vector(self.env.reset(key).obs), jax.random.key(0)).shape)
 
     @property
     def name(self) -> str:

@@ -35,9 +35,20 @@ def sac_args(num_envs: int, batch_size: int, grad_updates_per_step: int, discoun
                 min_replay_size=min_replay_size, num_timesteps=num_timesteps, num_eval_envs=128)
 
 
+# Brax `ppo.train` arguments that some recipes change from Brax's defaults, and network_factory's
+# keys (brax/training/agents/ppo/networks.py `make_ppo_networks`): scanrl's PPO field for each
+PPO_OPTIONAL = dict(clipping_epsilon="clip_eps", max_grad_norm="max_grad_norm")
+NETWORK_FIELDS = dict(policy_hidden_layer_sizes="actor_hidden", value_hidden_layer_sizes="critic_hidden",
+                      value_obs_key="critic_obs")
+
+
 def ppo_fields(a: dict) -> dict:
-    """scanrl's PPO fields for Brax `ppo.train` arguments."""
-    return dict(BRAX_PPO, num_envs=a["num_envs"],
+    """scanrl's PPO fields for Brax `ppo.train` arguments (`ppo_args`, and any of PPO_OPTIONAL and
+    `network_factory`'s NETWORK_FIELDS; its policy_obs_key is always "state")."""
+    optional = {field: a[arg] for arg, field in PPO_OPTIONAL.items() if arg in a}
+    optional.update({field: a["network_factory"][key] for key, field in NETWORK_FIELDS.items()
+                     if key in a.get("network_factory", {})})
+    return dict(BRAX_PPO, **optional, num_envs=a["num_envs"],
                 num_steps=a["unroll_length"] * a["batch_size"] * a["num_minibatches"] // a["num_envs"],
                 num_minibatches=a["num_minibatches"], num_epochs=a["num_updates_per_batch"], gamma=a["discounting"],
                 learning_rate=a["learning_rate"], ent_coef=a["entropy_cost"], reward_scale=a["reward_scaling"],
@@ -45,8 +56,10 @@ def ppo_fields(a: dict) -> dict:
 
 
 def sac_fields(a: dict) -> dict:
-    """scanrl's SAC fields for Brax `sac.train` arguments."""
-    return dict(BRAX_SAC, num_envs=a["num_envs"], batch_size=a["batch_size"], updates_per_step=a["grad_updates_per_step"],
+    """scanrl's SAC fields for Brax `sac.train` arguments (`sac_args`, and network_factory's
+    q_network_layer_norm where a recipe sets it)."""
+    layer_norm = a.get("network_factory", {}).get("q_network_layer_norm", False)
+    return dict(BRAX_SAC, critic_layer_norm=layer_norm, num_envs=a["num_envs"], batch_size=a["batch_size"], updates_per_step=a["grad_updates_per_step"],
                 gamma=a["discounting"], learning_rate=a["learning_rate"], reward_scale=a["reward_scaling"],
                 learning_starts=a["min_replay_size"], total_timesteps=a["num_timesteps"],
                 eval_episodes=a["num_eval_envs"])

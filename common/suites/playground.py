@@ -11,8 +11,10 @@ does the wrapper's work: the cut at `max_steps_in_episode` (the task's `episode_
 final observation.
 
 The DM Control Suite tasks ship with the package. The locomotion and manipulation tasks
-fetch their model files at first use, which needs the network: offline, loading one is a
-one-sentence error. Actions: Box(-1, 1) of `action_size`; observations: a flat vector.
+fetch their model files (MuJoCo Menagerie) at first use, which needs the network: offline,
+loading one is a one-sentence error. Actions: Box(-1, 1) of `action_size`; observations: a
+flat vector, which for the locomotion tasks is [state, privileged_state] (common/suites/base.py:
+the policy reads state; PPO's value net reads privileged_state where the recipe says so).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class PlaygroundEnv(RawStateEnv):
         self.suite, self.raw_name = "playground", name
         overrides = overrides or {}
         self.episode_length = int(overrides.get("episode_length", reg.get_default_config(name).episode_length))
+        if name in LOCOMOTION:  # the cached starts are drawn anew as often as the task's published recipe does
+            self.cached_starts = steps_between_resets(*LOCOMOTION[name][:3])
         try:  # muted: a failed model download prints its own line before raising
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 self.env = reg.load(name, config_overrides={"impl": "jax", **overrides})
@@ -129,14 +133,60 @@ def dmc_ppo(task: str) -> Recipe:
 
 
 def dmc_sac(task: str) -> Recipe:
-    """`brax_sac_config` with the task's changes: 10M steps for the harder tasks."""
-    args = sac_args(128, 512, 8, 0.99, 1e-3, 1.0, 8192, 5_000_000)
+    """`brax_sac_config` with the task's changes: 10M steps for the harder tasks; layer-normed Q networks."""
+    args = dict(sac_args(128, 512, 8, 0.99, 1e-3, 1.0, 8192, 5_000_000), network_factory={"q_network_layer_norm": True})
     if task.startswith(("Acrobot", "Swimmer", "Finger", "Hopper")) or task in ("CheetahRun", "HumanoidWalk",
                                                                                 "WalkerRun"):
         args["num_timesteps"] = 10_000_000
-    return Recipe(DMC_PARAMS + "; its Q-network layer norm is not in scanrl's SAC", "sac", args, {})
+    return Recipe(DMC_PARAMS, "sac", args, {})
+
+
+# Locomotion: `brax_ppo_config` of mujoco_playground/config/locomotion_params.py. Its defaults (8192
+# envs, unroll 20, batch 256, 32 minibatches, 4 epochs, gamma 0.97, lr 3e-4, entropy 1e-2, gradient
+# norm 1.0, policy 128x4, value 256x5), then each task's changes: the budget, the evaluations and
+# the resets per evaluation, and for most a 512-256-128 policy and value, the value net reading
+# privileged_state. Their physics is slow on a CPU: PPO on T1JoystickFlatTerrain runs about 300 env
+# steps/s on 2 cores, so even the `cpu` form's 6.25M steps take hours (benchmarks/RESULTS.md).
+LOCO_PARAMS = "mujoco_playground/config/locomotion_params.py"
+ASYMMETRIC = dict(policy_hidden_layer_sizes=(512, 256, 128), value_hidden_layer_sizes=(512, 256, 128),
+                  value_obs_key="privileged_state")
+HUMANOID = dict(clipping_epsilon=0.2, entropy_cost=0.005)  # G1, T1, Berkeley Humanoid, Apollo
+# task -> (num_timesteps, num_evals, num_resets_per_eval, its changes to the defaults)
+LOCOMOTION: dict[str, tuple[int, int, int, dict]] = {
+    **{t: (200_000_000, 10, 10, dict(network_factory=ASYMMETRIC))
+       for t in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain")},
+    **{t: (100_000_000, 5, 10, dict(network_factory=ASYMMETRIC)) for t in ("Go1Handstand", "Go1Footstand")},
+    "Go1Getup": (50_000_000, 5, 10, dict(network_factory=ASYMMETRIC)),
+    **{t: (200_000_000, 20, 1, dict(HUMANOID, network_factory=ASYMMETRIC))
+       for t in ("G1JoystickFlatTerrain", "G1JoystickRoughTerrain", "T1JoystickFlatTerrain", "T1JoystickRoughTerrain",
+                 "ApolloJoystickFlatTerrain")},
+    **{t: (150_000_000, 15, 10, dict(HUMANOID, network_factory=ASYMMETRIC))
+       for t in ("BerkeleyHumanoidJoystickFlatTerrain", "BerkeleyHumanoidJoystickRoughTerrain")},
+    **{t: (100_000_000, 10, 10, {}) for t in ("BarkourJoystick", "H1InplaceGaitTracking", "H1JoystickGaitTracking",
+                                            "Op3Joystick", "SpotFlatTerrainJoystick", "SpotGetup",
+                                            "SpotJoystickGaitTracking")},
+}
+
+
+def loco_ppo(task: str) -> Recipe:
+    steps, _, _, changes = LOCOMOTION[task]
+    args = ppo_args(8192, 20, 256, 32, 4, 0.97, 3e-4, changes.get("entropy_cost", 1e-2), 1.0, steps)
+    args.update(clipping_epsilon=changes.get("clipping_epsilon", 0.3), max_grad_norm=1.0,
+                network_factory=dict(dict(policy_hidden_layer_sizes=(128,) * 4, value_hidden_layer_sizes=(256,) * 5,
+                                          value_obs_key="state"), **changes.get("network_factory", {})))
+    return Recipe(LOCO_PARAMS, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"]))
+
+
+def steps_between_resets(num_timesteps: int, num_evals: int, resets_per_eval: int) -> int:
+    """Steps per environment between Brax's PPO re-drawing the cached starts (brax/training/agents/ppo/
+    train.py: every ceil(T / ((num_evals - 1) * max(resets, 1) * S)) iterations of S env steps), with the
+    recipe's sizes: 20 steps per environment per iteration. The same in the `cpu` form, where the
+    environments and the budget are both divided by 32."""
+    per_env, per_iteration = 20, 20 * 256 * 32
+    return per_env * -(-num_timesteps // ((num_evals - 1) * max(resets_per_eval, 1) * per_iteration))
 
 
 # (algorithm, env name) -> its recipe (common/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
-    **{("ppo", task): dmc_ppo(task) for task in DMC_TASKS}, **{("sac", task): dmc_sac(task) for task in DMC_TASKS}}
+    **{("ppo", task): dmc_ppo(task) for task in DMC_TASKS}, **{("sac", task): dmc_sac(task) for task in DMC_TASKS},
+    **{("ppo", task): loco_ppo(task) for task in LOCOMOTION}}
