@@ -76,8 +76,8 @@ def test_ppo_value_net_reads_the_privileged_part_only_when_asked():
         config = ppo.default_config("Pendulum-v1", recipe="none", critic_obs=critic_obs)
         params = jax.jit(lambda key: ppo.init_params(key, config, vec_env))(jax.random.key(0))
         assert params["actor"][0]["w"].shape[0] == STATE and params["critic"][0]["w"].shape[0] == critic_in
-        mean = lambda o: ppo.policy(params, o, config.activation).mode()  # noqa: E731
-        v = lambda o: ppo.value(params, o, config.activation, critic_obs)  # noqa: E731
+        mean = jax.jit(lambda o: ppo.policy(params, o, config.activation).mode())
+        v = jax.jit(lambda o: ppo.value(params, o, config.activation, critic_obs))
         np.testing.assert_array_equal(mean(obs), mean(with_privileged(obs, 7.0)))
         if critic_obs == "state":
             np.testing.assert_array_equal(v(obs), v(with_privileged(obs, 7.0)))
@@ -100,7 +100,7 @@ def test_every_policy_acts_on_the_state_part_alone(module):
     if module is ppo_rnn:
         return
     obs = jax.random.normal(jax.random.key(1), (16, STATE + PRIVILEGED))
-    act = lambda o: algo.act(policy_params, o, jax.random.key(2), deterministic=True)  # noqa: E731
+    act = jax.jit(lambda o: algo.act(policy_params, o, jax.random.key(2), deterministic=True))
     np.testing.assert_array_equal(act(obs), act(with_privileged(obs, 7.0)))
 
 

@@ -244,23 +244,33 @@ def test_q_layer_norm_is_brax_s_mlp_with_layer_norm():
     here, on the same weights); the output layer has none. Off, the Q MLPs have no such parameters."""
     import flax.linen as nn
 
-    config = sac.Config(critic_hidden=(8, 8), critic_layer_norm=True)
-    critic = sac.init_params(jax.random.key(0), config, 3, 2)["critic"]
+    from scanrl.common.nets import mlp_init
+
+    def critic_of(config):  # the shapes of sac's Q parameters, without computing them
+        return jax.eval_shape(lambda key: sac.init_params(key, config, 3, 2), jax.random.key(0))["critic"]
+
+    critic = critic_of(sac.Config(critic_hidden=(8, 8), critic_layer_norm=True))
     assert [sorted(layer) for layer in critic] == [["b", "offset", "scale", "w"]] * 2 + [["b", "w"]]
-    layers = [jax.tree.map(lambda x: x[0], layer) for layer in critic]  # the first of the twin Qs
+    assert [layer["scale"].shape for layer in critic[:2]] == [(2, 8)] * 2  # one per twin
+    assert all(sorted(layer) == ["b", "w"] for layer in critic_of(sac.Config(critic_hidden=(8, 8))))
+    # one Q MLP with layer norms (lecun weights: no orthogonal init to compile)
+    layers = mlp_init(jax.random.key(0), (5, 8, 8, 1), scheme="lecun_uniform", layer_norm=True)
     rng = np.random.default_rng(0)
     for layer in layers[:-1]:  # a scale and offset away from their starting ones and zeros
         layer["scale"], layer["offset"] = (jnp.asarray(rng.normal(size=8), jnp.float32) for _ in range(2))
     obs, action = jnp.asarray(rng.normal(size=(5, 3)), jnp.float32), jnp.asarray(rng.uniform(-1, 1, (5, 2)), jnp.float32)
-    x = jnp.concatenate([obs, action], -1)
-    for layer in layers[:-1]:
-        x = nn.Dense(8).apply({"params": {"kernel": layer["w"], "bias": layer["b"]}}, x)
-        x = nn.LayerNorm().apply({"params": {"scale": layer["scale"], "bias": layer["offset"]}}, jax.nn.relu(x))
-    expected = nn.Dense(1).apply({"params": {"kernel": layers[-1]["w"], "bias": layers[-1]["b"]}}, x)[:, 0]
+
+    @jax.jit
+    def brax_q(layers, x):
+        for layer in layers[:-1]:
+            x = nn.Dense(8).apply({"params": {"kernel": layer["w"], "bias": layer["b"]}}, x)
+            x = nn.LayerNorm().apply({"params": {"scale": layer["scale"], "bias": layer["offset"]}}, jax.nn.relu(x))
+        return nn.Dense(1).apply({"params": {"kernel": layers[-1]["w"], "bias": layers[-1]["b"]}}, x)[:, 0]
+
+    expected = brax_q(layers, jnp.concatenate([obs, action], -1))
     twin = jax.tree.map(lambda x: jnp.stack([x, x]), layers)
-    np.testing.assert_allclose(sac.q_values(twin, obs, action, "relu")[0], expected, rtol=1e-5, atol=1e-5)
-    plain = sac.init_params(jax.random.key(0), sac.Config(critic_hidden=(8, 8)), 3, 2)["critic"]
-    assert all(sorted(layer) == ["b", "w"] for layer in plain)
+    q = jax.jit(sac.q_values, static_argnums=3)(twin, obs, action, "relu")
+    np.testing.assert_allclose(q[0], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_polyak_by_hand():

@@ -145,8 +145,8 @@ def dmc_sac(task: str) -> Recipe:
 # envs, unroll 20, batch 256, 32 minibatches, 4 epochs, gamma 0.97, lr 3e-4, entropy 1e-2, gradient
 # norm 1.0, policy 128x4, value 256x5), then each task's changes: the budget, the evaluations and
 # the resets per evaluation, and for most a 512-256-128 policy and value, the value net reading
-# privileged_state. Their physics is slow on a CPU: PPO on T1JoystickFlatTerrain runs about 300 env
-# steps/s on 2 cores, so even the `cpu` form's 6.25M steps take hours (benchmarks/RESULTS.md).
+# privileged_state. Their physics is slow on a CPU: PPO on T1JoystickFlatTerrain's `cpu` form (256 envs)
+# runs about 570 env steps/s on 2 cores, so its 6.25M steps take about 3 hours (benchmarks/RESULTS.md).
 LOCO_PARAMS = "mujoco_playground/config/locomotion_params.py"
 ASYMMETRIC = dict(policy_hidden_layer_sizes=(512, 256, 128), value_hidden_layer_sizes=(512, 256, 128),
                   value_obs_key="privileged_state")
@@ -169,6 +169,7 @@ LOCOMOTION: dict[str, tuple[int, int, int, dict]] = {
 
 
 def loco_ppo(task: str) -> Recipe:
+    """`brax_ppo_config(task)`: the defaults above with the task's changes, in Brax's own argument names."""
     steps, _, _, changes = LOCOMOTION[task]
     args = ppo_args(8192, 20, 256, 32, 4, 0.97, 3e-4, changes.get("entropy_cost", 1e-2), 1.0, steps)
     args.update(clipping_epsilon=changes.get("clipping_epsilon", 0.3), max_grad_norm=1.0,
