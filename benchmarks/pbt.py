@@ -59,6 +59,11 @@ CELLS = {
     # Breakout's; the Breakout cell's ranges and interval; run with --seeds 10
     "space_invaders": ("ppo", "SpaceInvaders-MinAtar", 500_000, 4,
                        ["learning_rate=log:2e-4:2e-2", "ent_coef=uniform:0.0:0.05"], ["--eval-every", "50", "--pbt-interval", "5"]),
+    # CartPole with the learning rate held (no annealing) over 976 updates: a fixed rate fast enough to learn
+    # tends to swing late, and PBT's perturbations can lower it as training goes on, a schedule no fixed
+    # config has; run with --seeds 20
+    "cartpole_fixed_lr": ("ppo", "CartPole-v1", 500_000, 4, ["learning_rate=log:1e-4:1e-2"],
+                          ["--no-anneal-lr", "--eval-every", "50", "--pbt-interval", "10"]),
 }
 
 
