@@ -64,6 +64,12 @@ CELLS = {
     # config has; run with --seeds 20
     "cartpole_fixed_lr": ("ppo", "CartPole-v1", 500_000, 4, ["learning_rate=log:1e-4:1e-2"],
                           ["--no-anneal-lr", "--eval-every", "50", "--pbt-interval", "10"]),
+    # Pendulum with the learning rate held (no annealing), the learning rate the only hyperparameter: the
+    # "pendulum" cell's budget, members and interval. With annealing on, PBT's members and the sweep's best config
+    # ended level (-155); held fixed, a rate fast enough to learn in time keeps the policy noisy at the end, and
+    # PBT's perturbations can lower it as training goes on; run with --seeds 10
+    "pendulum_fixed_lr": ("ppo", "Pendulum-v1", 500_000, 8, ["learning_rate=log:1e-4:1e-2"],
+                          ["--no-anneal-lr", "--eval-every", "50", "--pbt-interval", "10"]),
 }
 
 

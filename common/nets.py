@@ -200,11 +200,10 @@ def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
     Flat observations: the actor reads the first vec_env.policy_obs_dim features, and the critic
     those too, or the rest (config.critic_obs "privileged_state", where the Config has it)."""
     params = {}
-    in_dim = actor_in = critic_in = vec_env.obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
-        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
-        actor_in = critic_in = in_dim
+        params["torso"], actor_in = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
+        critic_in = actor_in
     elif getattr(config, "critic_obs", "state") == "privileged_state":
         actor_in, critic_in = vec_env.policy_obs_dim, vec_env.obs_dim - vec_env.policy_obs_dim
     else:
