@@ -528,7 +528,6 @@ SHORT_RUNS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHORT_RUNS))
-@pytest.mark.slow
 def test_ppo_learns_snake_and_craftax(tmp_path, name):
     """PPO with 64 environments x 64 steps, a ReLU MLP and learning rate 1e-3 over the file's own
     defaults (`--recipe none`: Craftax's baseline recipe is 1e9 steps), one seed, no
