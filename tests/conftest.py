@@ -6,9 +6,11 @@ cache, so a program that several tests build is compiled once.
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,24 @@ def run_python(args, env_extra=None, timeout=HANG_GUARD, cwd=None):
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd or REPO
     )
+
+
+def wait_until(found, procs, what):
+    """Poll `found()` until it is true, while every process in `procs` still runs; a process
+    that ends first fails the test with its stderr. Only a hang reaches HANG_GUARD."""
+    hang = time.monotonic() + HANG_GUARD
+    while not found():
+        for proc in procs:
+            assert proc.poll() is None, f"ended before {what}: " + proc.communicate()[1][-3000:]
+        if time.monotonic() > hang:
+            raise TimeoutError(f"hung: no {what} in {HANG_GUARD} s")
+        time.sleep(0.01)  # a busy wait would take a core from the processes it waits for
+
+
+def held(after, *command):
+    """`command` ([script or -m module, *args]) through tests/hold_at_checkpoint.py: the run
+    waits at its first checkpoint past update `after` until it gets a signal."""
+    return [sys.executable, str(REPO / "tests" / "hold_at_checkpoint.py"), str(after), *map(str, command)]
 
 
 def unboxed(text: str) -> str:
@@ -78,29 +98,6 @@ def run_on_devices(script, *args, num_devices=4):
     return json.loads(line[len("RESULT"):])
 
 
-CASE_RUNNER = """
-import contextlib, io, json, sys
-script, cases = open(sys.argv[1]).read(), json.loads(sys.argv[2])
-results = []
-for args in cases:
-    sys.argv = ["case", *map(str, args)]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(script, "<case>", "exec"), {"__name__": "__main__"})
-    line = next(l for l in out.getvalue().splitlines() if l.startswith("RESULT"))
-    results.append(json.loads(line[len("RESULT"):]))
-print("RESULT" + json.dumps(results))
-"""
-
-
-def run_cases_on_devices(script, cases, num_devices=4, tmp_dir=None):
-    """Run `script` (as run_on_devices would) once per argument tuple in `cases`, all in ONE
-    new process, saving the interpreter and JAX start-up per case; returns the results in order."""
-    path = Path(tempfile.mkdtemp(dir=tmp_dir)) / "case.py"
-    path.write_text(script)
-    return run_on_devices(CASE_RUNNER, str(path), json.dumps(cases), num_devices=num_devices)
-
-
 SCRIPTS_RUNNER = """
 import contextlib, io, json, runpy, sys
 results = []
@@ -126,17 +123,81 @@ def run_scripts(command_lines, env_extra=None):
     return json.loads(line[len("RESULT"):])
 
 
+# --- every snippet that runs on 4 CPU devices, in one process --------------------------------------
+# A test module registers its snippet at import (`four_device_snippet`); the `four_devices`
+# fixture runs every registered snippet, case by case, in ONE process with 4 CPU devices, once
+# per test run, and hands each test its own results. A snippet that fails fails only its test.
+FOUR_DEVICES: dict[str, tuple[str, list[list[str]]]] = {}
+
+FOUR_DEVICE_RUNNER = """
+import contextlib, io, json, sys, traceback
+results = {}
+for name, (script, cases) in json.loads(open(sys.argv[1]).read()).items():
+    results[name] = []
+    for args in cases:
+        sys.argv, out = ["case", *args], io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(script, name, "exec"), {"__name__": "__main__"})
+            line = next(l for l in out.getvalue().splitlines() if l.startswith("RESULT"))
+            results[name].append(json.loads(line[len("RESULT"):]))
+        except BaseException:
+            results[name].append({"__failed__": traceback.format_exc() + out.getvalue()[-2000:]})
+print("RESULT" + json.dumps(results))
+"""
+
+
+def four_device_snippet(name, script, *cases):
+    """Register `script` (prints one line `RESULT<json>`) to run once per argument tuple in
+    `cases` (none: once, without arguments) on 4 CPU devices; returns `name`."""
+    FOUR_DEVICES[name] = (script, [list(map(str, case)) for case in cases] or [[]])
+    return name
+
+
 @pytest.fixture
-def on_devices():
-    return run_on_devices
+def four_devices(tmp_path_factory):
+    """`four_devices(name)`: that snippet's results, one per case, in order."""
+    def compute():
+        path = tmp_path_factory.mktemp("four-devices") / "snippets.json"
+        path.write_text(json.dumps(FOUR_DEVICES))
+        return run_on_devices(FOUR_DEVICE_RUNNER, str(path), num_devices=4)
+
+    results = once_per_run(tmp_path_factory, "four_devices", compute)
+
+    def of(name):
+        for result in results[name]:
+            assert "__failed__" not in result, result["__failed__"]
+        return results[name]
+
+    return of
 
 
-# Start the longest tests first, so that with `pytest -n 2` neither worker ends alone on one.
-SLOW_FIRST = ("learns", "multiprocess", "processes", "one_device", "chunks_back_to_back", "log_every")
+def once_per_run(tmp_path_factory, name, compute):
+    """`compute()` once for the whole test run, by whichever pytest-xdist worker asks first;
+    the other waits for it and reads the same value (pickled beside the workers' temp folders).
+    A module fixture is otherwise computed once per worker that runs one of its tests."""
+    from filelock import FileLock
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    base = tmp_path_factory.getbasetemp()
+    folder = base.parent if run_id else base  # the workers' temp folders share their parent
+    path = folder / f"once-{run_id or 'main'}-{name}.pkl"
+    with FileLock(f"{path}.lock"):
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        value = compute()
+        path.write_bytes(pickle.dumps(value))
+        return value
+
+
+# The longest tests first (seconds each, measured with benchmarks/suite_compiles.py and kept in
+# tests/durations.json): with `--dist worksteal` a worker that runs out takes half of the
+# other's queue, so both stay busy and the run ends on short tests.
+DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: not any(word in item.nodeid for word in SLOW_FIRST))
+    items.sort(key=lambda item: -DURATIONS.get(item.nodeid, 1.0))
 
 
 def assert_shards_match_one_device(results, keys, rtol=2e-5, atol=1e-6):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO
+from conftest import HANG_GUARD, REPO, held, once_per_run
 from test_lifecycle import assert_same_run, signal_after_checkpoint
 
 from scanrl import algos
@@ -48,11 +48,14 @@ def files_of(folder: Path) -> dict[str, tuple[int, bytes]]:
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    """The two-cell suite, run once: (suite file, its folder)."""
-    folder = tmp_path_factory.mktemp("bench")
-    path = write_suite(folder, SUITE)
-    bench.main([str(path), "--out-dir", str(folder / "out"), *REPS], algos)
-    return path, folder / "out"
+    """The two-cell suite, run once per test run: (suite file, its folder)."""
+    def compute():
+        folder = tmp_path_factory.mktemp("bench")
+        path = write_suite(folder, SUITE)
+        bench.main([str(path), "--out-dir", str(folder / "out"), *REPS], algos)
+        return path, folder / "out"
+
+    return once_per_run(tmp_path_factory, "bench_suite", compute)
 
 
 def run_dir(out: Path, cell: str) -> Path:
@@ -136,8 +139,8 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
     shutil.rmtree(out / "runs" / "ppo__Catch-bsuite")
     finished = files_of(out / "runs" / "ppo__CartPole-v1")
 
-    proc = subprocess.Popen([scanrl_bench(), str(path), "--out-dir", str(out),
-                             *REPS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(held(0, scanrl_bench(), path, "--out-dir", out, *REPS), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = signal_after_checkpoint(proc, out / "runs" / "ppo__Catch-bsuite", signal.SIGINT)
     assert proc.returncode == 130, stderr[-3000:]
     assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in stdout
@@ -216,6 +219,7 @@ def scanrl_bench() -> str:
     return path
 
 
+@pytest.mark.slow
 def test_scanrl_bench_is_installed_as_a_console_script():
     result = subprocess.run([scanrl_bench(), "--help"], capture_output=True, text=True, timeout=HANG_GUARD)
     assert result.returncode == 0 and "usage: scanrl-bench" in result.stdout and "--dry-run" in result.stdout

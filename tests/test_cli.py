@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO, run_python, run_scripts
+from conftest import HANG_GUARD, REPO, four_device_snippet, once_per_run, run_python, run_scripts
 
 from scanrl.algos import grpo, impala, ppo, sac
 from scanrl.common.harness import run
@@ -25,14 +25,15 @@ HELP_LINES = {  # every --help below, run as scripts in one process (run_scripts
 
 
 @pytest.fixture(scope="module")
-def help_of():
-    """{name in HELP_LINES: the process result of that command line}."""
-    return dict(zip(HELP_LINES, run_scripts(HELP_LINES.values())))
+def help_of(tmp_path_factory):
+    """{name in HELP_LINES: the process result of that command line}, once per test run."""
+    return once_per_run(tmp_path_factory, "help_of", lambda: dict(zip(HELP_LINES, run_scripts(HELP_LINES.values()))))
 
 
 @pytest.mark.parametrize(
     "algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (grpo, "group std"), (sac, "Polyak rate")]
 )
+@pytest.mark.slow
 def test_help_lists_every_flag_with_its_help(help_of, algo, phrase):
     proc = help_of[algo.__name__]
     assert proc["returncode"] == 0
@@ -73,6 +74,7 @@ def test_help_groups_every_flag_in_boxes(algo, capsys):
         assert re.search(rf"^[│ ]*{flag(name)}[ ,]", boxes[titles.index(title)], re.M), name
 
 
+@pytest.mark.slow
 def test_help_shows_continuous_defaults_for_a_continuous_env(help_of):
     proc = help_of["ppo Pendulum"]
     assert proc["returncode"] == 0
@@ -80,6 +82,7 @@ def test_help_shows_continuous_defaults_for_a_continuous_env(help_of):
 
 
 @pytest.mark.parametrize("algo", [ppo, impala, grpo])
+@pytest.mark.slow
 def test_help_shows_the_minatar_preset_for_a_minatar_env(help_of, algo):
     proc = help_of[f"{algo.__name__} MinAtar"]
     assert proc["returncode"] == 0
@@ -147,22 +150,31 @@ LAYOUT_ERRORS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def layout_errors(tmp_path_factory):
-    """{args: (process result, its empty --out-dir)}, the cases run as scripts in one process on 4 devices."""
-    out_dirs = [tmp_path_factory.mktemp("layout") for _ in LAYOUT_ERRORS]
-    results = run_scripts([[PPO, *args, "--out-dir", out] for (args, _), out in zip(LAYOUT_ERRORS, out_dirs)],
-                          env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
-    return {" ".join(args): (result, out) for (args, _), result, out in zip(LAYOUT_ERRORS, results, out_dirs)}
+# `python algos/ppo.py ARGS --out-dir OUT` as a script, on 4 devices: its exit code, stderr, and
+# what it wrote in OUT (a fresh folder).
+LAYOUT_ERROR = """
+import contextlib, io, json, os, runpy, sys, tempfile
+out, err, code = tempfile.mkdtemp(), io.StringIO(), 0
+sys.argv = [sys.argv[1], *json.loads(sys.argv[2]), "--out-dir", out]
+with contextlib.redirect_stderr(err):
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+print("RESULT" + json.dumps({"returncode": code, "stderr": err.getvalue(), "written": os.listdir(out)}))
+"""
+LAYOUT_ERRORS_ON_4 = four_device_snippet("test_cli: layout errors", LAYOUT_ERROR,
+                                         *[(PPO, json.dumps(args)) for args, _ in LAYOUT_ERRORS])
 
 
 @pytest.mark.parametrize("args,message", LAYOUT_ERRORS)
-def test_device_layout_errors_exit_2_before_compiling(layout_errors, args, message):
-    proc, out_dir = layout_errors[" ".join(args)]
+@pytest.mark.slow
+def test_device_layout_errors_exit_2_before_compiling(four_devices, args, message):
+    proc = four_devices(LAYOUT_ERRORS_ON_4)[LAYOUT_ERRORS.index((args, message))]
     assert proc["returncode"] == 2, proc["stderr"][-2000:]
     unboxed = proc["stderr"].translate({ord(c): " " for c in "│╭╮╰╯─"})
     assert message in " ".join(unboxed.split())
-    assert not any(out_dir.iterdir())
+    assert proc["written"] == []
 
 
 @pytest.mark.parametrize(
@@ -179,6 +191,7 @@ def test_impala_user_errors_exit_2_before_compiling(cli_error, args, message):
     assert code == 2 and message in stderr, stderr
 
 
+@pytest.mark.slow
 def test_an_error_from_the_command_line_is_one_sentence_without_traceback(python_process, tmp_path):
     """The same path as the in-process checks above, once through a real process."""
     proc = python_process([PPO, "--env", "CartPol-v1", "--out-dir", str(tmp_path)])
@@ -198,7 +211,7 @@ def run_cli(tmp_path, *extra):
 
 @pytest.fixture(scope="module")
 def logged_every_update(tmp_path_factory):
-    return run_cli(tmp_path_factory.mktemp("log1"))
+    return once_per_run(tmp_path_factory, "logged_every_update", lambda: run_cli(tmp_path_factory.mktemp("log1")))
 
 
 @pytest.mark.slow
@@ -435,6 +448,7 @@ def test_a_suite_without_a_name_is_refused_before_the_suite_is_imported(cli_erro
                                  "brax/ant (--env brax/x lists brax's names)."), err
 
 
+@pytest.mark.slow
 def test_brax_lists_no_test_env():
     """Brax registers `fast`, an env for its own tests with no physics to learn."""
     pytest.importorskip("brax")

@@ -6,7 +6,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import assert_shards_match_one_device, run_cases_on_devices
+from conftest import assert_shards_match_one_device, four_device_snippet
 
 ENVS = ("CartPole-v1", "Pendulum-v1")
 
@@ -84,12 +84,16 @@ SHORT_RUN = textwrap.dedent(
 )
 
 
+FIXED_BATCH_ON_4 = four_device_snippet("test_data_parallel: fixed batch", FIXED_BATCH, *[(env,) for env in ENVS])
+SHORT_RUN_ON_4 = four_device_snippet("test_data_parallel: short run", SHORT_RUN, *[(env,) for env in ENVS])
+
+
 @pytest.mark.slow
-def test_gradient_and_update_on_a_fixed_batch_match_one_device():
+def test_gradient_and_update_on_a_fixed_batch_match_one_device(four_devices):
     """4 minibatches x 2 epochs with advantage normalisation, CartPole and Pendulum: the
     minibatch gradient and the parameters after the whole update are the single-device
     ones for 2 and 4 shards."""
-    for env, results in zip(ENVS, run_cases_on_devices(FIXED_BATCH, [(env,) for env in ENVS])):
+    for env, results in zip(ENVS, four_devices(FIXED_BATCH_ON_4)):
         one = [np.array(x) for x in results["1"]]
         assert any(np.abs(x).max() > 1e-4 for x in one)  # a real gradient and a real update
         for shards in ("2", "4"):
@@ -98,7 +102,7 @@ def test_gradient_and_update_on_a_fixed_batch_match_one_device():
 
 
 @pytest.mark.slow
-def test_short_runs_on_every_layout_match_one_device():
+def test_short_runs_on_every_layout_match_one_device(four_devices):
     """8 seeds, three updates with rollouts, GAE, observation/reward normalisation (Pendulum)
     and evaluation, on CartPole and Pendulum: seeds sharded over 4 devices (2 each), 2 seed
     shards x 2 data devices, and one seed's environments over 4 devices all give the one-device
@@ -107,7 +111,7 @@ def test_short_runs_on_every_layout_match_one_device():
     Pendulum's policy has a log-std parameter created from a constant: under shard_map with
     check_vma on, its gradient would be summed over devices and seeds would mix."""
     keys = ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return", "first_param")
-    for env, results in zip(ENVS, run_cases_on_devices(SHORT_RUN, [(env,) for env in ENVS])):
+    for env, results in zip(ENVS, four_devices(SHORT_RUN_ON_4)):
         assert [results[name]["layout"] for name in ("1", "seeds", "2", "4")] == [[1, 1, 8], [4, 1, 2], [2, 2, 4], [1, 4, 8]]
         for k in keys:  # seeds alone on other devices: the same per-seed program
             np.testing.assert_allclose(np.array(results["seeds"][k], float), np.array(results["1"][k], float),

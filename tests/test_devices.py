@@ -5,6 +5,8 @@ import textwrap
 
 import pytest
 
+from conftest import four_device_snippet
+
 from scanrl.common.harness import devices
 
 LAYOUTS = textwrap.dedent(
@@ -30,9 +32,13 @@ LAYOUTS = textwrap.dedent(
 )
 
 
-def test_layouts_on_four_devices(on_devices):
+LAYOUTS_ON_4 = four_device_snippet("test_devices: layouts", LAYOUTS)
+
+
+@pytest.mark.slow
+def test_layouts_on_four_devices(four_devices):
     """[seed shards, data-parallel, seeds per shard] chosen for 4 devices."""
-    layouts = on_devices(LAYOUTS)
+    (layouts,) = four_devices(LAYOUTS_ON_4)
     assert layouts == {
         "8 seeds": [4, 1, 2],
         "1 seed": [1, 4, 1],  # automatic: one seed's 4 environments over 4 devices

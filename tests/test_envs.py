@@ -90,6 +90,7 @@ def test_mlp_shapes_and_output_gain():
     assert float(jnp.abs(params[-1]["w"]).max()) < 0.02
 
 
+@pytest.mark.slow
 def test_importing_scanrl_changes_no_jax_setting_until_asked(python_process):
     """Importing every algorithm and the kit starts no JAX backend and sets no device count;
     `devices.use_cpu_cores()` then gives one CPU device per core. gymnax's rendering imports
@@ -112,6 +113,7 @@ print(callable(pong.plt.subplots), type(seaborn).__name__, hasattr(seaborn, "hea
     assert proc.stdout.split("\n")[:3] == ["False -1", "True", "True module True"]
 
 
+@pytest.mark.slow
 def test_default_config_then_make_train_keeps_one_cpu_device_per_core(python_process):
     """The Python API's order (docs/api.md): building a Config on a gymnax id starts no JAX
     backend, for every algorithm. A suite's id imports its adapter, and so gymnax, whose import
@@ -147,6 +149,7 @@ except ValueError as error:
     assert "use fewer cores" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_building_a_config_leaves_no_tracer_in_gymnax(python_process):
     """gymnax's modules compute arrays when imported (FrozenLake's directions). An id's action
     type was once read by building the env inside a trace, which imported gymnax there and left
@@ -168,6 +171,7 @@ print(any(isinstance(v, jax.core.Tracer) for v in vars(lake).values()), obs.shap
 
 
 @pytest.mark.parametrize("call", ["devices.use_cpu_cores()", "ppo.make_train(ppo.default_config('CartPole-v1'))"])
+@pytest.mark.slow
 def test_use_cpu_cores_and_make_train_warn_once_jax_has_started_with_fewer_devices(python_process, call):
     proc = python_process(["-c", f"""
 import jax, jax.numpy as jnp

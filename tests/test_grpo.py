@@ -12,7 +12,7 @@ from scanrl.common import envs, suites
 from scanrl.common.harness import sweeps
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
-from conftest import assert_shards_match_one_device, check_run_tools
+from conftest import assert_shards_match_one_device, check_run_tools, four_device_snippet
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
                        tanh_normal_program)
 
@@ -253,10 +253,13 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
+DATA_PARALLEL_ON_4 = four_device_snippet("test_grpo: data parallel", DATA_PARALLEL, ("CartPole-v1",))
+
+
 @pytest.mark.slow
-def test_data_parallel_matches_one_device(on_devices):
+def test_data_parallel_matches_one_device(four_devices):
     """Groups span the data shards (8 envs in groups of 4 over 4 devices)."""
-    results = on_devices(DATA_PARALLEL, "CartPole-v1")
+    (results,) = four_devices(DATA_PARALLEL_ON_4)
     assert_shards_match_one_device(
         results, ("policy_loss", "entropy", "reference_kl", "valid_fraction", "episode_return", "eval_return")
     )

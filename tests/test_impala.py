@@ -1,6 +1,8 @@
 """IMPALA: V-trace against rlax, GAE and a plain loop; importance ratios; data parallelism;
 learning with the default config (CartPole with actor lag; benchmarks/learning.py runs the other checks)."""
 
+import functools
+import json
 import textwrap
 
 import jax
@@ -13,7 +15,7 @@ from scanrl.common import envs, nets, onpolicy
 from scanrl.common.harness import devices
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
-from conftest import assert_shards_match_one_device, check_run_tools, run_cases_on_devices
+from conftest import assert_shards_match_one_device, check_run_tools, four_device_snippet
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
                        tanh_normal_program)
 
@@ -158,9 +160,16 @@ def test_critic_gradient_treats_targets_and_advantages_as_constants():
 SMALL = dict(total_timesteps=8 * 32 * 4, num_envs=8, num_steps=32, eval_every=0, log_every=0)
 
 
-def run(num_seeds=1, env="CartPole-v1", **kw):
-    config = compose(impala, env, num_seeds=num_seeds, **{**SMALL, **kw})
-    return jax.device_get(impala.make_train(config.config)(devices.seed_keys(0, num_seeds)))
+@functools.cache
+def train_of(num_seeds, env, kw_json):
+    """One jitted train per distinct config in this process, shared by the tests that run it."""
+    return impala.make_train(compose(impala, env, num_seeds=num_seeds, **{**SMALL, **json.loads(kw_json)}).config)
+
+
+def run(num_seeds=1, env="CartPole-v1", fresh=False, **kw):
+    """`fresh`: a train function made anew rather than the shared one."""
+    make = train_of.__wrapped__ if fresh else train_of
+    return jax.device_get(make(num_seeds, env, json.dumps(kw, sort_keys=True))(devices.seed_keys(0, num_seeds)))
 
 
 @pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
@@ -186,7 +195,7 @@ LAGGED = dict(actor_lag=2, num_epochs=1, num_minibatches=1)
 @pytest.mark.slow
 def test_same_key_identical_and_seeds_differ():
     """The lagged 2-seed CartPole run above (one compiled program for both tests)."""
-    a, b = run(2, **LAGGED), run(2, **LAGGED)
+    a, b = run(2, **LAGGED), run(2, fresh=True, **LAGGED)  # two builds of one config, each run
     for k in a["metrics"]:
         np.testing.assert_array_equal(a["metrics"][k], b["metrics"][k])
     assert not np.allclose(a["metrics"]["policy_loss"][0], a["metrics"]["policy_loss"][1])
@@ -211,10 +220,14 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
+DATA_PARALLEL_ON_4 = four_device_snippet("test_impala: data parallel", DATA_PARALLEL, ("CartPole-v1",),
+                                         ("Pendulum-v1",))
+
+
 @pytest.mark.slow
-def test_data_parallel_matches_one_device():
+def test_data_parallel_matches_one_device(four_devices):
     """CartPole and Pendulum, 2 and 4 shards against one device (one process runs all six)."""
-    for results in run_cases_on_devices(DATA_PARALLEL, [("CartPole-v1",), ("Pendulum-v1",)]):
+    for results in four_devices(DATA_PARALLEL_ON_4):
         assert_shards_match_one_device(
             results, ("policy_loss", "value_loss", "entropy", "rho_mean", "episode_return", "eval_return")
         )

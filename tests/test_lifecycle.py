@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO
+from conftest import HANG_GUARD, REPO, held, wait_until
 
 from scanrl.algos import grpo, impala, ppo, sac
 from scanrl.common.harness import checkpoint, devices, run
@@ -48,24 +48,26 @@ def assert_same_run(a: Path, b: Path):
     assert updates(b) == updates(a)
 
 
-def start(algo, out, *extra):
-    return subprocess.Popen([sys.executable, f"algos/{algo}.py", *SMALL[algo], *LIFECYCLE, "--out-dir", str(out), *extra],
+def start(algo, out, *extra, after=0):
+    """`python algos/ALGO.py`, held at its first checkpoint past update `after` (conftest.held)."""
+    return subprocess.Popen(held(after, f"algos/{algo}.py", *SMALL[algo], *LIFECYCLE, "--out-dir", out, *extra),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def signal_after_checkpoint(proc, out, sig, after=0):
-    """Send `sig` once a checkpoint newer than update `after` exists; returns (stdout, stderr)."""
-    deadline = time.time() + 300
-    while not [p for p in out.glob("*/checkpoints/update_*.npz") if checkpoint.update_of(p) > after]:
-        assert proc.poll() is None and time.time() < deadline, proc.communicate()[1][-3000:]
-        time.sleep(0.01)
+    """Send `sig` once a checkpoint newer than update `after` exists (a process started through
+    conftest.held with the same `after` waits there for it); returns (stdout, stderr)."""
+    wait_until(lambda: [p for p in out.glob("*/checkpoints/update_*.npz") if checkpoint.update_of(p) > after],
+               [proc], f"checkpoint past update {after}")
     proc.send_signal(sig)
     return proc.communicate(timeout=HANG_GUARD)
 
 
-def resume(run_dir):
-    return subprocess.Popen([sys.executable, "-m", "scanrl.algos.ppo" if "ppo__" in run_dir.name else "scanrl.algos.sac",
-                             "--resume", str(run_dir)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def resume(run_dir, after=None):
+    """`python -m scanrl.algos.ALGO --resume RUN_DIR`; held as `start` is unless `after` is None."""
+    command = ["-m", "scanrl.algos.ppo" if "ppo__" in run_dir.name else "scanrl.algos.sac", "--resume", str(run_dir)]
+    command = held(after, *command) if after is not None else [sys.executable, *command]
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
@@ -89,7 +91,7 @@ def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
     assert np.load(run_dir / "params.npz")["params/actor/0/w"].shape[0] == 2
     assert f"--resume {run_dir}" in stdout
 
-    proc = resume(run_dir)
+    proc = resume(run_dir, after=stopped)
     signal_after_checkpoint(proc, tmp_path / "run", signal.SIGKILL, after=stopped)
     assert proc.returncode == -signal.SIGKILL
     killed_at = checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1])
@@ -287,6 +289,7 @@ def test_a_run_too_big_for_memory_is_refused_with_the_estimate(cli_error, algo, 
     assert code == 2 and "this run needs at least" in err and "GiB" in err and "--num-envs" in err, err
 
 
+@pytest.mark.slow
 def test_a_run_whose_compiled_programs_do_not_fit_is_refused_before_its_folder(cli_error, monkeypatch):
     """The check before compiling is a lower bound (the state and the largest array); XLA's count
     of the compiled programs, temporaries included, is checked after compiling and before the
@@ -328,10 +331,11 @@ def test_config_file_errors_name_the_key_and_the_file(cli_error, tmp_path):
 
 # --- signals before training --------------------------------------------------------------
 # The script runs ppo.main and sends itself the signal at one phase of the start: while an
-# update is traced (lowering), or half a second into XLA's compile (a fresh cache: the
-# compile takes seconds). A script file, not `python -c`, so the kept-programs path is taken.
+# update is traced (lowering), or as XLA's compile starts (a fresh cache, so the start
+# compiles; the main thread waits on it and sees the signal at once, on a machine of any
+# speed). A script file, not `python -c`, so the kept-programs path is taken.
 STARTUP = """
-import os, signal, sys, threading, time
+import os, signal, sys, time
 from scanrl.algos import ppo
 from scanrl.common.harness import programs
 phase, sig, argv = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3:]
@@ -350,7 +354,7 @@ elif phase == "gc":  # from inside a gc callback, whose exceptions Python prints
     ppo.ppo_loss = lambda *a, **k: (gc.callbacks.append(callback), gc.collect(), loss(*a, **k))[2]
 else:
     keep = programs.compile_and_keep
-    programs.compile_and_keep = lambda *a, **k: (threading.Timer(0.5, send).start(), keep(*a, **k))[1]
+    programs.compile_and_keep = lambda *a, **k: (send(), keep(*a, **k))[1]
 ppo.main(argv)
 """
 

@@ -135,6 +135,7 @@ def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module
         module.make_train(dataclasses.replace(job.config, total_timesteps=0))
 
 
+@pytest.mark.slow
 def test_an_algorithm_file_imports_only_the_kit(python_process):
     """Importing any algorithm file loads scanrl's kit and nothing else: no module of the
     command line's harness (common/harness/), and not the registry of env ids and recipes
@@ -267,6 +268,7 @@ def test_a_state_with_empty_leaves_starts_and_advances_on_every_device():
 
 
 # --- the install --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_install_exposes_scanrl_and_no_top_level_algos_or_common(tmp_path):
     """Outside the repo (so its folders are not on sys.path): scanrl.algos.ppo and
     scanrl.common import, `algos` and `common` do not, and the distribution's only
@@ -421,6 +423,7 @@ else:  # a fresh process that lowers nothing: served by the source key alone
 """
 
 
+@pytest.mark.slow
 def test_a_kept_program_that_calls_lapack_runs_in_a_process_that_lowered_nothing(tmp_path):
     """MuJoCo MJX's physics (Playground) factorises with LAPACK. jaxlib sets up its LAPACK
     kernels only when a program using them is lowered, so a process served a kept program by

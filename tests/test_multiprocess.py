@@ -11,15 +11,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO
+from conftest import HANG_GUARD, REPO, held, wait_until
 
-COMMON = ["--total-timesteps", "1536", "--num-steps", "32", "--eval-every", "2", "--log-every", "4",
-          "--no-compile-cache"]
+COMMON = ["--total-timesteps", "1536", "--num-steps", "32", "--eval-every", "2", "--log-every", "4"]
 
 
 def free_port() -> int:
@@ -96,7 +94,7 @@ def test_sac_with_each_process_holding_its_own_environments_and_buffer(tmp_path)
     its half of the replay buffer); equal to one process with two devices (itself a
     --data-parallel 2 run)."""
     args = ["--num-envs", "2", "--num-steps", "50", "--total-timesteps", "400", "--learning-starts", "100",
-            "--batch-size", "64", "--data-parallel", "2", "--eval-every", "2", "--log-every", "4", "--no-compile-cache"]
+            "--batch-size", "64", "--data-parallel", "2", "--eval-every", "2", "--log-every", "4"]
     results = run_two_processes(tmp_path / "multi", args, script="algos/sac.py")
     for rank, (code, out, err) in enumerate(results):
         assert code == 0, f"process {rank}: {err[-3000:]}"
@@ -131,16 +129,17 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     the run ends as one process with two devices does. (The same pair without the signal
     was a test of its own; this one checks all it did, and shares its compiled programs.)"""
     args = ["--total-timesteps", str(128 * 150), "--num-steps", "32", "--eval-every", "25", "--log-every", "1",
-            "--checkpoint-every", "2", "--num-seeds", "2", "--data-parallel", "1", "--no-compile-cache"]
+            "--checkpoint-every", "2", "--num-seeds", "2", "--data-parallel", "1"]
     port = free_port()
+    # Process 1 waits at its first checkpoint for the signal (conftest.held), and process 0 in
+    # the next chunk's collective: the signal lands mid-run on a machine of any speed.
+    commands = [[sys.executable, "algos/ppo.py"], held(0, "algos/ppo.py")]
     procs = [subprocess.Popen(
-        [sys.executable, "algos/ppo.py", "--distributed", "--out-dir", str(tmp_path / f"p{rank}"), *args], cwd=REPO,
+        [*commands[rank], "--distributed", "--out-dir", str(tmp_path / f"p{rank}"), *args], cwd=REPO,
         env=clean_env(JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2", JAX_PROCESS_ID=str(rank)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
     try:
-        while not list((tmp_path / "p0").glob("*/checkpoints/update_*.npz")):
-            assert all(p.poll() is None for p in procs), procs[0].communicate()[1][-3000:]
-            time.sleep(0.01)  # a busy wait would take a core from the two processes it waits for
+        wait_until(lambda: list((tmp_path / "p0").glob("*/checkpoints/update_*.npz")), procs, "checkpoint")
         procs[1].send_signal(signal.SIGINT)
         outputs = [p.communicate(timeout=HANG_GUARD) for p in procs]
     finally:
@@ -153,7 +152,7 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     assert summary["stopped_by"] == "interrupt" and summary["updates"] < 150 and not (tmp_path / "p1").exists()
     assert "update" in outputs[0][0] and "update" not in outputs[1][0]  # only process 0 prints
 
-    results = run_two_processes(tmp_path / "again", ["--resume", str(run_dir), "--no-compile-cache"])
+    results = run_two_processes(tmp_path / "again", ["--resume", str(run_dir)])
     for rank, (code, out, err) in enumerate(results):
         assert code == 0, f"process {rank}: {err[-3000:]}"
     single_dir = run_one_process(tmp_path / "single", args)

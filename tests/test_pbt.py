@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO
+from conftest import HANG_GUARD, REPO, held, once_per_run
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
 from scanrl.common.harness import devices, loop, pbt, sweeps
@@ -218,10 +218,13 @@ PBT_RUN = ["--total-timesteps", "12288", "--num-steps", "64", "--num-seeds", "2"
 
 @pytest.fixture(scope="module")
 def pbt_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pbt")
-    summary = ppo.main([*PBT_RUN, "--out-dir", str(out)])
-    assert summary["exit_code"] == 0 and summary["num_configs"] == 4
-    return Path(summary["run_dir"])
+    """The PBT run, once per test run."""
+    def compute():
+        summary = ppo.main([*PBT_RUN, "--out-dir", str(tmp_path_factory.mktemp("pbt"))])
+        assert summary["exit_code"] == 0 and summary["num_configs"] == 4
+        return Path(summary["run_dir"])
+
+    return once_per_run(tmp_path_factory, "pbt_dir", compute)
 
 
 @pytest.mark.slow
@@ -277,7 +280,7 @@ def test_the_lineage_agrees_with_the_parameters_and_the_schedule_with_the_lineag
 def test_a_killed_pbt_run_resumes_bit_for_bit(pbt_dir, tmp_path):
     from test_lifecycle import assert_same_run, signal_after_checkpoint
 
-    proc = subprocess.Popen([sys.executable, "algos/ppo.py", *PBT_RUN, "--out-dir", str(tmp_path)], cwd=REPO,
+    proc = subprocess.Popen(held(4, "algos/ppo.py", *PBT_RUN, "--out-dir", tmp_path), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     signal_after_checkpoint(proc, tmp_path, signal.SIGKILL, after=4)
     assert proc.returncode == -signal.SIGKILL

@@ -1,5 +1,7 @@
 """PPO: loss pieces by hand, reproducibility across seeds, and learning."""
 
+import functools
+import json
 import math
 
 import jax
@@ -206,15 +208,25 @@ def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
 SMALL = dict(total_timesteps=4 * 32 * 6, num_envs=4, num_steps=32, eval_every=3, eval_episodes=2, log_every=0)
 
 
-def run(num_seeds, seed=0, env="CartPole-v1", **kw):
-    config = compose(ppo, env, num_seeds=num_seeds, seed=seed, **{**SMALL, **kw})
-    out = loop.build(ppo.make_algorithm, config).train(devices.seed_keys(seed, num_seeds))  # evaluated, padded
+@functools.cache
+def program(num_seeds, seed, env, kw_json):
+    """One built program per distinct config in this process: tests that run the same config
+    share it (built once, traced and lowered once)."""
+    config = compose(ppo, env, num_seeds=num_seeds, seed=seed, **{**SMALL, **json.loads(kw_json)})
+    return loop.build(ppo.make_algorithm, config)
+
+
+def run(num_seeds, seed=0, env="CartPole-v1", fresh=False, **kw):
+    """Train `num_seeds` seeds of a SMALL config (evaluated, padded); `fresh`: a program built
+    anew rather than the shared one."""
+    build = program.__wrapped__ if fresh else program
+    out = build(num_seeds, seed, env, json.dumps(kw, sort_keys=True)).train(devices.seed_keys(seed, num_seeds))
     return jax.device_get(out)
 
 
 @pytest.mark.slow
 def test_same_key_gives_identical_metrics():
-    a, b = run(2), run(2)
+    a, b = run(2), run(2, fresh=True)  # two builds of one config, each run
     for k in a["metrics"]:
         np.testing.assert_array_equal(a["metrics"][k], b["metrics"][k])
 
@@ -244,6 +256,7 @@ def test_different_seeds_differ():
     assert not np.allclose(out["metrics"]["policy_loss"][0], out["metrics"]["policy_loss"][1])
 
 
+@pytest.mark.slow
 def test_metrics_shapes_and_eval_schedule():
     out = run(2)
     num_updates = SMALL["total_timesteps"] // (SMALL["num_envs"] * SMALL["num_steps"])

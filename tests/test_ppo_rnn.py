@@ -15,7 +15,7 @@ from scanrl.common import envs, suites
 from scanrl.common.harness import devices, envsettings
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
-from conftest import assert_shards_match_one_device, check_run_tools
+from conftest import assert_shards_match_one_device, check_run_tools, four_device_snippet
 from test_nets import (EXTREME_ACTORS, bounded_env, check_entropy_stat, check_squashed_log_prob, constant_actor,
                        tanh_normal_program)
 
@@ -293,12 +293,15 @@ DATA_PARALLEL = textwrap.dedent(
 )
 
 
+DATA_PARALLEL_ON_4 = four_device_snippet("test_ppo_rnn: data parallel", DATA_PARALLEL)
+
+
 @pytest.mark.slow
-def test_data_parallel_matches_one_device(on_devices):
+def test_data_parallel_matches_one_device(four_devices):
     """Each device steps its share of the environments and replays its share of every
     minibatch's sequences (16 sequences of 16 steps, 4 per minibatch, over 2 and 4 devices);
     evaluation carries the GRU state on every device (masked CartPole)."""
-    results = on_devices(DATA_PARALLEL)
+    (results,) = four_devices(DATA_PARALLEL_ON_4)
     assert_shards_match_one_device(
         results, ("policy_loss", "value_loss", "entropy", "approx_kl", "episode_return", "eval_return"), atol=1e-5,
     )

@@ -184,6 +184,7 @@ def test_bad_recipes_and_env_options_are_one_sentence(cli_error):
         assert code == 2 and message in err and err.count("error:") == 1, (args, err)
 
 
+@pytest.mark.slow
 def test_playground_options_are_its_config_overrides():
     installed("mujoco_playground", "playground")
     from scanrl.common.suites import playground
@@ -198,6 +199,7 @@ def test_playground_options_are_its_config_overrides():
         playground.overrides("CartpoleBalance", {"episode_length": "long"})
 
 
+@pytest.mark.slow
 def test_each_suite_keeps_its_recipes_and_looking_one_up_imports_no_suite():
     """A suite's recipes are its adapter's RECIPES table; finding one loads that adapter module
     only, never the suite's package, and a gymnax env loads no adapter at all."""
@@ -219,6 +221,7 @@ assert not heavy, heavy
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_locomotion_recipes_are_playgrounds_own():
     """Every Playground locomotion task's PPO recipe holds `locomotion_params.brax_ppo_config`'s
     values (read from Playground itself here), and its cached starts are drawn anew as often
@@ -253,6 +256,7 @@ def test_locomotion_recipes_are_playgrounds_own():
             iterations * per_iteration // published.num_envs), task
 
 
+@pytest.mark.slow
 def test_playground_sac_recipes_layer_norm_their_q_networks():
     """Playground's DM Control SAC config sets q_network_layer_norm; its recipe turns on
     --critic-layer-norm, and Brax's notebook SAC recipes (no layer norm there) leave it off."""

@@ -14,7 +14,7 @@ import pytest
 from scanrl.algos import sac
 from scanrl.common.harness import devices, loop, sweeps
 from scanrl.common.harness.runconfig import compose
-from conftest import assert_shards_match_one_device, check_run_tools
+from conftest import assert_shards_match_one_device, check_run_tools, four_device_snippet
 
 
 # --- replay buffer ------------------------------------------------------------------------------
@@ -238,6 +238,7 @@ def test_max_grad_norm_is_a_value_zero_clips_nothing():
     np.testing.assert_allclose(traced[1], clipped.update(grads, clipped.init(params), params)[0]["w"], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_q_layer_norm_is_brax_s_mlp_with_layer_norm():
     """--critic-layer-norm: each hidden layer of the Q MLPs is Dense, activation, then a layer norm
     with a scale and an offset, as Brax's MLP with layer_norm=True (flax's Dense and LayerNorm
@@ -343,10 +344,13 @@ print("RESULT" + json.dumps(results))
 """
 
 
+UPDATE_ON_4 = four_device_snippet("test_sac: data parallel update", DATA_PARALLEL_SCRIPT)
+
+
 @pytest.mark.slow
-def test_data_parallel_update_equals_one_device(on_devices):
+def test_data_parallel_update_equals_one_device(four_devices):
     """A batch split over 2 or 4 devices gives the single-device update."""
-    results = on_devices(DATA_PARALLEL_SCRIPT, num_devices=4)
+    (results,) = four_devices(UPDATE_ON_4)
     for shards in ("2", "4"):
         for got, want in zip(results[shards]["params"], results["1"]["params"]):
             np.testing.assert_allclose(np.array(got), np.array(want), rtol=2e-5, atol=2e-6)
@@ -372,11 +376,14 @@ print("RESULT" + json.dumps(results))
 """
 
 
+SHORT_RUNS_ON_4 = four_device_snippet("test_sac: data parallel runs", SHORT_RUNS_SCRIPT)
+
+
 @pytest.mark.slow
-def test_data_parallel_runs_equal_one_device(on_devices):
+def test_data_parallel_runs_equal_one_device(four_devices):
     """One seed's 4 environments on 1, 2 and 4 devices, over 4 updates (one buffer, sampled
     with one key whatever the split): the same losses, returns, evaluations and policy."""
-    results = on_devices(SHORT_RUNS_SCRIPT, num_devices=4)
+    (results,) = four_devices(SHORT_RUNS_ON_4)
     assert np.isfinite(results["1"]["critic_loss"][0][1:]).all()  # the compared updates learn
     assert_shards_match_one_device(
         results, ("critic_loss", "actor_loss", "alpha", "q_mean", "episode_return", "eval_return", "first_param"),

@@ -288,6 +288,7 @@ def test_navix_carries_no_sprite_cache_and_draws_navixs_own_picture():
 
 
 # --- MuJoCo Playground -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_playground_spaces_and_an_offline_task_is_one_sentence(cli_error, monkeypatch):
     """A locomotion task fetches its model files with git at first use; offline that fails
     (as here: the failure is made certain, whatever the machine's network)."""

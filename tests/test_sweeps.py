@@ -15,7 +15,7 @@ from scanrl.algos import ppo
 from scanrl.common.harness import devices, loop, run, sweeps
 from scanrl.common.harness.runconfig import compose
 
-from conftest import REPO
+from conftest import REPO, held, once_per_run
 
 SMALL = dict(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2, total_timesteps=4 * 32 * 3, eval_every=0,
              log_every=0)
@@ -86,7 +86,10 @@ def test_a_tanh_normal_policy_sweeps_in_one_program():
                      sweep=("learning_rate=log:1e-4:1e-2",))
     sweep = sweeps.parse(config.run.sweep, 2, 0, config.config)
     program = loop.build(ppo.make_algorithm, config, sweep=sweep)
-    program.start.lower(devices.seed_keys(0, 1)[np.zeros(2, int)])
+    state = program.start.lower(devices.seed_keys(0, 1)[np.zeros(2, int)]).out_info
+    assert {leaf.shape[0] for leaf in jax.tree.leaves(state)} == {2}  # one row per config, in one program
+    assert state.hparams["learning_rate"].shape == (2,) and len(set(sweep.values["learning_rate"])) == 2
+    assert state.train.params["actor"][-1]["w"].shape[-1] == 2  # tanh_normal's mean and log-std of 1 action
 
 
 @pytest.mark.slow
@@ -140,10 +143,13 @@ SWEEP_RUN = ["--sweep", "learning_rate=1e-3,3e-2", "--sweep", "gamma=0.9,0.99", 
 
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sweep")
-    summary = ppo.main([*SWEEP_RUN, "--out-dir", str(out)])
-    assert summary["exit_code"] == 0 and summary["num_configs"] == 4 and summary["num_seeds"] == 2
-    return Path(summary["run_dir"])
+    """The sweep's run, once per test run."""
+    def compute():
+        summary = ppo.main([*SWEEP_RUN, "--out-dir", str(tmp_path_factory.mktemp("sweep"))])
+        assert summary["exit_code"] == 0 and summary["num_configs"] == 4 and summary["num_seeds"] == 2
+        return Path(summary["run_dir"])
+
+    return once_per_run(tmp_path_factory, "sweep_dir", compute)
 
 
 @pytest.mark.slow
@@ -195,7 +201,7 @@ def test_best_config_round_trips_through_config(sweep_dir):
 def test_an_interrupted_sweep_resumes_to_the_uninterrupted_result(sweep_dir, tmp_path):
     from test_lifecycle import assert_same_run, signal_after_checkpoint
 
-    proc = subprocess.Popen([sys.executable, "algos/ppo.py", *SWEEP_RUN, "--out-dir", str(tmp_path)], cwd=REPO,
+    proc = subprocess.Popen(held(0, "algos/ppo.py", *SWEEP_RUN, "--out-dir", tmp_path), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = signal_after_checkpoint(proc, tmp_path, signal.SIGINT)
     assert proc.returncode == 130, stderr[-3000:]

@@ -18,7 +18,7 @@ from scanrl.common.harness import evaluate, plots, render
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
 
-from conftest import HANG_GUARD, check_run_tools, run_python
+from conftest import HANG_GUARD, check_run_tools, once_per_run, run_python
 
 
 # --- registry -----------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def short_run(out_dir, **overrides):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    return short_run(tmp_path_factory.mktemp("tools"))
+    return once_per_run(tmp_path_factory, "tools_run_dir", lambda: short_run(tmp_path_factory.mktemp("tools")))
 
 
 @pytest.mark.slow
