@@ -72,7 +72,10 @@ def _with_jax():
     except Exception:
         pass
 
-_with_jax()
+try:
+    _with_jax()
+except ImportError:  # a process without JAX (pip installing it, say)
+    pass
 """ % (EVENTS,)
 
 PLUGIN = """
