@@ -24,6 +24,7 @@ def test_override_params_checks_names_and_keeps_int_types():
         envsettings.override_params(params, {"lenght": 0.7})
 
 
+@pytest.mark.slow
 def test_time_limit_is_truncation_with_final_observation():
     """Pendulum never terminates: at its 200-step limit it is truncated, and final_obs is
     the observation reached (not the reset one), which the next obs is not."""

@@ -99,6 +99,7 @@ def test_reference_kl_is_zero_at_the_reference_and_positive_elsewhere():
     assert float(stats["reference_kl"]) > 0
 
 
+@pytest.mark.slow
 def test_a_traced_kl_coef_equals_the_concrete_one_and_zero_leaves_the_loss_alone():
     """A sweep traces kl_coef: the loss then always takes the KL term, and a row at 0 gets the
     loss (and gradient) of the run without a reference policy."""
@@ -195,6 +196,7 @@ def test_tanh_normal_env_actions_stay_in_the_bounds():
             assert actions.shape == (64, 2) and bool(((actions >= low) & (actions <= high)).all()), actor
 
 
+@pytest.mark.slow
 def test_tanh_normal_log_prob_of_the_squashed_action():
     """The actor's 2A outputs are [loc, raw scale] (no log_std, no clamp); log pi(u) - log|det J| is the
     density of the squashed action by distrax and by hand."""

@@ -193,6 +193,7 @@ def test_the_callback_detector_sees_a_callback():
 
 
 @pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn"])
+@pytest.mark.slow
 def test_no_training_program_contains_a_host_callback(name):
     """Whole run, start and advance: without callbacks JAX's persistent cache can store them."""
     module, config = config_of(name)

@@ -23,6 +23,7 @@ from scanrl.common.nets import (SQUASH, cnn_apply, cnn_init, pre_tanh_normal, sq
     ((10, 10, 4), (16, 32), 6 * 6 * 32),
     ((7, 5, 3), (8,), 5 * 3 * 8),
 ])
+@pytest.mark.slow
 def test_conv_shapes(image_shape, channels, features):
     params, out_dim = cnn_init(jax.random.key(0), image_shape, channels)
     assert out_dim == features

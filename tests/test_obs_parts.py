@@ -68,6 +68,7 @@ def test_the_parts_become_one_vector_and_the_policy_reads_state():
     assert pendulum.policy_obs_dim == pendulum.obs_dim == 3
 
 
+@pytest.mark.slow
 def test_ppo_value_net_reads_the_privileged_part_only_when_asked():
     env = PartsEnv()
     vec_env = envs.VecEnv(env, env.default_params, 5)
@@ -87,6 +88,7 @@ def test_ppo_value_net_reads_the_privileged_part_only_when_asked():
 
 
 @pytest.mark.parametrize("module", [ppo, impala, grpo, sac, ppo_rnn], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.slow
 def test_every_policy_acts_on_the_state_part_alone(module):
     """Each algorithm's first policy layer takes the state part, and (where acting needs no
     memory) its actions do not change with the privileged part."""

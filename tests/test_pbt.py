@@ -29,6 +29,7 @@ def spec(members=8, seeds=3, **kw):
 
 
 # --- exploit and explore ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_exploit_replaces_the_bottom_fraction_by_the_top_within_each_run():
     s = spec()
     M, S, n = s.members, s.seeds, s.replaced
@@ -59,6 +60,7 @@ def test_exploit_replaces_the_bottom_fraction_by_the_top_within_each_run():
     assert any(not np.array_equal(jax.device_get(decide(fitness, hparams, keys, u))[0], source) for u in range(8, 16))
 
 
+@pytest.mark.slow
 def test_explore_keeps_hyperparameters_inside_their_bounds():
     s = spec(members=16, seeds=2, resample=0.3)
     M, S = s.members, s.seeds
@@ -94,6 +96,7 @@ class Train(NamedTuple):  # an algorithm's state, as PBT sees its fields
 
 
 @pytest.mark.parametrize("num_devices", [1, 2])
+@pytest.mark.slow
 def test_exploit_copies_exactly_the_parents_learning_state_and_keeps_the_members_own_experience(num_devices):
     """On one device and across two (the parent's state gathered from the other device)."""
     s = spec(members=4, seeds=2, space={"learning_rate": ("log", 1e-4, 1e-2)}, interval=3)
@@ -138,6 +141,7 @@ SMALL = dict(num_envs=4, num_steps=32, num_epochs=2, num_minibatches=2, total_ti
 SPECS = ("learning_rate=log:1e-4:3e-2", "ent_coef=0.0,0.05")
 
 
+@pytest.mark.slow
 def test_burn_in_ranks_without_replacing_then_exploits_as_without_it():
     """--pbt-burn-in B: an interval ending at or before update B replaces nobody (each row its own
     source, values kept); after it, the decisions are exactly those without a burn-in."""

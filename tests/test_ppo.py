@@ -97,6 +97,7 @@ def _tanh_policy(params, obs):
     return ppo.policy(params, obs, "tanh", action_dist="tanh_normal", min_std=0.001)
 
 
+@pytest.mark.slow
 def test_tanh_normal_log_prob_by_hand_up_to_saturation():
     """log pi(tanh(u)) = log N(u; loc, scale) - sum log(1 - tanh(u)^2), scale = softplus(raw) + min_std,
     against float64 with log(1 - tanh(u)^2) = -2 log cosh(u); distrax's Transformed (which inverts
@@ -119,6 +120,7 @@ def test_tanh_normal_log_prob_by_hand_up_to_saturation():
     np.testing.assert_allclose(tiny.scale_diag, 0.001, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_tanh_normal_entropy_estimate():
     """H(tanh(u)) = H(u) + E[sum log(1 - tanh(u)^2)]: the one-sample estimate averaged over many
     samples meets the expectation by quadrature; it is below the unsquashed normal's entropy,
@@ -151,6 +153,7 @@ def test_tanh_normal_entropy_estimate():
     assert float(jax.grad(mean_entropy)(jnp.array([-5.0]))[0]) > 1.0
 
 
+@pytest.mark.slow
 def test_tanh_normal_actions_stay_in_the_bounds():
     low, high = jnp.array([-1.0, 0.0]), jnp.array([3.0, 0.5])
     u = jnp.array([[-1e30, -1e30], [-20.0, 20.0], [0.0, 0.0], [1e30, 1e30], [-jnp.inf, jnp.inf]])
@@ -176,6 +179,7 @@ def test_tanh_normal_actions_stay_in_the_bounds():
             assert bool(((actions >= -2.0) & (actions <= 2.0)).all()), actions
 
 
+@pytest.mark.slow
 def test_tanh_normal_ratio_is_one_on_its_own_rollout():
     """One update of 1 epoch x 1 minibatch: its loss stats are those at the rollout's own parameters,
     and with clip_eps 1e-6 clip_fraction counts every ratio further than 1e-6 from 1. Also with the
@@ -354,6 +358,7 @@ def test_to_unrolls_cuts_each_envs_rollout_into_pieces_in_time_order():
     np.testing.assert_array_equal(unrolls, expected)
 
 
+@pytest.mark.slow
 def test_unroll_gradient_is_gae_within_each_unroll_then_the_minibatch_gradient():
     """--unroll-length: GAE runs over each unroll alone (its last step bootstraps from V of the
     observation it reached, and no trace crosses into the next piece), with the params being

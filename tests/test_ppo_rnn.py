@@ -24,6 +24,7 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+@pytest.mark.slow
 def test_gru_cell_follows_its_equations():
     params = jax.tree.map(np.asarray, ppo_rnn.gru_init(jax.random.key(0), 3, 5))
     params["b_in"] = np.random.default_rng(0).normal(size=15).astype(np.float32)  # non-zero biases
@@ -207,6 +208,7 @@ def test_tanh_normal_env_actions_stay_in_the_bounds():
             assert actions.shape == (64, 2) and bool(((actions >= low) & (actions <= high)).all()), actor
 
 
+@pytest.mark.slow
 def test_tanh_normal_log_prob_of_the_squashed_action():
     """The policy head on the GRU state outputs [loc, raw scale] (2A, no log_std); log pi(u) - log|det J|
     is the density of the squashed action by distrax and by hand."""
@@ -221,6 +223,7 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     check_squashed_log_prob(dist, ppo_rnn.mlp_apply(params["actor"], hidden, "tanh"), config.min_std, u)
 
 
+@pytest.mark.slow
 def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     """ppo_loss's entropy over replayed sequences: the one-sample estimate with the stored noise, which
     averages to H(u) + E[sum log(1 - tanh(u)^2)] (quadrature) and lies below the normal's entropy."""
@@ -248,6 +251,7 @@ def test_tanh_normal_on_discrete_actions_exits_2_before_compiling(cli_error):
     assert code == 2 and "--min-std must be positive" in stderr, stderr
 
 
+@pytest.mark.slow
 def test_one_hot_observations_are_the_codes_read_one_hot(cli_error):
     """--obs-one-hot K reads each value of a symbolic grid [H, W, C] as a code 0..K-1: the step
     equals the same network on the explicit one-hot grid [H, W, C * K] (what an embedding table

@@ -85,6 +85,7 @@ def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
     assert recipes.cpu_factor(recipes.recipe_for("ppo", "navix/Navix-DoorKey-5x5-v0")) == 1
 
 
+@pytest.mark.slow
 def test_recipe_envs_exist_in_their_suites():
     """Every exact entry names an env of its suite, and every pattern matches at least one."""
     installed("brax.envs", "brax")

@@ -42,6 +42,7 @@ def test_buffer_holds_exactly_the_latest_steps_after_wrapping_around():
             np.testing.assert_array_equal(stored[row], expected, err_msg=f"{name}, row {row}")
 
 
+@pytest.mark.slow
 def test_buffer_samples_only_written_slots_and_covers_them_uniformly():
     buffer = sac.buffer_init(10, 3, 2, 1)
     for i in range(4):
@@ -66,6 +67,7 @@ def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
     assert sac.Config(buffer_size=1_000, num_envs=4, num_steps=50).buffer_rows == 250
 
 
+@pytest.mark.slow
 def test_buffer_stores_the_final_observation_and_only_true_terminations():
     """Pendulum's 200-step time limit: the step that hits it stores the observation it
     reached (not the reset one) with terminated False, so its target bootstraps."""
@@ -112,6 +114,7 @@ def _distrax_squashed(mean, log_std):
     return distrax.Transformed(distrax.MultivariateNormalDiag(mean, jnp.exp(log_std)), distrax.Block(distrax.Tanh(), 1))
 
 
+@pytest.mark.slow
 def test_log_prob_equals_distrax_sample_and_log_prob():
     k_mean, k_std, k_sample = jax.random.split(jax.random.key(1), 3)
     mean = 2.0 * jax.random.normal(k_mean, (64, 3))
@@ -122,6 +125,7 @@ def test_log_prob_equals_distrax_sample_and_log_prob():
     np.testing.assert_allclose(ours_log_prob, theirs_log_prob, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_log_prob_stays_finite_at_saturated_actions():
     mean = jnp.array([[15.0, -15.0], [30.0, -30.0]])
     log_std = jnp.full((2, 2), -5.0)
@@ -218,6 +222,7 @@ def test_temperature_moves_toward_the_target_entropy(entropy, direction):
     assert np.sign(float(log_alpha)) == direction
 
 
+@pytest.mark.slow
 def test_max_grad_norm_is_a_value_zero_clips_nothing():
     """max_grad_norm 0 is an infinite bound, not a Python branch: traced (as a sweep traces it),
     0 gives Adam's update exactly and a small bound shrinks the first update."""

@@ -173,6 +173,7 @@ def test_a_sweep_reports_rliables_iqm_interval_per_config(tmp_path):
     assert "rliable" in saved["iqm_interval"]
 
 
+@pytest.mark.slow
 def test_the_vectorised_bootstrap_draws_rliables_resamples_across_chunks(monkeypatch):
     """All resamples at once (stats._bootstrap) against rliable's one-at-a-time bootstrap: the
     same draws from the seeded stream, so the intervals are equal, not merely within

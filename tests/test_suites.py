@@ -263,6 +263,7 @@ def test_ppo_learns_an_empty_grid(tmp_path, name):
     assert np.nanmean(lengths[:5]) > 30 and np.nanmean(lengths[-5:]) <= 10, lengths
 
 
+@pytest.mark.slow
 def test_navix_carries_no_sprite_cache_and_draws_navixs_own_picture():
     """Navix's state holds a sprite picture of its grid that only RGB observations read. The
     adapter's state carries an empty one through reset and step (building, selecting and
@@ -358,6 +359,7 @@ def test_jumanji_steps_equal_jumanji_itself_until_the_snake_dies():
     np.testing.assert_allclose(obs, snake_view(jax.jit(raw.reset)(reset_key)[1].observation), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_jumanji_snake_time_limit_is_truncated(monkeypatch):
     """Snake ends at its own time_limit with discount 0, as if the snake had died; the
     adapter reports that cut as `truncated`, with the observation reached as the final one.
