@@ -1,7 +1,8 @@
 """The results of short runs of the on-policy algorithms, saved so that two trees can be compared
 bit for bit: did a refactor change what the algorithms compute? 3-update runs of 2 seeds of PPO
-(CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), evaluating
-every 2 updates; every final policy parameter and every metric.
+(CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), and PPO,
+IMPALA and GRPO's conv torso (Breakout-MinAtar), evaluating every 2 updates; every final policy
+parameter and every metric.
 
     python benchmarks/fingerprint.py before.npz          # on one tree
     python benchmarks/fingerprint.py after.npz           # on the other
@@ -13,7 +14,9 @@ import sys
 import numpy as np
 
 CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02}), ("impala", "CartPole-v1", {}),
-         ("grpo", "CartPole-v1", {}), ("ppo_rnn", "CartPole-v1", {}))
+         ("grpo", "CartPole-v1", {}), ("ppo_rnn", "CartPole-v1", {}),
+         # the conv torso (common/nets.py cnn_apply), with each algorithm's MinAtar preset
+         ("ppo", "Breakout-MinAtar", {}), ("impala", "Breakout-MinAtar", {}), ("grpo", "Breakout-MinAtar", {}))
 
 
 def fingerprint(path: str) -> None:

@@ -106,8 +106,10 @@ def cnn_init(key: jax.Array, image_shape: tuple[int, int, int], channels: Sequen
     return layers, height * width * c_in
 
 
-def cnn_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str = "relu") -> jax.Array:
-    """x [..., H, W, C] -> features [..., H' * W' * C'] (the activation follows every layer).
+def cnn_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str = "relu",
+              normalize: Callable | None = None) -> jax.Array:
+    """x [..., H, W, C] -> features [..., H' * W' * C'] (the activation follows every layer;
+    `normalize(layer, x)`, where given, comes between a convolution and its activation).
 
     Each convolution is a matmul over k x k patches cut out with slices (im2col):
     lax.conv_general_dilated inside a scan body (the epochs' minibatch loop) ran about 20x
@@ -120,7 +122,8 @@ def cnn_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str 
         k = layer["w"].shape[0]
         height, width = x.shape[1] - k + 1, x.shape[2] - k + 1
         patches = jnp.concatenate([x[:, i:i + height, j:j + width] for i in range(k) for j in range(k)], axis=-1)
-        x = act(patches @ layer["w"].reshape(-1, layer["w"].shape[-1]) + layer["b"])  # [n, H', W', C_out]
+        x = patches @ layer["w"].reshape(-1, layer["w"].shape[-1]) + layer["b"]  # [n, H', W', C_out]
+        x = act(x if normalize is None else normalize(layer, x))
     return x.reshape(batch + (-1,))
 
 

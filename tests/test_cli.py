@@ -10,7 +10,7 @@ import pytest
 
 from conftest import HANG_GUARD, REPO, four_device_snippet, once_per_run, run_python, run_scripts
 
-from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.algos import grpo, impala, ppo, pqn, sac
 from scanrl.common.harness import run
 from scanrl.common.harness.runconfig import compose
 
@@ -18,9 +18,9 @@ PPO = "algos/ppo.py"
 
 
 HELP_LINES = {  # every --help below, run as scripts in one process (run_scripts)
-    **{algo.__name__: [algo.__file__, "--help"] for algo in (ppo, impala, grpo, sac)},
+    **{algo.__name__: [algo.__file__, "--help"] for algo in (ppo, impala, grpo, pqn, sac)},
     "ppo Pendulum": [PPO, "--env", "Pendulum-v1", "--help"],
-    **{f"{algo.__name__} MinAtar": [algo.__file__, "--env", "SpaceInvaders-MinAtar", "--help"] for algo in (ppo, impala, grpo)},
+    **{f"{algo.__name__} MinAtar": [algo.__file__, "--env", "SpaceInvaders-MinAtar", "--help"] for algo in (ppo, impala, grpo, pqn)},
 }
 
 
@@ -31,7 +31,8 @@ def help_of(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (grpo, "group std"), (sac, "Polyak rate")]
+    "algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (grpo, "group std"), (pqn, "Q(lambda)'s lambda"),
+                     (sac, "Polyak rate")]
 )
 @pytest.mark.slow
 def test_help_lists_every_flag_with_its_help(help_of, algo, phrase):
@@ -81,7 +82,7 @@ def test_help_shows_continuous_defaults_for_a_continuous_env(help_of):
     assert "0.95" in proc["stdout"] and "1000000" in proc["stdout"].replace("_", "")
 
 
-@pytest.mark.parametrize("algo", [ppo, impala, grpo])
+@pytest.mark.parametrize("algo", [ppo, impala, grpo, pqn])
 @pytest.mark.slow
 def test_help_shows_the_minatar_preset_for_a_minatar_env(help_of, algo):
     proc = help_of[f"{algo.__name__} MinAtar"]

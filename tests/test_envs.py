@@ -124,9 +124,9 @@ def test_default_config_then_make_train_keeps_one_cpu_device_per_core(python_pro
     proc = python_process(["-c", """
 import jax
 from jax._src import xla_bridge
-from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac
 from scanrl.common.harness import devices
-algos = (grpo, impala, ppo, ppo_rnn, sac)
+algos = (grpo, impala, ppo, ppo_rnn, pqn, sac)
 configs = {(m.__name__, e): m.default_config(e) for m in algos for e in ["CartPole-v1", "Pendulum-v1", "Breakout-MinAtar"]}
 print(bool(xla_bridge._backends), configs["scanrl.algos.ppo", "Pendulum-v1"].gamma,
       configs["scanrl.algos.ppo", "CartPole-v1"].gamma)

@@ -16,11 +16,11 @@ import pytest
 
 from conftest import HANG_GUARD, REPO, held, wait_until
 
-from scanrl.algos import grpo, impala, ppo, sac
+from scanrl.algos import grpo, impala, ppo, pqn, sac
 from scanrl.common.harness import checkpoint, devices, run
 from scanrl.common.harness.runconfig import compose
 
-ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "sac": sac}
+ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "pqn": pqn, "sac": sac}
 # Small runs with many chunks (one update each) and a checkpoint every 2 updates.
 SMALL = {
     "ppo": ["--total-timesteps", "102400", "--num-seeds", "2", "--eval-every", "20"],
@@ -28,6 +28,8 @@ SMALL = {
             "--eval-every", "20", "--eval-episodes", "2", "--batch-size", "64"],
     "impala": ["--total-timesteps", "40960", "--eval-every", "5"],
     "grpo": ["--num-envs", "16", "--num-steps", "128", "--total-timesteps", "20480", "--eval-every", "5"],
+    "pqn": ["--num-envs", "8", "--num-steps", "16", "--num-minibatches", "4", "--hidden", "32",
+            "--total-timesteps", "1280", "--eval-every", "5"],
 }
 LIFECYCLE = ["--log-every", "1", "--checkpoint-every", "2"]
 
@@ -113,7 +115,7 @@ def test_sigterm_exits_143_with_files_written(tmp_path):
     assert summary["stopped_by"] == "interrupt" and (run_dir_of(tmp_path) / "params.npz").exists()
 
 
-@pytest.mark.parametrize("algo", ["impala", "grpo"])
+@pytest.mark.parametrize("algo", ["impala", "grpo", "pqn"])
 @pytest.mark.slow
 def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, algo):
     """In-process, for the other two: a run cut short (by a tiny --stop-minutes, after its

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from scanrl import algos
-from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac
 from scanrl.common.harness import devices, evaluate, loop
 from scanrl.common.harness.runconfig import compose
 from conftest import HANG_GUARD, REPO, run_python
@@ -37,6 +37,9 @@ CONFIGS = {
     "ppo_rnn": (ppo_rnn, dict(env="CartPole-v1", num_seeds=3, hide_obs=(1, 3), total_timesteps=4 * 32 * 5, num_envs=4,
                               num_steps=32, seq_len=8, burn_in=4, num_minibatches=4, gru_size=16, encoder_hidden=(16,),
                               head_hidden=(16,), eval_every=2, eval_episodes=2)),
+    # epsilon decays within the run; 3 seeds on 2 devices pad as PPO's do
+    "pqn": (pqn, dict(env="CartPole-v1", num_seeds=3, total_timesteps=8 * 16 * 5, num_envs=8, num_steps=16,
+                      num_minibatches=4, num_epochs=2, hidden=(32,), eval_every=2, eval_episodes=2)),
 }
 
 
@@ -84,7 +87,7 @@ def as_flags(kw: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("name, num_devices", [("ppo", 1), ("ppo", 2), ("impala", 2), ("grpo", 2), ("sac", 2),
-                                               ("ppo_rnn", 2)])
+                                               ("ppo_rnn", 2), ("pqn", 2)])
 @pytest.mark.slow
 def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num_devices, tmp_path):
     """The file's own make_train (one scan of its update, seeds vmapped, shard_map over the
@@ -113,7 +116,7 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
         np.testing.assert_array_equal(np.asarray(m, np.float32), metrics[k], err_msg=f"{name}: metric {k}")
 
 
-@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, sac], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, pqn, sac], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module):
     """No run setting is a field of an algorithm's Config, and default_config refuses one; the
     harness's Job adds them: the file's RUN_DEFAULTS for every env and for the env's preset,
@@ -140,7 +143,7 @@ def test_an_algorithm_file_imports_only_the_kit(python_process):
     """Importing any algorithm file loads scanrl's kit and nothing else: no module of the
     command line's harness (common/harness/), and not the registry of env ids and recipes
     (common/suites/, recipes.py), which loads when an env is named by its id."""
-    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac; "
+    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac; "
                                  "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = eval(proc.stdout.strip().splitlines()[-1])
@@ -192,7 +195,7 @@ def test_the_callback_detector_sees_a_callback():
     assert not has_host_callback(jax.jit(lambda x: x + 1).lower(1.0))
 
 
-@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn"])
+@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn", "pqn"])
 @pytest.mark.slow
 def test_no_training_program_contains_a_host_callback(name):
     """Whole run, start and advance: without callbacks JAX's persistent cache can store them."""

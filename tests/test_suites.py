@@ -415,6 +415,21 @@ def test_action_masks_reach_every_categorical_policy():
         assert bool(jnp.take_along_axis(jnp.broadcast_to(mask, (200, 8, 4)), samples[..., None], -1).all())
         unmasked = algo.policy(params_, inputs, config.activation).probs
         assert float(unmasked[:, 0].min()) > 0.99  # without the mask action 0 is almost sure
+    # PQN's epsilon-greedy: greedy and random choices alike keep to the valid actions
+    from scanrl.algos import pqn
+
+    config = compose(pqn, SNAKE_ID, num_envs=8, num_steps=8).config
+    q_params = pqn.init_q_network(jax.random.key(1), config, vec)
+    q_params["q"][-1]["b"] = jnp.array([20.0, 0.0, 0.0, 0.0])  # Q favours action 0 strongly
+    act = jax.jit(pqn.make_algorithm(config).act, static_argnums=3)
+    assert bool((act({"params": q_params}, obs, jax.random.key(0), True) == 0).all())  # unmasked
+    for deterministic in (True, False):
+        actions = jax.vmap(lambda k: act({"params": q_params}, obs, k, deterministic, mask))(
+            jax.random.split(jax.random.key(2), 200))
+        assert bool(jnp.take_along_axis(jnp.broadcast_to(mask, (200, 8, 4)), actions[..., None], -1).all())
+    explored = jax.vmap(lambda k: pqn.epsilon_greedy(k, jnp.zeros((8, 4)), 1.0, mask))(
+        jax.random.split(jax.random.key(3), 200))
+    assert bool(jnp.take_along_axis(jnp.broadcast_to(mask, (200, 8, 4)), explored[..., None], -1).all())
 
 
 # --- Craftax -----------------------------------------------------------------------------------

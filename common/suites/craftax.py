@@ -151,6 +151,7 @@ PPO = dict(num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_
            num_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
            max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True, normalize_obs=False,
            normalize_reward=False)
+PUREJAXQL = "mttga/purejaxql @ 47af6d7"
 # (algorithm, fnmatch pattern of env names) -> its recipe (common/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("ppo", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo.py", "fields", dict(
@@ -159,4 +160,12 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     # critic heads of two relu layers of 512; minibatches split the environments, as scanrl's do
     ("ppo_rnn", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo_rnn.py", "fields", dict(
         PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"), {}),
+    # pqn.py: purejaxql's feed-forward PQN for Craftax (purejaxql @ 47af6d7,
+    # config/alg/pqn_craftax.yaml; its recurrent form is pqn_rnn_craftax.yaml): one step of 1,024
+    # envs per update, one full-batch step, one-step Q-learning (Q_LAMBDA False), four relu layers
+    # of 1,024 with layer norm, RAdam, clip 1.0. Its BatchNorm of the input (NORM_INPUT) is left out.
+    ("pqn", "Craftax*-Symbolic-v1"): Recipe(PUREJAXQL + ", config/alg/pqn_craftax.yaml", "fields", dict(
+        total_timesteps=1_000_000_000, num_envs=1024, num_steps=1, num_epochs=1, num_minibatches=1,
+        learning_rate=1e-4, max_grad_norm=1.0, gamma=0.99, q_lambda=0.0, epsilon_start=0.1,
+        epsilon_end=0.005, epsilon_fraction=0.2, reward_scale=1.0, hidden=(1024,) * 4), {}),
 }

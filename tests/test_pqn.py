@@ -1,0 +1,262 @@
+"""PQN: Q(lambda) returns against a plain loop, epsilon-greedy with and without masks, the
+epsilon schedule, the layer-normed Q-network against flax, errors, determinism and learning."""
+
+import dataclasses
+import json
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from scanrl.algos import pqn
+from scanrl.common import envs
+from scanrl.common.harness import devices
+from scanrl.common.harness.runconfig import compose
+from scanrl.common.harness.run import train_and_write
+from conftest import check_run_tools
+
+
+# --- Q(lambda) returns -------------------------------------------------------------------------
+def q_lambda_by_loop(rewards, next_q, terminated, truncated, gamma, lam):
+    """The returns, one env and one step at a time, from the definition: a termination ends the
+    return at r; a truncation or the rollout's end bootstraps from max Q(s'); otherwise the
+    return mixes the one-step bootstrap and the next return, (1 - lambda) : lambda."""
+    T, N = rewards.shape
+    returns = np.zeros((T, N))
+    for n in range(N):
+        for t in reversed(range(T)):
+            if terminated[t, n]:
+                returns[t, n] = rewards[t, n]
+            elif truncated[t, n] or t == T - 1:
+                returns[t, n] = rewards[t, n] + gamma * next_q[t, n]
+            else:
+                mixed = (1 - lam) * next_q[t, n] + lam * returns[t + 1, n]
+                returns[t, n] = rewards[t, n] + gamma * mixed
+    return returns
+
+
+def random_rollout(seed, T=9, N=6):
+    rng = np.random.default_rng(seed)
+    terminated = rng.random((T, N)) < 0.2
+    truncated = ~terminated & (rng.random((T, N)) < 0.2)
+    return rng.normal(size=(T, N)), rng.normal(size=(T, N)), terminated, truncated
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.65, 0.95, 1.0])
+def test_q_lambda_returns_equal_a_plain_python_loop(lam):
+    rewards, next_q, terminated, truncated = random_rollout(0)
+    assert terminated.any() and truncated.any()  # both kinds of end are in the data
+    got = pqn.q_lambda_returns(jnp.asarray(rewards, jnp.float32), jnp.asarray(next_q, jnp.float32),
+                               jnp.asarray(terminated), jnp.asarray(terminated | truncated), 0.97, lam)
+    want = q_lambda_by_loop(rewards, next_q, terminated, truncated, 0.97, lam)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_q_lambda_returns_equal_rlax_lambda_returns_with_the_trace_cut_at_episode_ends():
+    """DeepMind's rlax: G_t = r_t + d_t ((1 - l_t) v_t + l_t G_{t+1}) with d_t = gamma (1 -
+    terminated_t), v_t = max Q(s'_t) and l_t = lambda (1 - done_t) is Peng's Q(lambda) as PQN
+    computes it."""
+    import rlax
+
+    rewards, next_q, terminated, truncated = (jnp.asarray(x) for x in random_rollout(2))
+    rewards, next_q = rewards.astype(jnp.float32), next_q.astype(jnp.float32)
+    done = terminated | truncated
+
+    @jax.jit  # one program: eager, each operation would compile on its own
+    def both():
+        ours = pqn.q_lambda_returns(rewards, next_q, terminated, done, 0.97, 0.65)
+        theirs = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
+            rewards, 0.97 * (1.0 - terminated), next_q, 0.65 * (1.0 - done))
+        return ours, theirs
+
+    ours, theirs = both()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_lambda_zero_is_the_one_step_q_learning_target():
+    rewards, next_q, terminated, truncated = random_rollout(1)
+    got = pqn.q_lambda_returns(jnp.asarray(rewards), jnp.asarray(next_q), jnp.asarray(terminated),
+                               jnp.asarray(terminated | truncated), 0.9, 0.0)
+    np.testing.assert_allclose(got, rewards + 0.9 * (1 - terminated) * next_q, rtol=1e-5, atol=1e-6)
+
+
+def test_a_truncation_bootstraps_from_the_final_observation_and_cuts_the_trace():
+    """One env, 3 steps, lambda 1: step 1 is a time-limit cut, so its return is r + gamma q'
+    (q' of its final observation), and step 0's return sees step 1's, not step 2's; a
+    termination in its place gives r alone."""
+    rewards, next_q = jnp.array([[1.0], [2.0], [4.0]]), jnp.array([[10.0], [20.0], [40.0]])
+    cut = jnp.array([[False], [True], [False]])
+    g = pqn.q_lambda_returns(rewards, next_q, jnp.zeros_like(cut), cut, 0.5, 1.0)[:, 0]
+    np.testing.assert_allclose(g, [1 + 0.5 * (2 + 0.5 * 20), 2 + 0.5 * 20, 4 + 0.5 * 40])
+    g = pqn.q_lambda_returns(rewards, next_q, cut, cut, 0.5, 1.0)[:, 0]
+    np.testing.assert_allclose(g, [1 + 0.5 * 2, 2, 4 + 0.5 * 40])
+
+
+# --- exploration -------------------------------------------------------------------------------
+def test_epsilon_greedy_takes_the_argmax_over_valid_actions_and_explores_only_them():
+    @jax.jit  # one program: eager, each operation would compile on its own
+    def choices(key):
+        k = jax.random.split(key, 6)
+        q = jax.random.normal(k[0], (4096, 5)).at[:, 0].set(9.0)  # action 0: every row's argmax
+        mask = (jax.random.uniform(k[1], (4096, 5)) < 0.5).at[:, 4].set(True)  # one valid at least
+        return q, mask, [pqn.epsilon_greedy(k[2], q, 0.0, mask), pqn.epsilon_greedy(k[2], q, 0.0),
+                         pqn.epsilon_greedy(k[3], q, 1.0, mask), pqn.epsilon_greedy(k[4], q, 1.0),
+                         pqn.epsilon_greedy(k[5], q, 0.5)]
+
+    q, mask, (greedy, unmasked_greedy, explored, unmasked, half) = jax.device_get(choices(jax.random.key(0)))
+    np.testing.assert_array_equal(greedy, np.where(mask, q, -np.inf).argmax(-1))
+    np.testing.assert_array_equal(unmasked_greedy, np.zeros(4096, int))
+    assert np.take_along_axis(mask, explored[:, None], -1).all()  # never a masked action
+    # uniform over each row's valid actions: the share of action 4 is E[1 / #valid]
+    share = (explored == 4).mean()
+    assert abs(share - (1.0 / mask.sum(-1)).mean()) < 0.03, share
+    np.testing.assert_allclose(np.bincount(unmasked, minlength=5) / 4096, 0.2, atol=0.03)
+    assert abs((half != 0).mean() - 0.5 * 0.8) < 0.03  # a random pick is another action 4/5 of the time
+
+
+def test_epsilon_decays_linearly_over_its_fraction_of_the_decay_then_stays():
+    config = pqn.Config(total_timesteps=2048 * 100, epsilon_start=1.0, epsilon_end=0.1,
+                        epsilon_fraction=0.2)  # 100 updates: epsilon reaches 0.1 at update 20
+    eps = [float(pqn.exploration_epsilon(config, jnp.float32(u))) for u in (0, 10, 20, 60, 99)]
+    np.testing.assert_allclose(eps, [1.0, 0.55, 0.1, 0.1, 0.1], rtol=1e-6)
+    longer = dataclasses.replace(config, decay_timesteps=2048 * 200)  # purejaxql's TOTAL_TIMESTEPS_DECAY
+    np.testing.assert_allclose(float(pqn.exploration_epsilon(longer, jnp.float32(20))), 0.55, rtol=1e-6)
+    never = dataclasses.replace(config, epsilon_fraction=0.0)
+    assert float(pqn.exploration_epsilon(never, jnp.float32(0))) == pytest.approx(0.1)
+
+
+# --- the Q-network -----------------------------------------------------------------------------
+@pytest.mark.slow
+def test_q_network_is_flax_conv_dense_and_layer_norm_on_the_same_weights():
+    """Images: conv 3x3 (VALID) -> LayerNorm -> relu -> flatten -> Dense -> LayerNorm -> relu ->
+    Dense, purejaxql's order; --norm none leaves the norms out."""
+    import flax.linen as nn
+
+    vec_env = envs.VecEnv(*envs.gymnax().make("Breakout-MinAtar"), 2)
+    config = pqn.default_config("Breakout-MinAtar")
+
+    def flax_q(params, x, norm):
+        ln = (lambda layer, x: nn.LayerNorm().apply(
+            {"params": {"scale": layer["scale"], "bias": layer["offset"]}}, x)) if norm else \
+            (lambda layer, x: x)
+        conv = params["torso"][0]
+        x = nn.Conv(16, (3, 3), padding="VALID").apply(
+            {"params": {"kernel": conv["w"], "bias": conv["b"]}}, x.astype(jnp.float32))
+        x = jax.nn.relu(ln(conv, x)).reshape(x.shape[0], -1)
+        hidden, out = params["q"]
+        x = nn.Dense(128).apply({"params": {"kernel": hidden["w"], "bias": hidden["b"]}}, x)
+        x = jax.nn.relu(ln(hidden, x))
+        return nn.Dense(3).apply({"params": {"kernel": out["w"], "bias": out["b"]}}, x)
+
+    @partial(jax.jit, static_argnums=1)  # one program: eager, each operation would compile alone
+    def both(key, norm):
+        k_init, k_scale, k_offset, k_obs = jax.random.split(key, 4)
+        params = pqn.init_q_network(k_init, config if norm else
+                                    dataclasses.replace(config, norm="none"), vec_env)
+        layers = (*params["torso"], *params["q"][:-1])
+        assert all(("scale" in layer) == norm for layer in layers)  # --norm none: no norms
+        assert "scale" not in params["q"][-1]  # the output layer never has one
+        for layer in layers if norm else ():  # scales and offsets away from 1 and 0
+            layer["scale"] = jax.random.normal(k_scale, layer["b"].shape)
+            layer["offset"] = jax.random.normal(k_offset, layer["b"].shape)
+        obs = jax.random.uniform(k_obs, (7, 10, 10, 4)) < 0.3
+        return pqn.q_values(params, obs, "relu"), flax_q(params, obs, norm)
+
+    for norm in (True, False):
+        ours, theirs = both(jax.random.key(0), norm)
+        np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)
+
+
+def test_td_loss_is_half_the_squared_error_of_the_taken_action_or_huber():
+    vec_env = envs.VecEnv(*envs.gymnax().make("CartPole-v1"), 2)
+    config = pqn.Config(hidden=(8,))
+    action = jnp.array([0, 1, 1, 0, 1, 0])
+    target = jnp.array([0.0, 3.0, -3.0, 0.5, 0.0, 1.0])
+
+    @jax.jit  # one program: eager, each operation would compile on its own
+    def losses(key):
+        params = pqn.init_q_network(key, config, vec_env)
+        obs = jax.random.normal(key, (6, 4))
+        batch = pqn.Batch(obs=obs, action=action, target=target)
+        huber = dataclasses.replace(config, loss="huber")
+        return (pqn.q_values(params, obs, "relu")[jnp.arange(6), action],
+                pqn.td_loss(params, batch, config)[0], pqn.td_loss(params, batch, huber)[0])
+
+    taken, loss, huber = jax.device_get(losses(jax.random.key(0)))
+    error = taken - np.asarray(target)
+    assert np.abs(error).max() > 1 > np.abs(error).min()  # both branches of Huber are met
+    np.testing.assert_allclose(loss, 0.5 * np.mean(error**2), rtol=1e-6)
+    abs_error = np.abs(error)
+    np.testing.assert_allclose(huber, np.mean(np.where(abs_error <= 1, 0.5 * abs_error**2,
+                                                       abs_error - 0.5)), rtol=1e-6)
+
+
+# --- command line ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--env", "Pendulum-v1"], "PQN needs discrete actions and --env Pendulum-v1 has continuous"),
+        (["--q-lambda", "1.5"], "--q-lambda must lie in [0, 1], got 1.5"),
+        (["--epsilon-end", "-0.1"], "--epsilon-end must lie in [0, 1], got -0.1"),
+        (["--num-minibatches", "3"], "is not divisible by --num-minibatches 3"),
+        (["--total-timesteps", "0", "--stop-minutes", "1"], "needs --decay-timesteps"),
+    ],
+)
+def test_user_errors_exit_2_before_compiling(cli_error, args, message):
+    code, stderr = cli_error(pqn.main, args)
+    assert code == 2 and message in stderr, stderr
+
+
+# --- runs ----------------------------------------------------------------------------------------
+SMALL = dict(num_envs=8, num_steps=16, num_minibatches=4, num_epochs=2, hidden=(32,),
+             total_timesteps=8 * 16 * 6)
+
+
+@pytest.mark.slow
+def test_seeds_differ_and_the_same_seed_repeats_bit_for_bit():
+    """Two builds of make_train, seeds 0-1: seed 0 twice alike to the bit, seeds 0 and 1 apart;
+    the logged epsilon is the schedule's."""
+    config = pqn.default_config("CartPole-v1", **SMALL)
+    bits = lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+    first = jax.device_get(jax.tree.map(bits, pqn.make_train(config)(devices.seed_keys(0, 2))))
+    again = jax.device_get(jax.tree.map(bits, pqn.make_train(config)(devices.seed_keys(0, 2))))
+    for got, want in zip(jax.tree.leaves(again), jax.tree.leaves(first)):  # state, policy, metrics
+        np.testing.assert_array_equal(got, want)
+    q = first["policy"]["params"]["q"][0]["w"]
+    assert not np.array_equal(q[0], q[1])
+    assert not np.array_equal(first["metrics"]["td_loss"][0], first["metrics"]["td_loss"][1])
+    np.testing.assert_allclose(first["metrics"]["epsilon"][0],
+                               [pqn.exploration_epsilon(config, jnp.float32(u)) for u in range(6)],
+                               rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_learns_cartpole_at_its_preset(tmp_path):
+    """purejaxql's CartPole settings (the file's defaults), 5e5 steps, seeds 0-3: the greedy
+    evaluation after the last update averages at least 475 (10 seeds measured:
+    benchmarks/RESULTS.md, "PQN")."""
+    config = compose(pqn, "CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path))
+    summary = train_and_write("pqn", config, pqn.make_algorithm)
+    assert summary["total_timesteps"] == 499_712  # 244 whole updates of 2,048 steps
+    assert summary["eval_return_mean"] >= 475, summary
+    check_run_tools(summary["run_dir"])
+
+
+@pytest.mark.slow
+def test_epsilon_and_the_learning_rate_sweep_in_one_program(tmp_path):
+    """--sweep over epsilon_end and learning_rate (PBT's natural targets) traces both: each
+    row's logged epsilon ends at its epsilon_end and its learning rate starts at its own."""
+    flags = [s for k, v in SMALL.items() for s in (f"--{k.replace('_', '-')}", *map(str, np.atleast_1d(v)))]
+    summary = pqn.main([*flags, "--sweep", "epsilon_end=0.05,0.5", "--sweep", "learning_rate=1e-4,1e-3",
+                        "--log-every", "0", "--eval-every", "0", "--out-dir", str(tmp_path)])
+    run_dir = Path(summary["run_dir"])
+    rows = json.loads((run_dir / "sweep.json").read_text())["configs"]
+    metrics = np.load(run_dir / "metrics.npz")  # [configs, seeds, updates]
+    assert metrics["epsilon"].shape[:2] == (4, 1) and len(rows) == 4
+    for row in rows:
+        i = row["config"]
+        np.testing.assert_allclose(metrics["epsilon"][i, 0, -1], row["values"]["epsilon_end"], rtol=1e-6)
+        np.testing.assert_allclose(metrics["learning_rate"][i, 0, 0], row["values"]["learning_rate"], rtol=1e-6)
