@@ -171,14 +171,16 @@ def test_q_network_is_flax_conv_dense_and_layer_norm_on_the_same_weights():
 
 
 def test_td_loss_is_half_the_squared_error_of_the_taken_action_or_huber():
-    vec_env = envs.VecEnv(*envs.gymnax().make("CartPole-v1"), 2)
     config = pqn.Config(hidden=(8,))
+    rng = np.random.default_rng(0)
+    params = {"q": [{"w": rng.normal(size=(4, 8)), "b": rng.normal(size=8), "scale": rng.normal(size=8),
+                     "offset": rng.normal(size=8)}, {"w": rng.normal(size=(8, 2)), "b": rng.normal(size=2)}]}
+    params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
     action = jnp.array([0, 1, 1, 0, 1, 0])
     target = jnp.array([0.0, 3.0, -3.0, 0.5, 0.0, 1.0])
 
     @jax.jit  # one program: eager, each operation would compile on its own
     def losses(key):
-        params = pqn.init_q_network(key, config, vec_env)
         obs = jax.random.normal(key, (6, 4))
         batch = pqn.Batch(obs=obs, action=action, target=target)
         huber = dataclasses.replace(config, loss="huber")

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from scanrl import algos
 from scanrl.algos import ppo, ppo_rnn, sac
 from scanrl.common import recipes
 from scanrl.common.harness import run
@@ -74,7 +75,7 @@ def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
     for (algo, pattern), recipe in PATTERNS.items():
         assert recipe.trainer == "fields"
         env = pattern.replace("*", "-Classic" if pattern.startswith("craftax/") else "X")
-        forms = {form: compose({"ppo": ppo, "ppo_rnn": ppo_rnn}[algo], env, form) for form in ("published", "cpu")}
+        forms = {form: compose(algos.get(algo), env, form) for form in ("published", "cpu")}
         pub, cpu = forms["published"], forms["cpu"]
         assert {k: getattr(pub, k) for k in recipe.args} == recipe.args and pub.run.recipe == "published"
         factor = 1 if recipe.args["num_envs"] <= recipes.CPU_SIZED else recipes.CPU_FACTOR

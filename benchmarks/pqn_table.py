@@ -1,0 +1,63 @@
+"""The table of a PQN side-by-side sitting (benchmarks/pqn_side_by_side.sh OUT_DIR): per cell,
+each side's rliable IQM of the last greedy evaluation with its 95% interval, over seeds, and
+each side's wall (imports left out; compile, training and evaluation in), its compile, and
+the ratio of the walls.
+
+    python benchmarks/pqn_table.py OUT_DIR
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from scanrl.common.harness import stats
+
+
+def scanrl_side(run_dir: Path) -> dict:
+    """A scanrl run folder: each seed's last greedy evaluation; wall and compile from
+    summary.json (the command line's whole run: compile, training, evaluations, files)."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    evals = np.load(run_dir / "metrics.npz")["eval_return"]
+    return {"returns": evals[:, -1], "wall": summary["wall_seconds"],
+            "compile": summary["compile_seconds"], "steps": summary["total_timesteps"]}
+
+
+def peer_side(path: Path) -> dict:
+    """A purejaxql or rejax driver's JSON: each seed's last test (purejaxql: greedy on 128
+    envs) or evaluation (rejax: epsilon 0.005 on 128 envs); wall = compile + run."""
+    result = json.loads(path.read_text())
+    returns = result.get("final_test_return_per_seed") or result["final_eval_return_per_seed"]
+    return {"returns": np.array(returns, float), "wall": result["wall_compile_s"] + result["wall_run_s"],
+            "compile": result["wall_compile_s"], "steps": result["env_steps_per_seed"]}
+
+
+def show(e) -> str:
+    return f"{e.point:,.1f} [{e.low:,.1f}, {e.high:,.1f}]"
+
+
+def main(out: Path) -> None:
+    runs = {json.loads((d / "config.json").read_text())["env"] + "|" + d.name: d
+            for d in sorted((out / "scanrl").iterdir())}
+    by_env = {}
+    for key, d in runs.items():  # in the order the sitting ran them
+        by_env.setdefault(key.split("|")[0], []).append(d)
+    cells = [("CartPole-v1", "purejaxql", by_env["CartPole-v1"][0], out / "purejaxql_cartpole.json"),
+             ("CartPole-v1", "rejax", by_env["CartPole-v1"][1], out / "rejax_cartpole.json")]
+    for env, dirs in by_env.items():
+        if env.endswith("-MinAtar"):
+            cells.append((env, "purejaxql", dirs[0], out / f"purejaxql_{env.split('-')[0]}.json"))
+    print("| env | peer | steps/seed | seeds | scanrl IQM [95% CI] | peer IQM [95% CI] | "
+          "wall scanrl / peer (s) | compile scanrl / peer (s) | wall ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for env, peer, run_dir, path in cells:
+        ours, theirs = scanrl_side(run_dir), peer_side(path)
+        print(f"| {env} | {peer} | {ours['steps']:,} / {theirs['steps']:,} | {len(ours['returns'])} / "
+              f"{len(theirs['returns'])} | {show(stats.iqm_interval(ours['returns']))} | "
+              f"{show(stats.iqm_interval(theirs['returns']))} | {ours['wall']:.0f} / {theirs['wall']:.0f} | "
+              f"{ours['compile']:.0f} / {theirs['compile']:.0f} | {ours['wall'] / theirs['wall']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
