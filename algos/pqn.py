@@ -233,6 +233,16 @@ def q_lambda_returns(rewards, next_q, terminated, done, gamma, q_lambda) -> jax.
     return returns
 
 
+def max_valid_q(q: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+    """q [..., A] -> max_a q [...] over the valid actions of mask [..., A]; over all of them
+    where none is valid (an env's mask at a terminal state may be all False, and a -inf
+    bootstrap would turn the zero a termination multiplies it by into NaN)."""
+    if mask is None:
+        return q.max(-1)
+    valid = mask | ~mask.any(-1, keepdims=True)
+    return jnp.where(valid, q, -jnp.inf).max(-1)
+
+
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
@@ -334,13 +344,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         info = traj.info
 
         # 2. Targets: max_a Q(s'_t, a) of the observation each step reached (the final one where
-        #    an episode ended, so a truncation bootstraps), over the valid actions where the env
-        #    has a mask (after a reset the new episode's mask: only a truncation's bootstrap,
-        #    in a masked env, reads it). Computed once per rollout with the rollout's network.
-        next_q = q_values(params, observe(info.final_obs), config.activation)
-        if traj.next_mask is not None:
-            next_q = jnp.where(traj.next_mask, next_q, -jnp.inf)
-        targets = q_lambda_returns(info.reward * config.reward_scale, next_q.max(-1),
+        #    an episode ended, so a truncation bootstraps), over the actions valid after the step
+        #    where the env has a mask (where the episode ended, only a truncation's bootstrap
+        #    reads it). Computed once per rollout with the network that acted.
+        next_q = max_valid_q(q_values(params, observe(info.final_obs), config.activation),
+                             traj.next_mask)
+        targets = q_lambda_returns(info.reward * config.reward_scale, next_q,
                                    info.terminated, info.terminated | info.truncated,
                                    config.gamma, config.q_lambda)
         samples = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]),

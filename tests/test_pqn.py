@@ -117,6 +117,13 @@ def test_epsilon_greedy_takes_the_argmax_over_valid_actions_and_explores_only_th
     assert abs((half != 0).mean() - 0.5 * 0.8) < 0.03  # a random pick is another action 4/5 of the time
 
 
+def test_the_bootstrap_is_the_max_over_valid_actions_and_over_all_where_none_is():
+    q = jnp.array([[1.0, 5.0, 3.0], [1.0, 5.0, 3.0], [1.0, 5.0, 3.0]])
+    mask = jnp.array([[True, False, True], [False, False, False], [True, True, True]])
+    np.testing.assert_array_equal(jax.jit(pqn.max_valid_q)(q, mask), [3.0, 5.0, 5.0])
+    np.testing.assert_array_equal(jax.jit(pqn.max_valid_q)(q), [5.0, 5.0, 5.0])
+
+
 def test_epsilon_decays_linearly_over_its_fraction_of_the_decay_then_stays():
     config = pqn.Config(total_timesteps=2048 * 100, epsilon_start=1.0, epsilon_end=0.1,
                         epsilon_fraction=0.2)  # 100 updates: epsilon reaches 0.1 at update 20
@@ -262,3 +269,15 @@ def test_epsilon_and_the_learning_rate_sweep_in_one_program(tmp_path):
         i = row["config"]
         np.testing.assert_allclose(metrics["epsilon"][i, 0, -1], row["values"]["epsilon_end"], rtol=1e-6)
         np.testing.assert_allclose(metrics["learning_rate"][i, 0, 0], row["values"]["learning_rate"], rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_masked_env_bootstraps_finite_values_through_its_episode_ends():
+    """Jumanji's Snake (action masks): 8 updates of 2 seeds end episodes, and every TD loss
+    stays finite (a mask with no valid action after an episode's end once gave a -inf
+    bootstrap, and 0 x -inf a NaN)."""
+    pytest.importorskip("jumanji")
+    config = pqn.default_config("jumanji/Snake-v1", total_timesteps=2048 * 8)
+    metrics = jax.device_get(pqn.make_train(config)(devices.seed_keys(0, 2))["metrics"])
+    assert metrics["episodes"].sum() > 0
+    assert np.isfinite(metrics["td_loss"]).all() and np.isfinite(metrics["q_taken"]).all()
