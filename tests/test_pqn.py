@@ -17,6 +17,7 @@ from scanrl.common.harness import devices
 from scanrl.common.harness.runconfig import compose
 from scanrl.common.harness.run import train_and_write
 from conftest import check_run_tools
+from test_loop import as_flags
 
 
 # --- Q(lambda) returns -------------------------------------------------------------------------
@@ -258,8 +259,7 @@ def test_learns_cartpole_at_its_preset(tmp_path):
 def test_epsilon_and_the_learning_rate_sweep_in_one_program(tmp_path):
     """--sweep over epsilon_end and learning_rate (PBT's natural targets) traces both: each
     row's logged epsilon ends at its epsilon_end and its learning rate starts at its own."""
-    flags = [s for k, v in SMALL.items() for s in (f"--{k.replace('_', '-')}", *map(str, np.atleast_1d(v)))]
-    summary = pqn.main([*flags, "--sweep", "epsilon_end=0.05,0.5", "--sweep", "learning_rate=1e-4,1e-3",
+    summary = pqn.main([*as_flags(SMALL), "--sweep", "epsilon_end=0.05,0.5", "--sweep", "learning_rate=1e-4,1e-3",
                         "--log-every", "0", "--eval-every", "0", "--out-dir", str(tmp_path)])
     run_dir = Path(summary["run_dir"])
     rows = json.loads((run_dir / "sweep.json").read_text())["configs"]
