@@ -128,8 +128,8 @@ def test_masked_steps_contribute_nothing():
     mask = jnp.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
     full = grpo.Batch(obs, action, lp, lp, adv, mask)
     first3 = jax.tree.map(lambda x: x[:3], full)
-    g_full = jax.grad(lambda p: grpo.grpo_loss(p, full, config, 1 / 3)[0])(params)
-    g_first = jax.grad(lambda p: grpo.grpo_loss(p, first3, config, 1 / 3)[0])(params)
+    gradient = jax.jit(jax.grad(lambda p, batch: grpo.grpo_loss(p, batch, config, 1 / 3)[0]))
+    g_full, g_first = gradient(params, full), gradient(params, first3)
     for a, b in zip(jax.tree.leaves(g_full), jax.tree.leaves(g_first)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
 
@@ -202,7 +202,8 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     density of the squashed action by distrax and by hand."""
     env = bounded_env()
     config = grpo.Config(action_dist="tanh_normal")
-    params = grpo.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    vec_env = envs.VecEnv(env, env.default_params, 1)
+    params = jax.jit(lambda k: grpo.init_params(k, config, vec_env))(jax.random.key(0))  # one compile, not one per op
     assert "log_std" not in params and params["actor"][-1]["w"].shape == (64, 4)
     params["actor"][-1]["w"] = 0.3 * jax.random.normal(jax.random.key(1), (64, 4))  # a spread of locs and scales
     obs = jax.random.normal(jax.random.key(2), (64, 3))
@@ -217,7 +218,8 @@ def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     env = bounded_env()
     config = grpo.Config(action_dist="tanh_normal")
     loc, raw = [0.0, 1.0], [0.0, -1.0]
-    params = grpo.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    vec_env = envs.VecEnv(env, env.default_params, 1)
+    params = jax.jit(lambda k: grpo.init_params(k, config, vec_env))(jax.random.key(0))  # one compile, not one per op
     params = constant_actor(params, loc, raw)
     n = 100_000
     noise = jax.random.normal(jax.random.key(4), (n, 2))

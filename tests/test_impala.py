@@ -274,7 +274,8 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     the squashed action by distrax and by hand."""
     env = bounded_env()
     config = impala.Config(action_dist="tanh_normal")
-    params = impala.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    vec_env = envs.VecEnv(env, env.default_params, 1)
+    params = jax.jit(lambda k: impala.init_params(k, config, vec_env))(jax.random.key(0))  # one compile, not one per op
     assert "log_std" not in params and params["actor"][-1]["w"].shape == (64, 4)
     params["actor"][-1]["w"] = 0.3 * jax.random.normal(jax.random.key(1), (64, 4))  # a spread of locs and scales
     obs = jax.random.normal(jax.random.key(2), (64, 3))
@@ -289,7 +290,8 @@ def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     env = bounded_env()
     config = impala.Config(action_dist="tanh_normal")
     loc, raw = [0.0, 1.0], [0.0, -1.0]
-    params = impala.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    vec_env = envs.VecEnv(env, env.default_params, 1)
+    params = jax.jit(lambda k: impala.init_params(k, config, vec_env))(jax.random.key(0))  # one compile, not one per op
     params = constant_actor(params, loc, raw)
     n = 100_000
     noise = jax.random.normal(jax.random.key(4), (1, n, 2))
@@ -297,7 +299,7 @@ def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     batch = impala.Batch(obs=jnp.zeros((1, n, 3)), next_obs=jnp.zeros((1, n, 3)), action=jnp.zeros((1, n, 2)),
                          log_prob=zeros, reward=zeros, terminated=zeros.astype(bool), done=zeros.astype(bool),
                          noise=noise)
-    _, stats = impala.impala_loss(params, batch, config)
+    _, stats = jax.jit(lambda p, b: impala.impala_loss(p, b, config))(params, batch)
     check_entropy_stat(stats["entropy"], loc, raw, noise[0])
 
 

@@ -214,7 +214,8 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     is the density of the squashed action by distrax and by hand."""
     env = bounded_env()
     config = ppo_rnn.Config(action_dist="tanh_normal", **NET)
-    params = ppo_rnn.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    vec_env = envs.VecEnv(env, env.default_params, 1)
+    params = jax.jit(lambda k: ppo_rnn.init_params(k, config, vec_env))(jax.random.key(0))  # one compile, not one per op
     assert "log_std" not in params and params["actor"][-1]["w"].shape == (16, 4)
     params["actor"][-1]["w"] = 0.5 * jax.random.normal(jax.random.key(1), (16, 4))  # a spread of locs and scales
     hidden = jnp.tanh(jax.random.normal(jax.random.key(2), (64, 16)))  # GRU states lie in (-1, 1)
@@ -230,7 +231,8 @@ def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     env = bounded_env()
     config = ppo_rnn.Config(action_dist="tanh_normal", **NET)
     loc, raw = [0.0, 1.0], [0.0, -1.0]
-    params = ppo_rnn.init_params(jax.random.key(0), config, envs.VecEnv(env, env.default_params, 1))
+    vec_env = envs.VecEnv(env, env.default_params, 1)
+    params = jax.jit(lambda k: ppo_rnn.init_params(k, config, vec_env))(jax.random.key(0))  # one compile, not one per op
     params = constant_actor(params, loc, raw)
     n = 100_000  # sequences of one step
     noise = jax.random.normal(jax.random.key(4), (n, 1, 2))

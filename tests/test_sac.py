@@ -171,9 +171,10 @@ def _setup(batch_size=32, seed=0, **overrides):
     config = sac.Config(batch_size=batch_size, **overrides)
     obs_dim, action_dim = 3, 1
     k_params, k_batch = jax.random.split(jax.random.key(seed))
-    params = sac.init_params(k_params, config, obs_dim, action_dim)
+    # jitted: one compile of the whole init instead of one per operation (a few seconds eagerly)
+    params = jax.jit(lambda k: sac.init_params(k, config, obs_dim, action_dim))(k_params)
     optimizer = sac.make_optimizer(config)
-    opt_states = tuple(optimizer.init(params[k]) for k in ("actor", "critic", "log_alpha"))
+    opt_states = jax.jit(lambda p: tuple(optimizer.init(p[k]) for k in ("actor", "critic", "log_alpha")))(params)
     learner = sac.Learner(params, jax.tree.map(lambda x: x + 0.1, params["critic"]), opt_states)
     k = jax.random.split(k_batch, 4)
     batch = sac.Transitions(
