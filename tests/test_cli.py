@@ -1,17 +1,21 @@
 """The command line: --help, clear errors before compiling, run folder, wandb."""
 
 import dataclasses
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
+import subprocess
 
+import jax
 import numpy as np
 import pytest
 
 from conftest import HANG_GUARD, REPO, four_device_snippet, once_per_run, run_python, run_scripts
 
 from scanrl.algos import grpo, impala, ppo, pqn, sac
-from scanrl.common.harness import run
+from scanrl.common.harness import provenance, run
 from scanrl.common.harness.runconfig import compose
 
 PPO = "algos/ppo.py"
@@ -109,6 +113,8 @@ def test_help_shows_the_minatar_preset_for_a_minatar_env(help_of, algo):
         (["--learning-rate", "0"], "--learning-rate must be positive"),
         (["--learning-rate", "-1e-3"], "--learning-rate must be positive"),
         (["--total-timesteps", "100"], "smaller than one rollout"),
+        (["--total-timesteps", "1e99"], "--total-timesteps 1e+99 is 1.95e+96 updates of 512 env steps; a run counts at "
+                                        "most 2**31 - 1 updates: lower --total-timesteps."),
         (["--eval-env-params", "lenght", "0.7"], "Unknown environment parameter"),
         (["--total-timesteps", "2.5"], "--total-timesteps takes a whole number (such as 1000000, 1e6 or 1_000_000), got '2.5'"),
         (["--num-seeds=1.5e0"], "--num-seeds takes a whole number"),
@@ -124,6 +130,18 @@ def test_user_errors_exit_2_with_one_sentence_before_compiling(cli_error, args, 
     code, stderr = cli_error(ppo.main, args)
     assert code == 2 and message in stderr, stderr
     assert "Error parsing" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+
+
+def test_an_error_on_a_value_the_recipe_set_says_so(cli_error):
+    """Navix's recipe sets --num-minibatches 8: an error naming it says it is the recipe's (and how
+    to change it); once the user sets it, the error is theirs alone."""
+    env = ["--env", "navix/Navix-Empty-5x5-v0", "--num-envs", "5", "--num-steps", "5"]
+    code, stderr = cli_error(ppo.main, env)
+    assert code == 2 and stderr == ("error: num_envs * num_steps = 25 is not divisible by --num-minibatches 8; pick a "
+                                    "divisor of 25 (--num-minibatches is the cpu recipe's for navix/Navix-Empty-5x5-v0: "
+                                    "set it, or pass --recipe none)."), stderr
+    code, stderr = cli_error(ppo.main, [*env, "--num-minibatches", "8"])
+    assert code == 2 and stderr.endswith("pick a divisor of 25.") and "recipe" not in stderr, stderr
 
 
 @pytest.mark.parametrize("text,value", [("1e6", 1_000_000), ("2.5e5", 250_000), ("1_000_000", 1_000_000), ("4096", 4096)])
@@ -241,6 +259,41 @@ def test_run_folder_contents(logged_every_update):
     lines = [l for l in proc.stdout.splitlines() if l.startswith("[ppo CartPole-v1] update")]
     assert len(lines) == 4 and all("return" in l and len(l) <= 100 for l in lines)  # not a terminal: plain lines
     assert lines[-1].startswith("[ppo CartPole-v1] update 4/4") and "eval " in lines[-1]
+    check_provenance(run_dir, PPO)
+
+
+def check_provenance(run_dir, script):
+    """provenance.json: one session from update 0 with the command line, the checkout's commit and
+    whether tracked files differ from it, the algorithm file's hash and the package versions."""
+    (session,) = json.loads((run_dir / "provenance.json").read_text())["sessions"]
+    assert session["update"] == 0 and session["argv"][0] == script
+    git = lambda *a: subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    assert session["scanrl"] == {"version": importlib.metadata.version("scanrl"), "commit": git("rev-parse", "HEAD"),
+                                 "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    algo_file = REPO / script
+    assert session["algorithm_file"] == {"path": str(algo_file), "sha256": hashlib.sha256(algo_file.read_bytes()).hexdigest()}
+    assert session["packages"]["jax"] == jax.__version__ and session["packages"]["gymnax"]
+    assert session["devices"].startswith(f"{len(jax.devices())} x ")
+
+
+def test_provenance_adds_a_session_per_resume_and_hashes_the_file_as_it_was(tmp_path, monkeypatch):
+    """A copied algorithm file edited between sessions: each session holds the hash of the file it
+    ran; a resume appends, a new run starts the list again; outside a git checkout (an installed
+    wheel) the commit and the dirty flag are null."""
+    copy = tmp_path / "my_ppo.py"
+    copy.write_text("# a copy\n")
+    provenance.record(tmp_path, 0, "my_ppo", str(copy))
+    copy.write_text("# edited\n")
+    provenance.record(tmp_path, 7, "my_ppo", str(copy), resumed=True)
+    sessions = json.loads((tmp_path / "provenance.json").read_text())["sessions"]
+    assert [s["update"] for s in sessions] == [0, 7]
+    assert [s["algorithm_file"]["sha256"] for s in sessions] == [hashlib.sha256(b"# a copy\n").hexdigest(),
+                                                                  hashlib.sha256(b"# edited\n").hexdigest()]
+    provenance.record(tmp_path, 0, "my_ppo", str(copy))
+    assert len(json.loads((tmp_path / "provenance.json").read_text())["sessions"]) == 1
+    monkeypatch.setattr(provenance, "ROOT", tmp_path)
+    assert provenance.scanrl_source()["commit"] is None and provenance.scanrl_source()["dirty"] is None
+    assert provenance.algorithm_path("ppo", None) == tmp_path / "algos" / "ppo.py"
 
 
 @pytest.mark.slow

@@ -104,6 +104,8 @@ def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
     assert proc.wait(timeout=HANG_GUARD) == 0, proc.communicate()[1][-3000:]
     assert_same_run(reference, run_dir)
     assert json.loads((run_dir / "summary.json").read_text())["resumed_from"] == [stopped, killed_at]
+    sessions = json.loads((run_dir / "provenance.json").read_text())["sessions"]
+    assert [s["update"] for s in sessions] == [0, stopped, killed_at]  # each start and resume recorded
 
 
 @pytest.mark.slow

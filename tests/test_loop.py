@@ -2,6 +2,7 @@
 callback, a user's own env object trains, and the install is namespaced."""
 
 import dataclasses
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -332,6 +333,9 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
     saved = json.loads((first_dir / "config.json").read_text())
     assert first_dir.name.startswith("my_ppo__") and saved["algo"] == "my_ppo"
     assert saved["algo_file"] == str(script.resolve())
+    first_hash = hashlib.sha256(script.read_bytes()).hexdigest()
+    (session,) = json.loads((first_dir / "provenance.json").read_text())["sessions"]
+    assert session["algorithm_file"] == {"path": str(script.resolve()), "sha256": first_hash}
     again, same = run("again")
     assert again["program_cache"] == "hit"
     assert all(np.array_equal(params[k], same[k]) for k in params)
@@ -339,6 +343,9 @@ def test_a_copied_algorithm_file_runs_from_another_folder_and_its_edits_are_neve
     script.write_text(script.read_text() + "\n# a comment changes no program\n")
     commented, same = run("commented")
     assert commented["program_cache"] == "program"
+    (commented_dir,) = (tmp_path / "commented").iterdir()  # the edited file's hash, not the first's
+    (session,) = json.loads((commented_dir / "provenance.json").read_text())["sessions"]
+    assert session["algorithm_file"]["sha256"] == hashlib.sha256(script.read_bytes()).hexdigest() != first_hash
     assert all(np.array_equal(params[k], same[k]) for k in params)
 
     source = script.read_text()

@@ -365,6 +365,17 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
+def examples(env: str) -> str:
+    """The help's first lines after the description: common command lines for this file."""
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else "ALGO.py"
+    prog = script if not os.path.relpath(script).startswith("..") else Path(script).name
+    prog = os.path.relpath(prog) if os.path.isabs(prog) and not os.path.relpath(prog).startswith("..") else prog
+    lines = [f"--env {env} --num-seeds 8", "--config runs/FOLDER/config.json --seed 8",
+             "--resume runs/FOLDER", "--sweep learning_rate=1e-4,3e-4,1e-3 --num-seeds 4",
+             "--pbt --sweep learning_rate=log:1e-5:1e-2 --pbt-population 8"]
+    return "\n\nexamples:\n" + "\n".join(f"  python {prog} {line}" for line in lines)
+
+
 def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoReturn:
     """Print --help with the flags in boxes (algorithm, environment, run, lifecycle, logging,
     sweeps), defaults from `base` (a Job: the env's presets applied), and exit 0. The flags parse as
@@ -388,7 +399,7 @@ def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoRetu
         fields.append((name, box, field(default_factory=box)))
     flags = dataclasses.make_dataclass("Flags", fields, frozen=True)
     try:
-        tyro.cli(flags, args=["--help"], description=description, config=(tyro.conf.OmitArgPrefixes,))
+        tyro.cli(flags, args=["--help"], description=description + examples(base.config.env), config=(tyro.conf.OmitArgPrefixes,))
     except BrokenPipeError:  # `--help | head`: the reader left; no traceback for that
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(0)  # tyro exits after printing the help

@@ -7,7 +7,9 @@ one plain line (common/harness/console.py; means over the chunk's updates and ov
 (keys `seed_<i>/<metric>` plus `mean/<metric>`). Only process 0 of a multi-process run prints or writes; the metrics
 it receives cover every seed.
 
-A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` (written first),
+A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` and `provenance.json` (what
+produced the run: scanrl's version and commit, package versions, the algorithm file's hash;
+common/harness/provenance.py), both written first,
 `progress.jsonl` (written as the run goes; `seconds` is training time so far), and at the
 end `metrics.npz` (every per-update metric, `[num_seeds, num_updates]`), `params.npz` (the
 final policy, leading axis = seed), `summary.json` and `curves.png` (common/harness/plots.py).
@@ -25,7 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from scanrl.common.harness import console
+from scanrl.common.harness import console, provenance
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -150,6 +152,7 @@ class RunLogger:
             return
         self.run_dir.mkdir(parents=True, exist_ok=bool(run_dir))
         (self.run_dir / "config.json").write_text(json.dumps({"algo": algo, **config}, indent=2, default=str) + "\n")
+        provenance.record(self.run_dir, resume_update, algo, config.get("algo_file"), resumed=bool(run_dir))
         progress_file = self.run_dir / "progress.jsonl"
         self._seconds = 0.0  # training seconds so far (compile excluded), over every resume
         if run_dir and progress_file.exists():  # drop what was logged after the checkpoint: it is redone

@@ -104,17 +104,33 @@ def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = 
                              description=doc.split("\n\n")[0], config=(tyro.conf.OmitArgPrefixes,))
     except SystemExit as e:
         if e.code:
-            fail(tyro_error_sentence(captured.getvalue()))
+            fail(recipe_note(tyro_error_sentence(captured.getvalue()), argv, module, env, recipe))
         raise
     sys.stderr.write(captured.getvalue())  # tyro's warnings, if any
     # what applied, not what was asked: "auto" resolved, "none" where the env has no recipe
     try:
         config = Job(flags.config, dataclasses.replace(flags.run, recipe=base.run.recipe))
     except ValueError as e:
-        fail(str(e))
+        fail(recipe_note(str(e), argv, module, env, recipe))
     if resume:
         check_resume(saved, config)
     return config
+
+
+def recipe_note(message: str, argv: list[str], module: Any, env: str, recipe: str) -> str:
+    """An error naming flags the user did not pass but the env's recipe set says so, and how to
+    change them: "--x 30 ... (--x is the published recipe's for ENV: set it, or --recipe none)."."""
+    name = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])
+    form, fields = recipes.lookup(name, env, recipe)
+    named = [f"--{k.replace('_', '-')}" for k in fields if k != "recipe"]
+    given = {a.split("=", 1)[0].replace("--no-", "--") for a in argv if a.startswith("--")}
+    named = [f for f in named if re.search(rf"{re.escape(f)}(?![\w-])", message) and f not in given]
+    if not named:
+        return message
+    named.sort(key=message.find)
+    which = f"{named[0]} is" if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]} are"
+    return (f"{message.rstrip('.')} ({which} the {form} recipe's for {env}: set "
+            f"{'it' if len(named) == 1 else 'them'}, or pass --recipe none).")
 
 
 def check_resume(saved: dict[str, Any], config: Any) -> None:
@@ -338,6 +354,11 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
                          population=run.pbt_population if run.pbt else None)
     program = loop.build(make_algorithm, config, env, env_params, chunk=run.log_every or None, sweep=sweep)
     pbt.check(run, program.num_updates if config.total_timesteps else None)
+    if program.num_updates >= 2**31:  # update indices are int32 inside the program
+        budget = f"{config.total_timesteps:,}" if config.total_timesteps < 10**15 else f"{config.total_timesteps:.3g}"
+        raise ValueError(f"--total-timesteps {budget} is {program.num_updates:.3g} updates of "
+                         f"{program.steps_per_update:,} env steps; a run counts at most 2**31 - 1 updates: "
+                         f"lower --total-timesteps.")
     if ckpt is not None and checkpoint.update_of(ckpt) >= program.num_updates:
         raise ValueError(f"--resume {run.resume}: the run already trained all {program.num_updates} updates; "
                          f"raise --total-timesteps to extend it.")

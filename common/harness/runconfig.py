@@ -77,7 +77,7 @@ class RunConfig:
     environments). On CPU splitting costs more than it saves (benchmarks/RESULTS.md)."""
     distributed: bool = False
     """multi-process run: jax.distributed.initialize() before anything else (also implied by
-    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes. See README, Scaling."""
+    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes (docs/scaling.md, several nodes or processes)."""
     compile_cache: bool = True
     """keep compiled programs in ~/.cache/scanrl/jax (or $JAX_COMPILATION_CACHE_DIR): a repeated run
     starts without tracing or compiling (common/harness/programs.py)."""
@@ -90,7 +90,7 @@ class RunConfig:
     sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """sweep a hyperparameter, repeatable: FIELD=V1,V2,... (grid: the product of every --sweep) or
     FIELD=log:LOW:HIGH / FIELD=uniform:LOW:HIGH (random search, --sweep-samples draws seeded by --seed);
-    configs x seeds train in one program (README, Sweeps)."""
+    configs x seeds train in one program (docs/lifecycle.md, Sweeps)."""
     sweep_samples: int = 8
     """random-search draws for log:/uniform: sweeps."""
     sweep_mode: Literal["program", "loop"] = "program"
