@@ -132,6 +132,29 @@ def test_user_errors_exit_2_with_one_sentence_before_compiling(cli_error, args, 
     assert "Error parsing" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
 
 
+def test_a_seed_with_no_episode_ended_in_the_last_tenth_shows_the_latest_that_did(tmp_path, capsys):
+    """Episodes longer than the last 10% of updates (Brax's 1000-step ones on a short budget): the
+    final return stays null, and the table and summary.json give the latest update's return where
+    an episode ended, per seed."""
+    from scanrl.common.harness.logging import RunLogger
+
+    nan = np.nan
+    returns = np.array([[nan, 5.0, nan, nan, nan, nan, nan, nan, nan, 7.0],  # ended in the last 10%
+                        [nan, 998.0, nan, 1000.0, nan, nan, nan, nan, nan, nan],  # ended before it only
+                        [nan] * 10])  # never ended
+    logger = RunLogger(algo="ppo", env="brax/inverted_pendulum", config={}, num_seeds=3, steps_per_update=8,
+                       num_updates=10, out_dir=str(tmp_path), progress=False)
+    summary = logger.finish(metrics={"episode_return": returns}, params={"w": np.zeros((3, 2))}, total_timesteps=80,
+                            compile_seconds=1.0, run_seconds=1.0, wall_seconds=3.0)
+    assert summary["final_return_per_seed"] == [7.0, None, None] and summary["final_return_mean"] == 7.0
+    assert summary["latest_return_per_seed"] == [7.0, 1000.0, None]
+    assert summary["latest_return_update_per_seed"] == [10, 4, 0]
+    out = capsys.readouterr().out
+    assert "final return per seed (mean over the last 10% of updates)" in out
+    assert "seed    1  no episode ended in the last 10%; the latest that did: 1000.00 (update 4)" in out
+    assert "seed    2  no episode ended\n" in out
+
+
 def test_an_error_on_a_value_the_recipe_set_says_so(cli_error):
     """Navix's recipe sets --num-minibatches 8: an error naming it says it is the recipe's (and how
     to change it); once the user sets it, the error is theirs alone."""

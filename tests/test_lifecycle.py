@@ -92,6 +92,7 @@ def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
     assert np.load(run_dir / "metrics.npz")["episode_return"].shape[1] == stopped
     assert np.load(run_dir / "params.npz")["params/actor/0/w"].shape[0] == 2
     assert f"--resume {run_dir}" in stdout
+    assert f"stopped at update {stopped}: return per seed (mean over the last 10% of the updates trained)" in stdout
 
     proc = resume(run_dir, after=stopped)
     signal_after_checkpoint(proc, tmp_path / "run", signal.SIGKILL, after=stopped)

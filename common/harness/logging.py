@@ -98,6 +98,15 @@ def final_returns(episode_return: np.ndarray) -> np.ndarray:
     return nanmean(episode_return[:, -tail:], axis=1)
 
 
+def latest_returns(episode_return: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[seeds, updates] -> (return, update) [seeds]: each seed's latest update in which an episode
+    ended, and that update's mean return (NaN and -1 where none ended): what the table shows for
+    a seed whose episodes outlast the last 10% of updates."""
+    ended = ~np.isnan(episode_return)
+    last = np.where(ended.any(axis=1), episode_return.shape[1] - 1 - np.argmax(ended[:, ::-1], axis=1), -1)
+    return np.where(last >= 0, _last_finite(episode_return), np.nan), last + 1  # updates count from 1
+
+
 def new_run_dir(out_dir: str | Path, algo: str, env: str) -> Path:
     """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created."""
     stamp, env = time.strftime("%Y%m%d-%H%M%S"), env.replace("/", "-")  # brax/ant: ppo__brax-ant__<time>
@@ -299,6 +308,7 @@ class RunLogger:
         self.stop_display()
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         final = final_returns(metrics["episode_return"])  # over the updates trained
+        latest_ended = latest_returns(metrics["episode_return"])
         latest = {k: _finite_or_none(latest_mean(metrics[k])) if k in metrics and not np.all(np.isnan(metrics[k]))
                   else None for k in ("eval_return", "eval_return_sampled")}
         # This process's steps: a resumed run's earlier updates took none of run_seconds.
@@ -312,6 +322,9 @@ class RunLogger:
             "final_return_per_seed": [_finite_or_none(x) for x in final],
             "final_return_mean": _finite_or_none(nanmean(final)),
             "final_return_std": _finite_or_none(np.nanstd(final)) if not np.all(np.isnan(final)) else None,
+            # where no episode ended in the last 10%: the latest that did ([seeds]; null, 0: none at all)
+            "latest_return_per_seed": [_finite_or_none(x) for x in latest_ended[0]],
+            "latest_return_update_per_seed": [int(u) for u in latest_ended[1]],
             "eval_return_mean": latest["eval_return"],  # the deterministic policy's
             "eval_return_sampled_mean": latest["eval_return_sampled"],
             "eval_policy": self.eval_policy,  # the one the stop conditions read
@@ -347,9 +360,16 @@ class RunLogger:
             what = "population of {} members" if self.population else "sweep of {} configs"
             print(f"\n{self.algo} on {self.env}: {what.format(self.num_configs)} x {self.seeds_per_config} seeds", file=out)
         else:
-            print(f"\n{self.algo} on {self.env}: final return per seed (mean over the last 10% of updates)", file=out)
+            updates = summary.get("updates")
+            if summary.get("stopped_by") == "interrupt" and updates is not None:
+                heading = f"stopped at update {updates}: return per seed (mean over the last 10% of the updates trained)"
+            else:
+                heading = "final return per seed (mean over the last 10% of updates)"
+            print(f"\n{self.algo} on {self.env}: {heading}", file=out)
             for i, r in enumerate(summary["final_return_per_seed"]):
-                shown = "no episode ended" if r is None else f"{r:10.2f}"
+                latest, at = summary["latest_return_per_seed"][i], summary["latest_return_update_per_seed"][i]
+                shown = (f"{r:10.2f}" if r is not None else "no episode ended" if latest is None else
+                         f"no episode ended in the last 10%; the latest that did: {latest:.2f} (update {at})")
                 print(f"  seed {self.first_seed + i:>4}  {shown}", file=out)
             mean, std = summary["final_return_mean"], summary["final_return_std"]
             if mean is not None:
