@@ -347,6 +347,7 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
     assert proc.wait(timeout=HANG_GUARD) == 0
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))  # no colours
     assert "compiling… CartPole-v1: 2 seeds" in shown and "compiled in" in shown
+    assert f"run folder in {tmp_path}/" in shown  # never cut, however long: above the spinner if need be
     assert "4/4 updates" in shown and "ETA" in shown and "env steps/s" in shown
     assert "[ppo CartPole-v1] update" not in shown  # no plain lines on a terminal
     assert "mean" in shown and "run folder:" in shown
@@ -449,20 +450,22 @@ def test_wandb_offline_writes_per_seed_keys_without_network(tmp_path):
 def test_the_bar_keeps_count_elapsed_eta_and_return_at_any_width(width):
     """rich cut the update count and the ETA ('950/9… updates 0:01:38 ETA 0:00:…') once the
     texts grew past the terminal: the bar is laid out for the width, and the label, the word
-    "updates", the last texts and the bar's length give way instead."""
+    "updates", the bar's length and the last texts give way instead. From 80 columns the bar
+    keeps the return, env steps/s and the evaluation."""
     from rich.console import Console
 
     from scanrl.common.harness import console
 
     screen = Console(width=width, force_terminal=True, file=open(os.devnull, "w"))
     bar = console.Bar("ppo navix/Navix-DoorKey-5x5-v0", 9765, 0, screen=screen)
-    bar.update(950, 3723.0, ["return 0.98", "eval 1.0", "mode 0.1", "337k env steps/s"])
+    bar.update(950, 3723.0, ["return 0.98", "337k env steps/s", "eval 1.0", "mode 0.1"])
     shot = Console(width=width, record=True, file=open(os.devnull, "w"))  # what the terminal shows, as text
     shot.print(bar._progress.get_renderable())
     bar.stop()
     (line,) = [l for l in shot.export_text().splitlines() if l.strip()]
     assert len(line) <= width and "950/9765" in line and "0:00:0" in line and "ETA 1:02:03  return 0.98" in line, line
-    assert ("eval 1.0" in line) == (width >= 80) and ("337k env steps/s" in line) == (width >= 140), line
+    assert ("337k env steps/s" in line) == ("eval 1.0" in line) == (width >= 80), line
+    assert ("mode 0.1" in line) == (width >= 100), line
 
 
 def test_what_xla_writes_during_the_compile_goes_to_the_log_not_the_terminal(capfd):

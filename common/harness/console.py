@@ -52,8 +52,9 @@ def fit(*candidates: list[str], width: int = WIDTH) -> str:
 class Compiling:
     """From the start of tracing until the first state exists: a spinner on a terminal,
     one "compiling… <what>" line otherwise. The spinner keeps its elapsed seconds and, where
-    an earlier compile of the same algorithm and env took a known time, "last time 0:42",
-    visible at any width: `what` is cut to the terminal instead. `stop()` is safe to call at
+    an earlier compile of the same algorithm and env took a known time, "last time 0:42";
+    where `what` (with the run folder at its end) would not fit beside them, it is printed
+    whole above the spinner, so nothing of it is cut. `stop()` is safe to call at
     any time, twice included."""
 
     def __init__(self) -> None:
@@ -76,7 +77,10 @@ class Compiling:
         # spinner 1, elapsed 7, the estimate, 1 space between columns; what is left holds `what`
         room = self._live.console.width - 1 - 7 - (len(past) + 1 if past else 0) - 3
         text = f"compiling… {what}"
-        self._live.add_task(text if len(text) <= room else text[:max(room - 1, 10)] + "…", total=None)
+        if len(text) > room:  # too long for the spinner's line: it goes above, whole (it may wrap)
+            print(text, flush=True)
+            text = "compiling…"
+        self._live.add_task(text, total=None)
         self._live.start()
 
     def stop(self, said: str | None = None) -> None:
@@ -129,8 +133,8 @@ class Bar:
     `label  [bar]  done/total updates  elapsed  ETA  texts...`, laid out for the terminal's
     width at every update. The update count, the elapsed time (rich's, ticking between
     updates), the ETA and the first text (the latest return) stay at any width from 60
-    columns; the label, the word "updates", the last texts and the bar's length give way
-    first, in that order (rich would otherwise cut the count and the ETA)."""
+    columns; the label and the word "updates" give way first, then the bar's length, then
+    the last texts one by one (rich would otherwise cut the count and the ETA)."""
 
     def __init__(self, label: str, total: int | None, done: int, screen: Any = None):
         """screen: a rich Console to draw on (default: the terminal)."""
@@ -151,9 +155,8 @@ class Bar:
         count = f"{done}/{self.total}" if self.total else f"{done}"
         left = f"ETA {clock(eta_seconds)}" if math.isfinite(eta_seconds) else "ETA -:--"
         texts = [t for t in texts if t]
-        tries = [(self.label, 24, " updates", texts), ("", 24, " updates", texts), ("", 24, "", texts)]
-        tries += [("", 24, "", texts[:n]) for n in range(len(texts) - 1, 0, -1)]
-        tries += [("", bar, "", texts[:1]) for bar in (16, 10)]
+        tries = [(self.label, 24, " updates", texts), ("", 24, " updates", texts)]
+        tries += [("", bar, "", texts[:n]) for n in range(len(texts), 0, -1) for bar in (24, 16, 10, 8)]
         for head, bar, word, kept in tries:
             tail = "  ".join([left, *kept])
             # columns: head, bar, count, elapsed (h:mm:ss, 7), tail; one space between each

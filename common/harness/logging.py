@@ -265,12 +265,12 @@ class RunLogger:
 
     def _stats(self, sps: float, table: dict[str, np.ndarray]) -> list[str]:
         """The bar's texts after the update count, elapsed time and ETA, the most important
-        first: the latest return, evaluation (the bar keeps the latest), the other policy's
-        evaluation, env steps/s."""
+        first: the latest return, env steps/s, evaluation (the bar keeps the latest), the other
+        policy's evaluation."""
         shown, _, evaluated, other = self._returns(table)
         self._last_eval = evaluated, other = (evaluated, other) if evaluated else self._last_eval
         speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
-        return [shown, evaluated, other, speed]
+        return [shown, speed, evaluated, other]
 
     def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray], eta: float) -> str:
         """One plain progress line of at most console.WIDTH characters: what does not fit is
