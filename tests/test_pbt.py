@@ -291,6 +291,7 @@ def test_a_killed_pbt_run_resumes_bit_for_bit(pbt_dir, tmp_path):
     signal_after_checkpoint(proc, tmp_path, signal.SIGKILL, after=4)
     assert proc.returncode == -signal.SIGKILL
     (run_dir,) = list(tmp_path.iterdir())
+    assert run_dir.name.startswith("ppo__") and "__pbt-" in run_dir.name  # named as a population
     proc = subprocess.run([sys.executable, "algos/ppo.py", "--resume", str(run_dir)], cwd=REPO, capture_output=True,
                           text=True, timeout=HANG_GUARD)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -206,6 +206,7 @@ def test_an_interrupted_sweep_resumes_to_the_uninterrupted_result(sweep_dir, tmp
     stdout, stderr = signal_after_checkpoint(proc, tmp_path, signal.SIGINT)
     assert proc.returncode == 130, stderr[-3000:]
     (run_dir,) = list(tmp_path.iterdir())
+    assert run_dir.name.startswith("ppo__CartPole-v1__sweep-")  # named as a sweep
     assert json.loads((run_dir / "summary.json").read_text())["stopped_by"] == "interrupt"
     assert (run_dir / "sweep.json").is_file()  # an interrupted sweep still reports its configs so far
     ppo.main(["--resume", str(run_dir)])
@@ -235,6 +236,7 @@ def test_loop_mode_runs_each_config_as_its_own_run_and_resumes_what_is_missing(t
     summary = ppo.main([*LOOP_RUN, "--out-dir", str(tmp_path)])
     sweep_dir = Path(summary["run_dir"])
     assert summary["exit_code"] == 0 and summary["configs_done"] == 4
+    assert sweep_dir.name.startswith("ppo__CartPole-v1__sweep-")
     report = json.loads((sweep_dir / "sweep.json").read_text())
     assert [r["values"] for r in report["configs"]] == [
         {"num_envs": 2, "activation": "tanh"}, {"num_envs": 2, "activation": "relu"},

@@ -107,9 +107,11 @@ def latest_returns(episode_return: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(last >= 0, _last_finite(episode_return), np.nan), last + 1  # updates count from 1
 
 
-def new_run_dir(out_dir: str | Path, algo: str, env: str) -> Path:
-    """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created."""
+def new_run_dir(out_dir: str | Path, algo: str, env: str, kind: str = "") -> Path:
+    """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created.
+    `kind` ("sweep", "pbt") names a sweep's or a population's folder: `<algo>__<env>__sweep-<time>`."""
     stamp, env = time.strftime("%Y%m%d-%H%M%S"), env.replace("/", "-")  # brax/ant: ppo__brax-ant__<time>
+    stamp = f"{kind}-{stamp}" if kind else stamp
     path, suffix = Path(out_dir) / f"{algo}__{env}__{stamp}", 1
     while path.exists():
         suffix += 1
@@ -155,7 +157,8 @@ class RunLogger:
         # the evaluation shown first (and read by the stop conditions): --eval-policy's
         self.eval_policy = config.get("eval_policy", "sampled")
         self.population = bool(config.get("pbt"))  # a sweep's rows are a --pbt population
-        self.run_dir = Path(run_dir) if run_dir else new_run_dir(out_dir, algo, env)
+        kind = "pbt" if self.population else "sweep" if num_configs > 1 else ""
+        self.run_dir = Path(run_dir) if run_dir else new_run_dir(out_dir, algo, env, kind)
         self._wandb = None
         if not self.active:
             return

@@ -842,7 +842,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
     if run.resume:
         sweep_dir = Path(run.resume)
     else:
-        sweep_dir = new_run_dir(run.out_dir, algo, config.env)
+        sweep_dir = new_run_dir(run.out_dir, algo, config.env, "sweep")
         sweep_dir.mkdir(parents=True)
         (sweep_dir / "config.json").write_text(
             json.dumps({"algo": algo, **file_entry(algo_file), **config_dict(config)}, indent=2, default=str) + "\n")
