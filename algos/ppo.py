@@ -23,8 +23,7 @@ from scanrl.common import algorithm, envs
 # the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
 from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
-from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
-                                actor_critic_value as value)
+from scanrl.common.nets import actor_critic_init, actor_critic_policy as policy, actor_critic_value as value
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
                                     value_loss)
 
@@ -177,6 +176,11 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # most of the compute, as in CleanRL's Atari PPO); continuous actions: a state-independent log-std
 # (gaussian), or a state-dependent std before a tanh (tanh_normal)
 # ---------------------------------------------------------------------------------------------
+def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    """The actor-critic's parameters, with this Config's observation split and initialiser."""
+    return actor_critic_init(key, config, vec_env, critic_obs=config.critic_obs, init=config.init)
+
+
 # The math: GAE, the clipped surrogate, the value loss, approx KL, advantage normalisation and the
 # epoch loop come from common/onpolicy.py (tested in tests/test_ppo.py, tests/test_gae.py); here PPO's loss
 # ---------------------------------------------------------------------------------------------
@@ -372,11 +376,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                                         done=info.terminated | info.truncated, action_mask=traj.action_mask,
                                         noise=traj.noise), config.unroll_length)
             params, opt_state, loss_stats = learn(params, state.opt_state, unrolls, k_epochs, config, optimizer,
-                                                  unroll_gradient, learning_rate)
+                                                  unroll_gradient, learning_rate, target_kl=config.target_kl)
         else:
             prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
             params, opt_state, loss_stats = learn(params, state.opt_state, samples_for(params), k_epochs, config,
-                                                  optimizer, minibatch_gradient, learning_rate, prepare=prepare)
+                                                  optimizer, minibatch_gradient, learning_rate, prepare=prepare,
+                                                  target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)

@@ -193,30 +193,30 @@ def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
 # ---------------------------------------------------------------------------------------------
 # Actor-critic (ppo.py, impala.py): separate policy and value MLPs, behind one shared conv torso
 # ---------------------------------------------------------------------------------------------
-def actor_critic_init(key: jax.Array, config, vec_env) -> dict:
+def actor_critic_init(key: jax.Array, config, vec_env, critic_obs: str = "state",
+                      init: str = "orthogonal") -> dict:
     """Parameters {"torso" (images only), "actor", "critic", "log_std" (gaussian Box actions only)}
     for `vec_env` (a common/envs.py VecEnv). Reads config.torso and config.conv_channels (the conv
     torso, `use_cnn`), config.action_dist, config.actor_hidden and config.critic_hidden. The actor
     maps the features [F] to logits [A] (discrete), means [A] (gaussian) or [loc, raw scale] [2A]
-    (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1 (config.init,
-    where the Config has it: "lecun_uniform" draws every layer of both as Brax's networks do).
-    Flat observations: the actor reads the first vec_env.policy_obs_dim features, and the critic
-    those too, or the rest (config.critic_obs "privileged_state", where the Config has it)."""
+    (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1 (`init`
+    "lecun_uniform" draws every layer of both as Brax's networks do). Flat observations: the
+    actor reads the first vec_env.policy_obs_dim features, and the critic those too, or the
+    rest (`critic_obs` "privileged_state"). A file with those options passes its Config's."""
     params = {}
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], actor_in = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
         critic_in = actor_in
-    elif getattr(config, "critic_obs", "state") == "privileged_state":
+    elif critic_obs == "privileged_state":
         actor_in, critic_in = vec_env.policy_obs_dim, vec_env.obs_dim - vec_env.policy_obs_dim
     else:
         actor_in = critic_in = vec_env.policy_obs_dim
     k_actor, k_critic = jax.random.split(key)
     tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
     out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
-    scheme = getattr(config, "init", "orthogonal")  # a Config without an `init` field keeps orthogonal
-    params["actor"] = mlp_init(k_actor, (actor_in, *config.actor_hidden, out_dim), output_gain=0.01, scheme=scheme)
-    params["critic"] = mlp_init(k_critic, (critic_in, *config.critic_hidden, 1), output_gain=1.0, scheme=scheme)
+    params["actor"] = mlp_init(k_actor, (actor_in, *config.actor_hidden, out_dim), output_gain=0.01, scheme=init)
+    params["critic"] = mlp_init(k_critic, (critic_in, *config.critic_hidden, 1), output_gain=1.0, scheme=init)
     if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params

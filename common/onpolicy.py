@@ -74,18 +74,18 @@ def make_optimizer(config) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps))
 
 
-def learn(params, opt_state, samples, key, config, optimizer, gradient, learning_rate, prepare=None):
+def learn(params, opt_state, samples, key, config, optimizer, gradient, learning_rate, prepare=None,
+          target_kl=None):
     """config.num_epochs epochs of config.num_minibatches Adam steps of size `learning_rate` over
     one rollout's samples, leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in
     ppo_rnn.py, whole trajectories (environment-major) in impala.py, each file passing its own
     `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params, samples)`, where
     given, makes each epoch's samples from the params it starts with (PPO's
-    recompute_advantages). With config.target_kl (None or no such field: off) the update stops at
-    the first minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads only
-    num_epochs, num_minibatches and target_kl (and passes it on to `gradient`). Returns params,
+    recompute_advantages). With `target_kl` (None: off; a file passes its config.target_kl) the
+    update stops at the first minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads
+    only num_epochs and num_minibatches (and passes it on to `gradient`). Returns params,
     optimizer state and loss stats [num_epochs, num_minibatches]."""
     step_size = optax.scale_by_learning_rate(learning_rate)  # stateless: -learning_rate * update
-    target_kl = getattr(config, "target_kl", None)
 
     def update_minibatch(carry, minibatch):
         params, opt_state, stopped = carry

@@ -4,6 +4,7 @@ and the helpers that tests/test_impala.py, test_grpo.py and test_ppo_rnn.py shar
 
 import functools
 import math
+import re
 import types
 
 import distrax
@@ -14,8 +15,10 @@ import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn
 from scanrl.common import envs, suites
-from scanrl.common.nets import (SQUASH, cnn_apply, cnn_init, pre_tanh_normal, squashed_entropy, tanh_normal_bounds,
-                                to_bounds, use_cnn)
+from scanrl.common.nets import (SQUASH, actor_critic_init, cnn_apply, cnn_init, pre_tanh_normal, squashed_entropy,
+                                tanh_normal_bounds, to_bounds, use_cnn)
+
+from conftest import REPO
 
 
 @pytest.mark.parametrize("image_shape,channels,features", [
@@ -284,3 +287,17 @@ def test_lecun_uniform_init_draws_every_layer_alike_and_ppo_reads_it():
     default = ppo.init_params(jax.random.key(1), ppo.default_config("Pendulum-v1"), vec_env)
     head = lambda params: np.abs(np.asarray(params["actor"][-1]["w"])).max()  # noqa: E731
     assert head(default) < 0.02 < head(lecun)
+
+
+def test_the_kit_reads_no_config_field_with_a_silent_default():
+    """A copied file that renames a field the kit uses must fail loudly: the kit reads its Config
+    fields plainly (an AttributeError naming the field) and takes optional settings, such as
+    target_kl or the critic's observation part, as arguments the file passes."""
+    kit = [p for folder in ("common", "common/suites") for p in (REPO / folder).glob("*.py")]
+    silent = [f"{p.name}: {m.group(0)}" for p in kit
+              for m in re.finditer(r"getattr\(config, \"\w+\", [^)]*\)", p.read_text())]
+    assert not silent, silent
+    vec_env = envs.VecEnv(*suites.make("CartPole-v1"), 2)
+    incomplete = types.SimpleNamespace(torso="mlp", conv_channels=(), actor_hidden=(8,), critic_hidden=(8,))
+    with pytest.raises(AttributeError, match="action_dist"):
+        actor_critic_init(jax.random.key(0), incomplete, vec_env)
