@@ -5,8 +5,9 @@ Navix's `PPOHparams`), the same env steps, the same number of seeds, in one sitt
 Navix's side is the installed package's own agent: `PPO(PPOHparams(budget=...),
 ActorCritic(...), env)` on `navix.make(ENV)`, its MLP encoders reading the symbolic grid
 flattened (as its baselines feed it), its `train` vmapped over the seeds and jitted in one program. scanrl's
-side is `algos/ppo.py --env navix/ENV` with the recipe. Both run in a fresh process without a
-compile cache; the wall times are those processes', imports and compiling included.
+side is `algos/ppo.py --env navix/ENV` with the recipe, on one CPU device as Navix's side is
+(`--scanrl-devices`; the JSON records both). Both run in a fresh process without a compile
+cache; the wall times are those processes', imports and compiling included.
 
 Per cell: each seed's final return, the mean return of the training episodes that ended in
 the last 10% of updates (scanrl's summary.json computes it per update, then averages the
@@ -77,10 +78,11 @@ def run_navix(env: str, seeds: int, hp: dict) -> dict:
     return {"wall": wall, **json.loads(lines[0][6:])}
 
 
-def run_scanrl(env: str, timesteps: int, seeds: int) -> dict:
+def run_scanrl(env: str, timesteps: int, seeds: int, num_devices: int) -> dict:
     with tempfile.TemporaryDirectory() as out:
         command = ["algos/ppo.py", "--env", env, "--total-timesteps", str(timesteps), "--num-seeds", str(seeds),
-                   "--eval-every", "0", "--log-every", "0", "--no-compile-cache", "--out-dir", out]
+                   "--num-devices", str(num_devices), "--eval-every", "0", "--log-every", "0", "--no-compile-cache",
+                   "--out-dir", out]
         started = time.perf_counter()
         subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
         wall = time.perf_counter() - started
@@ -98,13 +100,15 @@ def cell(args: argparse.Namespace) -> dict:
     fields = recipes.lookup("ppo", args.env, "published")[1]
     timesteps = args.timesteps or fields["total_timesteps"]
     started = time.strftime("%Y-%m-%d %H:%M")
-    scanrl = run_scanrl(args.env, timesteps, args.seeds)
+    scanrl = run_scanrl(args.env, timesteps, args.seeds, args.scanrl_devices)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     hp = hparams(fields, timesteps)
     theirs = run_navix(args.env, args.seeds, hp)
     print(f"navix: {json.dumps(theirs)}", flush=True)
     return {"env": args.env, "timesteps": timesteps, "seeds": args.seeds, "started": started,
             "finished": time.strftime("%Y-%m-%d %H:%M"), "navix_version": version("navix"), "navix_hparams": hp,
+            # Navix's side is one jitted program on JAX's default device: one CPU device
+            "devices": {"scanrl": args.scanrl_devices, "navix": 1},
             "scanrl": scanrl, "navix": theirs}
 
 
@@ -126,6 +130,8 @@ def table(out: Path) -> str:
 def main() -> None:
     parser = sidebyside.command_line(__doc__, "navix/Navix-DoorKey-5x5-v0", OUT)
     parser.add_argument("--timesteps", type=int, default=0, help="env steps per seed (0: the recipe's, 1e6)")
+    parser.add_argument("--scanrl-devices", type=int, default=1,
+                        help="CPU devices for scanrl's seeds (1: the same hardware as Navix's one jitted program)")
     sidebyside.finish(parser.parse_args(), cell, table, "ppo")
 
 
