@@ -390,8 +390,9 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
-        params, opt_state, loss_stats = learn(params, state.opt_state, flat, k_epochs, config, optimizer,
-                                              minibatch_gradient, learning_rate, target_kl=config.target_kl)
+        params, opt_state, loss_stats = learn(
+            params, state.opt_state, flat, k_epochs, config, optimizer, minibatch_gradient,
+            learning_rate, target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), valid_fraction=mask.mean(), learning_rate=learning_rate)

@@ -23,7 +23,8 @@ from scanrl.common import algorithm, envs
 # the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
 from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
                                 use_cnn)
-from scanrl.common.nets import actor_critic_init, actor_critic_policy as policy, actor_critic_value as value
+from scanrl.common.nets import (actor_critic_init, actor_critic_policy as policy,
+                                actor_critic_value as value)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
                                     value_loss)
 
@@ -375,13 +376,14 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                                         value=old_values, reward=rewards, terminated=info.terminated,
                                         done=info.terminated | info.truncated, action_mask=traj.action_mask,
                                         noise=traj.noise), config.unroll_length)
-            params, opt_state, loss_stats = learn(params, state.opt_state, unrolls, k_epochs, config, optimizer,
-                                                  unroll_gradient, learning_rate, target_kl=config.target_kl)
+            params, opt_state, loss_stats = learn(
+                params, state.opt_state, unrolls, k_epochs, config, optimizer, unroll_gradient,
+                learning_rate, target_kl=config.target_kl)
         else:
             prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
-            params, opt_state, loss_stats = learn(params, state.opt_state, samples_for(params), k_epochs, config,
-                                                  optimizer, minibatch_gradient, learning_rate, prepare=prepare,
-                                                  target_kl=config.target_kl)
+            params, opt_state, loss_stats = learn(
+                params, state.opt_state, samples_for(params), k_epochs, config, optimizer,
+                minibatch_gradient, learning_rate, prepare=prepare, target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)

@@ -368,8 +368,8 @@ def field_docs(cls: type) -> dict[str, str]:
 def examples(env: str) -> str:
     """The help's first lines after the description: common command lines for this file."""
     script = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else "ALGO.py"
-    prog = script if not os.path.relpath(script).startswith("..") else Path(script).name
-    prog = os.path.relpath(prog) if os.path.isabs(prog) and not os.path.relpath(prog).startswith("..") else prog
+    relative = os.path.relpath(script)  # as typed from here; a file elsewhere by its name
+    prog = Path(script).name if relative.startswith("..") else relative
     lines = [f"--env {env} --num-seeds 8", "--config runs/FOLDER/config.json --seed 8",
              "--resume runs/FOLDER", "--sweep learning_rate=1e-4,3e-4,1e-3 --num-seeds 4",
              "--pbt --sweep learning_rate=log:1e-5:1e-2 --pbt-population 8"]

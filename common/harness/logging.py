@@ -100,11 +100,13 @@ def final_returns(episode_return: np.ndarray) -> np.ndarray:
 
 def latest_returns(episode_return: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[seeds, updates] -> (return, update) [seeds]: each seed's latest update in which an episode
-    ended, and that update's mean return (NaN and -1 where none ended): what the table shows for
-    a seed whose episodes outlast the last 10% of updates."""
+    ended, counted from 1, and that update's mean return (NaN and 0 where none ended): what the
+    table shows for a seed whose episodes outlast the last 10% of updates."""
     ended = ~np.isnan(episode_return)
-    last = np.where(ended.any(axis=1), episode_return.shape[1] - 1 - np.argmax(ended[:, ::-1], axis=1), -1)
-    return np.where(last >= 0, _last_finite(episode_return), np.nan), last + 1  # updates count from 1
+    last = episode_return.shape[1] - 1 - np.argmax(ended[:, ::-1], axis=1)  # where any ended
+    some = ended.any(axis=1)
+    return (np.where(some, episode_return[np.arange(len(last)), last], np.nan),
+            np.where(some, last + 1, 0))  # updates count from 1
 
 
 def new_run_dir(out_dir: str | Path, algo: str, env: str, kind: str = "") -> Path:
