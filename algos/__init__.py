@@ -27,7 +27,8 @@ def names() -> list[str]:
 
 
 def get(name: str) -> ModuleType:
-    """The algorithm module called `name` (imported on first use); ValueError for an unknown name."""
+    """The algorithm module called `name` (imported on first use); ValueError for an unknown
+    name."""
     if name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; scanrl has: {', '.join(names())}.")
     return importlib.import_module(f"{__name__}.{name}")

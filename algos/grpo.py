@@ -15,7 +15,8 @@ Shao et al. 2024 (arXiv:2402.03300).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+# before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+if __name__ == "__main__":
     from scanrl.common.harness import quiet_start
     quiet_start()
 
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init, pre_tanh_normal,
-                                sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
-                                use_cnn)
+from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init,
+                                pre_tanh_normal, sample_and_log_prob, squashed_entropy,
+                                tanh_normal_bounds, to_bounds, use_cnn)
 from scanrl.common.onpolicy import learn, make_optimizer
 
 import distrax
@@ -40,7 +41,8 @@ import optax
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
 ALGO = "grpo"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
-# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset
+# (None: every env)
 RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
 
 
@@ -54,9 +56,11 @@ class Config:
     num_envs: int = 64
     """parallel environments per seed: num_envs / group_size groups."""
     group_size: int = 4
-    """neighbouring environments whose returns form one baseline (at least 2; must divide num_envs)."""
+    """neighbouring environments whose returns form one baseline (at least 2; must divide
+    num_envs)."""
     num_steps: int = 512
-    """rollout window per environment; make it at least the episode limit so first episodes finish."""
+    """rollout window per environment; make it at least the episode limit so first episodes
+    finish."""
     num_epochs: int = 4
     """passes over each rollout (advantages are computed once per rollout)."""
     num_minibatches: int = 4
@@ -76,7 +80,8 @@ class Config:
     ent_coef: float = 0.01
     """entropy bonus weight."""
     kl_coef: float = 0.0
-    """weight of the KL penalty towards the initial (reference) policy; 0: none (EmbodiChain's CartPole setting)."""
+    """weight of the KL penalty towards the initial (reference) policy; 0: none (EmbodiChain's
+    CartPole setting)."""
     eps: float = 1e-8
     """added to the group std when normalising."""
     reset_every_rollout: bool = True
@@ -84,7 +89,8 @@ class Config:
     truncate_at_first_done: bool = True
     """train only on each environment's steps up to and including its first episode end."""
     shared_group_reset: bool = False
-    """every member of a group starts each rollout from the same initial state (off: EmbodiChain)."""
+    """every member of a group starts each rollout from the same initial state
+    (off: EmbodiChain)."""
     max_grad_norm: float = 0.5
     """clip the global gradient norm to this (0: no clipping)."""
     normalize_obs: bool = False
@@ -99,9 +105,10 @@ class Config:
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
     action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
-    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
-    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
-    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its
+    samples clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a
+    state-dependent std (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled
+    to the bounds."""
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
 
@@ -111,29 +118,35 @@ class Config:
 
     def __post_init__(self):
         algorithm.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "eps",
-                            "target_kl", "adam_eps", "min_std"),
-            nonnegative=("kl_coef", "ent_coef", "max_grad_norm"), within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches",
+                            "learning_rate", "eps", "target_kl", "adam_eps", "min_std"),
+            nonnegative=("kl_coef", "ent_coef", "max_grad_norm"),
+            within={"gamma": "(0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.group_size < 2:
-            raise ValueError(f"--group-size must be at least 2 (a group of one has no baseline), got {self.group_size}.")
+            raise ValueError("--group-size must be at least 2 (a group of one has no baseline), "
+                             f"got {self.group_size}.")
         if self.num_envs % self.group_size:
-            raise ValueError(f"--num-envs {self.num_envs} is not divisible by --group-size {self.group_size}; "
-                             "groups are blocks of neighbouring environments.")
+            raise ValueError(f"--num-envs {self.num_envs} is not divisible by --group-size "
+                             f"{self.group_size}; groups are blocks of neighbouring environments.")
         if self.batch_size % self.num_minibatches:
-            raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
-                             f"{self.num_minibatches}; pick a divisor of {self.batch_size}.")
+            raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by "
+                             f"--num-minibatches {self.num_minibatches}; pick a divisor of "
+                             f"{self.batch_size}.")
         algorithm.check_budget(self, self.batch_size, "rollout")
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
 PRESETS = {
-    "continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True, learning_rate=1e-3),
+    "continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True,
+                       learning_rate=1e-3),
     # MinAtar (10x10xC frames): the conv torso; 128-step windows that carry on without resets and
-    # train on every step (with 512-step reset windows, 1e6 steps were 30 updates and nothing learned;
-    # a short reset window would only ever train an episode's opening); window and rate by sweep (RESULTS.md)
-    "minatar": dict(total_timesteps=2_000_000, num_steps=128, reset_every_rollout=False, truncate_at_first_done=False,
-                    learning_rate=6e-3, activation="relu", actor_hidden=(64,)),
+    # train on every step (with 512-step reset windows, 1e6 steps were 30 updates and nothing
+    # learned; a short reset window would only ever train an episode's opening); window and rate
+    # by sweep (RESULTS.md)
+    "minatar": dict(total_timesteps=2_000_000, num_steps=128, reset_every_rollout=False,
+                    truncate_at_first_done=False, learning_rate=6e-3, activation="relu",
+                    actor_hidden=(64,)),
 }
 
 
@@ -141,7 +154,8 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
     PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: no suite publishes
     one for grpo, so any choice leaves these defaults."""
-    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+    # the env ids' registry and the suites' recipe tables load only here
+    from scanrl.common import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
@@ -157,7 +171,8 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
     tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
+    out_dim = (vec_env.num_actions if vec_env.discrete
+               else vec_env.action_dim * (2 if tanh_normal else 1))
     params["actor"] = mlp_init(key, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
     if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
@@ -167,10 +182,10 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
 def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
            action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
     """obs [..., obs_dim] or images [..., H, W, C] (read by the conv torso) -> action distribution
-    with batch shape [...]; gaussian: log-std clamped to [-5, 2]; action_mask [..., A]: the valid discrete
-    actions, where the env has an action mask. tanh_normal: the normal of the pre-tanh action u
-    (the actor outputs [loc, raw scale], scale = softplus(raw) + min_std); the env gets tanh(u)
-    rescaled (`to_bounds`)."""
+    with batch shape [...]; gaussian: log-std clamped to [-5, 2]; action_mask [..., A]: the valid
+    discrete actions, where the env has an action mask. tanh_normal: the normal of the pre-tanh
+    action u (the actor outputs [loc, raw scale], scale = softplus(raw) + min_std); the env gets
+    tanh(u) rescaled (`to_bounds`)."""
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     out = mlp_apply(params["actor"], x, activation)
     if action_dist == "tanh_normal":
@@ -181,7 +196,8 @@ def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array
 
 
 # ---------------------------------------------------------------------------------------------
-# The math: pure functions, tested against plain loops and their defining properties in tests/test_grpo.py
+# The math: pure functions, tested against plain loops and their defining properties in
+# tests/test_grpo.py
 # ---------------------------------------------------------------------------------------------
 def step_returns(rewards: jax.Array, done: jax.Array, gamma: float) -> jax.Array:
     """Discounted return-to-go inside the window, [T, N] -> [T, N]:
@@ -194,18 +210,21 @@ def step_returns(rewards: jax.Array, done: jax.Array, gamma: float) -> jax.Array
         ret = reward + gamma * nd * next_return
         return ret, ret
 
-    _, returns = jax.lax.scan(backward, jnp.zeros_like(rewards[0]), (rewards, not_done), reverse=True)
+    _, returns = jax.lax.scan(backward, jnp.zeros_like(rewards[0]), (rewards, not_done),
+                              reverse=True)
     return returns
 
 
 def first_episode_mask(done: jax.Array) -> jax.Array:
-    """1.0 for each environment's steps up to and including its first episode end, 0 after; [T, N]."""
+    """1.0 for each environment's steps up to and including its first episode end, 0 after;
+    [T, N]."""
     done = done.astype(jnp.float32)
     ended_before = jnp.cumsum(done, axis=0) - done  # episode ends strictly before t
     return (ended_before == 0).astype(jnp.float32)
 
 
-def group_advantages(returns: jax.Array, mask: jax.Array, group_size: int, eps: float = 1e-8) -> jax.Array:
+def group_advantages(returns: jax.Array, mask: jax.Array, group_size: int,
+                     eps: float = 1e-8) -> jax.Array:
     """Per time step, normalise the returns across each group's alive members; [T, N] -> [T, N].
 
     Environment i belongs to group i // group_size. With n alive members (mask 1) at step t,
@@ -229,7 +248,8 @@ def uses_reference(config: Config) -> bool:
 
 
 def reference_kl(log_prob: jax.Array, ref_log_prob: jax.Array) -> jax.Array:
-    """Per-sample KL(pi || pi_ref) estimate exp(x) - x - 1 with x = log pi_ref - log pi: >= 0, 0 iff equal."""
+    """Per-sample KL(pi || pi_ref) estimate exp(x) - x - 1 with x = log pi_ref - log pi:
+    >= 0, 0 iff equal."""
     x = ref_log_prob - log_prob
     return jnp.exp(x) - x - 1.0
 
@@ -239,21 +259,26 @@ class Batch(NamedTuple):
 
     obs: jax.Array  # observations as the policy saw them (normalised if enabled)
     action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
-    log_prob: jax.Array  # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
-    ref_log_prob: jax.Array  # log pi_ref(action | obs), the initial policy (0 when kl_coef is 0); tanh_normal: of u
+    # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
+    log_prob: jax.Array
+    # log pi_ref(action | obs), the initial policy (0 when kl_coef is 0); tanh_normal: of u
+    ref_log_prob: jax.Array
     advantage: jax.Array
     mask: jax.Array  # 1.0 for steps that train, 0.0 for masked ones
     action_mask: jax.Array | None = None  # valid actions [B, A] where the env has an action mask
     noise: jax.Array | None = None  # tanh_normal: standard normal [B, A] for the entropy estimate
 
 
-def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> tuple[jax.Array, dict]:
+def grpo_loss(params: dict, batch: Batch, config: Config,
+              weight: jax.Array) -> tuple[jax.Array, dict]:
     """Masked clipped surrogate + kl_coef * KL to the reference - ent_coef * entropy.
 
     Each term is sum(mask * term) * weight; the caller sets weight = 1 / (valid steps in the
-    whole minibatch), so masked steps contribute nothing and the denominator counts valid steps only.
+    whole minibatch), so masked steps contribute nothing and the denominator counts valid steps
+    only.
     """
-    dist = policy(params, batch.obs, config.activation, batch.action_mask, config.action_dist, config.min_std)
+    dist = policy(params, batch.obs, config.activation, batch.action_mask, config.action_dist,
+                  config.min_std)
     log_prob = dist.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
     ratio = jnp.exp(log_ratio)
@@ -265,8 +290,10 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
     entropy = masked_mean(squashed_entropy(dist, batch.noise) if tanh_normal else dist.entropy())
     total = policy_loss - config.ent_coef * entropy
     stats = {"policy_loss": policy_loss, "entropy": entropy,
-             "clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
-             "approx_kl": masked_mean(jnp.exp(log_ratio) - 1.0 - log_ratio)}  # onpolicy.approx_kl over valid steps
+             "clip_fraction": masked_mean(
+                 (jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
+             # onpolicy.approx_kl over valid steps
+             "approx_kl": masked_mean(jnp.exp(log_ratio) - 1.0 - log_ratio)}
     if uses_reference(config):
         kl = masked_mean(reference_kl(log_prob, batch.ref_log_prob))
         total = total + config.kl_coef * kl
@@ -280,7 +307,8 @@ def grpo_loss(params: dict, batch: Batch, config: Config, weight: jax.Array) -> 
 def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[dict, dict]:
     """Gradient of grpo_loss over one minibatch (leaves [B, ...]) and the loss stats."""
     weight = 1.0 / jnp.maximum(minibatch.mask.sum(), 1.0)  # valid steps of the minibatch
-    (_, stats), grads = jax.value_and_grad(grpo_loss, has_aux=True)(params, minibatch, config, weight)
+    (_, stats), grads = jax.value_and_grad(grpo_loss, has_aux=True)(
+        params, minibatch, config, weight)
     return grads, stats
 
 
@@ -310,7 +338,8 @@ class TrainState(NamedTuple):
     ref_params: dict  # the initial policy, frozen (the KL penalty's reference)
     opt_state: optax.OptState
     env_state: envs.VecEnvState
-    obs: jax.Array  # [N, *obs] raw observations the next rollout starts from (without reset_every_rollout)
+    # [N, *obs] raw observations the next rollout starts from (without reset_every_rollout)
+    obs: jax.Array
     obs_stats: envs.RunningStats
     key: jax.Array
 
@@ -324,29 +353,36 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
-    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
-    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
-    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
+                                                    config.min_std)
+    # ValueError before compiling for cnn without images
+    image = use_cnn(config.torso, vec_env.obs_shape)
+    # a run without a budget has no end to anneal to
+    anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    def observe(stats, obs):  # what the policy sees: flat vectors (a `state` part), or images for the conv torso
+    # what the policy sees: flat vectors (a `state` part), or images for the conv torso
+    def observe(stats, obs):
         obs = vec_env.flat_obs(obs)
         obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs[..., :vec_env.policy_obs_dim]
+        return (obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image
+                else obs[..., :vec_env.policy_obs_dim])
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
         params = init_params(k_params, config, vec_env)
         obs, env_state = reset_groups(vec_env, k_reset, config)
-        return TrainState(params=params, ref_params=params, opt_state=optimizer.init(params), env_state=env_state,
-                          obs=obs, obs_stats=envs.init_stats((vec_env.obs_dim,)), key=key)
+        return TrainState(params=params, ref_params=params, opt_state=optimizer.init(params),
+                          env_state=env_state, obs=obs,
+                          obs_stats=envs.init_stats((vec_env.obs_dim,)), key=key)
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_reset, k_rollout, k_epochs = jax.random.split(state.key, 4)
         # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
+                                                                update_index, config.num_steps))
         obs, env_state = state.obs, state.env_state
         if config.reset_every_rollout:
             obs, env_state = reset_groups(vec_env, k_reset, config)
@@ -363,14 +399,17 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             else:
                 k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs),
+                                                policy_obs, action_mask)
             env_action = to_bounds(action, low, high) if tanh_normal else action
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
-            return (env_state, next_obs), Transition(obs=policy_obs, action=action, log_prob=log_prob,
-                                                     action_mask=action_mask, info=info, noise=noise)
+            return (env_state, next_obs), Transition(obs=policy_obs, action=action,
+                                                     log_prob=log_prob, action_mask=action_mask,
+                                                     info=info, noise=noise)
 
-        (env_state, next_obs), traj = jax.lax.scan(env_step, (env_state, obs), jax.random.split(k_rollout, config.num_steps))
+        (env_state, next_obs), traj = jax.lax.scan(env_step, (env_state, obs),
+                                                   jax.random.split(k_rollout, config.num_steps))
         info = traj.info
         obs_stats = state.obs_stats
         if config.normalize_obs:  # new statistics take effect from the next rollout
@@ -380,12 +419,14 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         done = info.terminated | info.truncated
         ref_log_prob = jnp.zeros_like(traj.log_prob)
         if uses_reference(config):
-            ref_log_prob = dist_of(state.ref_params, traj.obs, traj.action_mask).log_prob(traj.action)
+            ref_log_prob = dist_of(state.ref_params, traj.obs,
+                                   traj.action_mask).log_prob(traj.action)
         returns = step_returns(info.reward, done, config.gamma)
         mask = first_episode_mask(done) if config.truncate_at_first_done else jnp.ones_like(returns)
         advantages = group_advantages(returns, mask, config.group_size, config.eps)
-        batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, ref_log_prob=ref_log_prob,
-                      advantage=advantages, mask=mask, action_mask=traj.action_mask, noise=traj.noise)
+        batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob,
+                      ref_log_prob=ref_log_prob, advantage=advantages, mask=mask,
+                      action_mask=traj.action_mask, noise=traj.noise)
         flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
@@ -395,13 +436,16 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             learning_rate, target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info), valid_fraction=mask.mean(), learning_rate=learning_rate)
-        return TrainState(params=params, ref_params=state.ref_params, opt_state=opt_state, env_state=env_state,
-                          obs=next_obs, obs_stats=obs_stats, key=key), metrics
+        metrics.update(envs.episode_metrics(info), valid_fraction=mask.mean(),
+                       learning_rate=learning_rate)
+        return TrainState(params=params, ref_params=state.ref_params, opt_state=opt_state,
+                          env_state=env_state, obs=next_obs, obs_stats=obs_stats, key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample
-        (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the bounds)."""
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False,
+            mask=None) -> jax.Array:
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a
+        sample (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the
+        bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return to_bounds(action, low, high) if tanh_normal else action
@@ -409,7 +453,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
+        env=env, env_params=env_params, num_updates=config.num_updates,
+        steps_per_update=config.batch_size,
     )
 
 
@@ -430,12 +475,14 @@ def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
         def train_block(keys):  # keys [per_device]: this device's seeds
             states = algorithm.vmap_seeds(algo.init, per_device)(keys)
             update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            # metrics [U, seeds]
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))
             return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
                     "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
 
         # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"),
+                             check_vma=False)(keys)
 
     return jax.jit(train, compiler_options=algorithm.compiler_options())
 

@@ -12,7 +12,8 @@ Paper: Espeholt et al. 2018 (arXiv:1802.01561).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+# before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+if __name__ == "__main__":
     from scanrl.common.harness import quiet_start
     quiet_start()
 
@@ -36,7 +37,8 @@ import optax
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
 ALGO = "impala"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
-# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset
+# (None: every env)
 RUN_DEFAULTS = {None: dict(log_every=20), "continuous": dict(eval_every=25)}
 
 
@@ -45,8 +47,8 @@ class Config:
     env: str = "CartPole-v1"
     """gymnax environment id; discrete and continuous (Box) action spaces both work."""
     total_timesteps: int = 1_000_000
-    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition holds,
-    with learning-rate annealing off)."""
+    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition
+    holds, with learning-rate annealing off)."""
     num_envs: int = 64
     """parallel environments per seed (trajectories per rollout)."""
     num_steps: int = 64
@@ -54,7 +56,8 @@ class Config:
     num_epochs: int = 2
     """passes over each rollout; later passes are off-policy and V-trace corrects them."""
     num_minibatches: int = 4
-    """minibatches of whole trajectories per epoch (split along environments); must divide num_envs."""
+    """minibatches of whole trajectories per epoch (split along environments); must divide
+    num_envs."""
     learning_rate: float = 5e-4
     """Adam step size (1e-3 let CartPole seeds drift and collapse under --actor-lag 4)."""
     anneal_lr: bool = True
@@ -72,7 +75,8 @@ class Config:
     pg_advantage: Literal["official", "acme"] = "official"
     """policy-gradient bootstrap: official = next V-trace target; acme = lambda-mixed with V."""
     actor_lag: int = 0
-    """the behaviour policy uses the parameters of this many updates ago (asynchronous IMPALA's lag)."""
+    """the behaviour policy uses the parameters of this many updates ago (asynchronous IMPALA's
+    lag)."""
     normalize_advantages: bool = False
     """normalise the policy-gradient advantages to zero mean, unit std within each minibatch."""
     ent_coef: float = 0.01
@@ -86,8 +90,9 @@ class Config:
     normalize_obs: bool = False
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
     normalize_reward: bool = True
-    """scale rewards by the running std of the discounted return; keeps the advantages O(1),
-    so ent_coef means the same whatever the reward scale (raw CartPole returns made 0.01 too weak)."""
+    """scale rewards by the running std of the discounted return; keeps the advantages O(1), so
+    ent_coef means the same whatever the reward scale (raw CartPole returns made 0.01 too
+    weak)."""
     actor_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of the policy MLP."""
     critic_hidden: tuple[int, ...] = (64, 64)
@@ -100,9 +105,10 @@ class Config:
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
     action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
-    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
-    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
-    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its
+    samples clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a
+    state-dependent std (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled
+    to the bounds."""
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
 
@@ -111,26 +117,28 @@ class Config:
 
     def __post_init__(self):
         algorithm.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "adam_eps",
-                            "clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "min_std"),
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches",
+                            "learning_rate", "adam_eps", "clip_rho_threshold", "clip_c_threshold",
+                            "clip_pg_rho_threshold", "min_std"),
             nonnegative=("actor_lag", "max_grad_norm", "ent_coef", "vf_coef"),
             within={"gamma": "(0, 1]", "vtrace_lambda": "[0, 1]"},
         )
         if self.num_envs % self.num_minibatches:
-            raise ValueError(f"--num-envs {self.num_envs} is not divisible by --num-minibatches {self.num_minibatches}; "
-                             "minibatches are whole trajectories, so pick a divisor of num_envs.")
+            raise ValueError(f"--num-envs {self.num_envs} is not divisible by --num-minibatches "
+                             f"{self.num_minibatches}; minibatches are whole trajectories, so pick "
+                             "a divisor of num_envs.")
         algorithm.check_budget(self, self.batch_size, "rollout")
 
 
 # Presets: continuous-action envs, tried on Pendulum-v1 (2e6 steps): 16 envs give twice the
 # updates of 32, so fewer seeds sit on the -1000 plateau; still 1 seed in 16 never leaves it.
 PRESETS = {
-    "continuous": dict(total_timesteps=2_000_000, num_envs=16, num_steps=64, num_epochs=2, num_minibatches=4,
-                       learning_rate=1e-3, gamma=0.95, ent_coef=0.0, normalize_obs=True, normalize_reward=True,
-                       normalize_advantages=True),
+    "continuous": dict(total_timesteps=2_000_000, num_envs=16, num_steps=64, num_epochs=2,
+                       num_minibatches=4, learning_rate=1e-3, gamma=0.95, ent_coef=0.0,
+                       normalize_obs=True, normalize_reward=True, normalize_advantages=True),
     # MinAtar (10x10xC frames): the conv torso; learning rate by sweep (RESULTS.md)
-    "minatar": dict(total_timesteps=2_000_000, learning_rate=4e-3, activation="relu", actor_hidden=(64,),
-                    critic_hidden=(64,)),
+    "minatar": dict(total_timesteps=2_000_000, learning_rate=4e-3, activation="relu",
+                    actor_hidden=(64,), critic_hidden=(64,)),
 }
 
 
@@ -138,22 +146,24 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
     PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: no suite publishes
     one for impala, so any choice leaves these defaults."""
-    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+    # the env ids' registry and the suites' recipe tables load only here
+    from scanrl.common import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: common/nets.py's actor-critic (init_params, policy, value, imported above), as in ppo.py:
-# separate policy and value MLPs behind one shared conv torso for image observations (the
-# convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own network);
-# continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
-# tanh (tanh_normal)
+# Network: common/nets.py's actor-critic (init_params, policy, value, imported above), as in
+# ppo.py: separate policy and value MLPs behind one shared conv torso for image observations
+# (the convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own
+# network); continuous actions: a state-independent log-std (gaussian), or a state-dependent
+# std before a tanh (tanh_normal)
 # ---------------------------------------------------------------------------------------------
-# The math: pure functions, tested against rlax, GAE and a plain-Python loop in tests/test_impala.py
+# The math: pure functions, tested against rlax, GAE and a plain-Python loop in
+# tests/test_impala.py
 # ---------------------------------------------------------------------------------------------
-def vtrace(values, next_values, rewards, rhos, terminated, done, gamma, lambda_=1.0, clip_rho_threshold=1.0,
-           clip_c_threshold=1.0) -> jax.Array:
+def vtrace(values, next_values, rewards, rhos, terminated, done, gamma, lambda_=1.0,
+           clip_rho_threshold=1.0, clip_c_threshold=1.0) -> jax.Array:
     """V-trace targets v_s over a time-major trajectory; every input and the output [T, B].
 
     values V(x_t); next_values V(x'_t) of the observation step t reached (the final one,
@@ -167,7 +177,8 @@ def vtrace(values, next_values, rewards, rhos, terminated, done, gamma, lambda_=
     dtype = values.dtype
     not_terminated = 1.0 - terminated.astype(dtype)
     not_done = 1.0 - done.astype(dtype)
-    deltas = jnp.minimum(clip_rho_threshold, rhos) * (rewards + gamma * not_terminated * next_values - values)
+    deltas = (jnp.minimum(clip_rho_threshold, rhos)
+              * (rewards + gamma * not_terminated * next_values - values))
     traces = lambda_ * jnp.minimum(clip_c_threshold, rhos)
 
     def backward(next_error, step):
@@ -175,11 +186,13 @@ def vtrace(values, next_values, rewards, rhos, terminated, done, gamma, lambda_=
         error = delta + gamma * nd * trace * next_error
         return error, error
 
-    _, errors = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, traces, not_done), reverse=True)
+    _, errors = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, traces, not_done),
+                             reverse=True)
     return errors + values
 
 
-def pg_advantage(vs, values, next_values, rewards, terminated, done, gamma, lambda_=1.0, mode="official") -> jax.Array:
+def pg_advantage(vs, values, next_values, rewards, terminated, done, gamma, lambda_=1.0,
+                 mode="official") -> jax.Array:
     """Policy-gradient advantage r_t + gamma (1 - terminated_t) q_t - V(x_t), inputs [T, B].
 
     q_t bootstraps the next state: official, the next V-trace target v_{t+1}; acme,
@@ -203,18 +216,22 @@ class Batch(NamedTuple):
     """Whole trajectories, leaves [T, B, ...] (time-major; B = environments)."""
 
     obs: jax.Array  # observations as the behaviour policy saw them (normalised if enabled)
-    next_obs: jax.Array  # the observation each step reached (final one before a reset), same normalisation
+    # the observation each step reached (final one before a reset), same normalisation
+    next_obs: jax.Array
     action: jax.Array  # tanh_normal: the pre-tanh sample u [T, B, A]
-    log_prob: jax.Array  # log mu(action | obs), the behaviour policy; tanh_normal: of u (the Jacobian cancels in rho)
+    # log mu(action | obs), the behaviour policy; tanh_normal: of u (the Jacobian cancels in rho)
+    log_prob: jax.Array
     reward: jax.Array  # scaled if normalize_reward
     terminated: jax.Array
     done: jax.Array
     action_mask: jax.Array | None = None  # valid actions [T, B, A] where the env has an action mask
-    noise: jax.Array | None = None  # tanh_normal: standard normal [T, B, A] for the entropy estimate
+    # tanh_normal: standard normal [T, B, A] for the entropy estimate
+    noise: jax.Array | None = None
 
 
 def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
-    """Policy gradient with the clipped-rho V-trace advantage + vf_coef * value loss - ent_coef * entropy.
+    """Policy gradient with the clipped-rho V-trace advantage + vf_coef * value loss
+    - ent_coef * entropy.
 
     V-trace targets are recomputed from the current value network and held fixed (no
     gradient flows through targets or importance weights). With normalize_advantages the
@@ -242,7 +259,8 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
         advantage = (advantage - mean) / (jnp.sqrt(jnp.maximum(mean_sq - mean**2, 0.0)) + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
     value_loss = 0.5 * ((values - vs) ** 2).mean()
-    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
+    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal"
+               else dist.entropy()).mean()
     total = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
     stats = {
         "policy_loss": policy_loss,
@@ -282,7 +300,8 @@ class Transition(NamedTuple):
 
 class TrainState(NamedTuple):
     params: dict
-    lagged_params: dict  # leaves [max(actor_lag, 1), ...]: parameters of the last actor_lag updates, oldest first
+    # leaves [max(actor_lag, 1), ...]: parameters of the last actor_lag updates, oldest first
+    lagged_params: dict
     opt_state: optax.OptState
     env_state: envs.VecEnvState
     obs: jax.Array  # [N, *obs] raw observations the next rollout starts from
@@ -301,9 +320,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
-    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
-    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
-    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
+                                                    config.min_std)
+    # ValueError before compiling for cnn without images
+    image = use_cnn(config.torso, vec_env.obs_shape)
+    # a run without a budget has no end to anneal to
+    anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
@@ -317,7 +339,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         params = init_params(k_params, config, vec_env)
         obs, env_state = vec_env.reset(k_reset)
         return TrainState(
-            params=params, lagged_params=jax.tree.map(lambda p: jnp.stack([p] * max(config.actor_lag, 1)), params),
+            params=params, lagged_params=jax.tree.map(
+                lambda p: jnp.stack([p] * max(config.actor_lag, 1)), params),
             opt_state=optimizer.init(params), env_state=env_state, obs=obs,
             obs_stats=envs.init_stats((vec_env.obs_dim,)), return_stats=envs.init_stats(),
             discounted_return=jnp.zeros(vec_env.num_envs), key=key,
@@ -325,10 +348,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         # The behaviour policy: the parameters of actor_lag updates ago (clamped at the start).
-        behaviour = jax.tree.map(lambda x: x[0], state.lagged_params) if config.actor_lag else state.params
+        behaviour = jax.tree.map(lambda x: x[0], state.lagged_params) if config.actor_lag \
+            else state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
         # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
+                                                                update_index, config.num_steps))
 
         # 1. Rollout: num_steps steps of num_envs envs with the behaviour policy. tanh_normal keeps
         #    the pre-tanh sample u for the importance ratios; the env gets tanh(u) rescaled.
@@ -346,9 +371,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             discounted_return = discounted_return * config.gamma + info.reward
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
-            transition = Transition(obs=policy_obs, next_obs=observe(state.obs_stats, info.final_obs), action=action,
-                                    action_mask=action_mask, info=info, discounted_return=discounted_return,
-                                    noise=noise)
+            transition = Transition(obs=policy_obs,
+                                    next_obs=observe(state.obs_stats, info.final_obs),
+                                    action=action, action_mask=action_mask, info=info,
+                                    discounted_return=discounted_return, noise=noise)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -367,30 +393,36 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             rewards = envs.scale(return_stats, rewards)
         if config.normalize_obs:  # new statistics take effect from the next rollout
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
-        batch = Batch(obs=traj.obs, next_obs=traj.next_obs, action=traj.action, log_prob=behaviour_log_prob,
-                      reward=rewards, terminated=info.terminated, done=info.terminated | info.truncated,
-                      action_mask=traj.action_mask, noise=traj.noise)
+        batch = Batch(obs=traj.obs, next_obs=traj.next_obs, action=traj.action,
+                      log_prob=behaviour_log_prob, reward=rewards, terminated=info.terminated,
+                      done=info.terminated | info.truncated, action_mask=traj.action_mask,
+                      noise=traj.noise)
 
         # 3. num_epochs epochs of num_minibatches Adam steps; V-trace inside every loss.
         learning_rate = schedule(update_index)
         trajectories = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch)  # [num_envs, T, ...]
-        params, opt_state, loss_stats = learn(state.params, state.opt_state, trajectories, k_epochs, config, optimizer,
-                                              minibatch_gradient, learning_rate)
+        params, opt_state, loss_stats = learn(state.params, state.opt_state, trajectories, k_epochs,
+                                              config, optimizer, minibatch_gradient, learning_rate)
         loss_stats.pop("applied")  # IMPALA has no target_kl: every step applies
         lagged = state.lagged_params
-        if config.actor_lag:  # drop the oldest, append the parameters this rollout's update started from
-            lagged = jax.tree.map(lambda old, p: jnp.concatenate([old[1:], p[None]]), lagged, state.params)
+        # drop the oldest, append the parameters this rollout's update started from
+        if config.actor_lag:
+            lagged = jax.tree.map(lambda old, p: jnp.concatenate([old[1:], p[None]]), lagged,
+                                  state.params)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics["max_abs_log_rho"] = loss_stats["max_abs_log_rho"].max()
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
-        return TrainState(params=params, lagged_params=lagged, opt_state=opt_state, env_state=env_state, obs=next_obs,
-                          obs_stats=obs_stats, return_stats=return_stats, discounted_return=discounted_return,
+        return TrainState(params=params, lagged_params=lagged, opt_state=opt_state,
+                          env_state=env_state, obs=next_obs, obs_stats=obs_stats,
+                          return_stats=return_stats, discounted_return=discounted_return,
                           key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample
-        (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the bounds)."""
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False,
+            mask=None) -> jax.Array:
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a
+        sample (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the
+        bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return to_bounds(action, low, high) if tanh_normal else action
@@ -398,7 +430,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
+        env=env, env_params=env_params, num_updates=config.num_updates,
+        steps_per_update=config.batch_size,
     )
 
 
@@ -419,12 +452,14 @@ def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
         def train_block(keys):  # keys [per_device]: this device's seeds
             states = algorithm.vmap_seeds(algo.init, per_device)(keys)
             update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            # metrics [U, seeds]
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))
             return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
                     "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
 
         # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"),
+                             check_vma=False)(keys)
 
     return jax.jit(train, compiler_options=algorithm.compiler_options())
 

@@ -4,14 +4,16 @@ Collect `num_steps` x `num_envs` transitions, estimate advantages with GAE (a ti
 bootstraps from V(final observation); only a true termination zeroes it), then run
 `num_epochs` epochs of minibatch Adam steps on the clipped surrogate + value + entropy loss.
 Papers: Schulman et al. 2017 (arXiv:1707.06347); GAE: Schulman et al. 2016 (arXiv:1506.02438);
-dual clip: Ye et al. 2020 (arXiv:1912.09729); tanh squashing: Haarnoja et al. 2018 (arXiv:1801.01290).
+dual clip: Ye et al. 2020 (arXiv:1912.09729); tanh squashing: Haarnoja et al. 2018
+(arXiv:1801.01290).
 
     python algos/ppo.py --env CartPole-v1 --num-seeds 8
 """
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+# before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+if __name__ == "__main__":
     from scanrl.common.harness import quiet_start
     quiet_start()
 
@@ -20,13 +22,14 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-# the tanh-normal pieces live in common/nets.py (SQUASH stays importable from here: tests/test_ppo.py)
-from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds, to_bounds,
-                                use_cnn)
+# the tanh-normal pieces live in common/nets.py
+# (SQUASH stays importable from here: tests/test_ppo.py)
+from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds,
+                                to_bounds, use_cnn)
 from scanrl.common.nets import (actor_critic_init, actor_critic_policy as policy,
                                 actor_critic_value as value)
-from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
-                                    value_loss)
+from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer,
+                                    normalize_advantages, value_loss)
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +41,8 @@ from jax.sharding import PartitionSpec as P
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
 ALGO = "ppo"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
-# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset
+# (None: every env)
 RUN_DEFAULTS = {"continuous": dict(eval_every=25)}
 
 
@@ -47,8 +51,8 @@ class Config:
     env: str = "CartPole-v1"
     """gymnax environment id; discrete and continuous (Box) action spaces both work."""
     total_timesteps: int = 500_000
-    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition holds,
-    with learning-rate annealing off)."""
+    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition
+    holds, with learning-rate annealing off)."""
     num_envs: int = 4
     """parallel environments per seed."""
     num_steps: int = 128
@@ -70,7 +74,8 @@ class Config:
     clip_eps: float = 0.2
     """PPO ratio clip range: ratios outside [1 - eps, 1 + eps] get no gradient."""
     dual_clip_param: float | None = None
-    """dual clip c > 1: for negative advantages the objective is bounded below by c * A (None: off)."""
+    """dual clip c > 1: for negative advantages the objective is bounded below by c * A
+    (None: off)."""
     clip_value_loss: bool = True
     """PPO2 value clipping: the new value may move at most clip_eps from the rollout's value."""
     target_kl: float | None = None
@@ -82,9 +87,10 @@ class Config:
     advantages and value targets (Andrychowicz et al. 2021; Brax's trainer recomputes them for every
     minibatch); off: once per rollout."""
     unroll_length: int = 0
-    """k > 0: cut each env's rollout into k-step unrolls, shuffle whole unrolls into the minibatches, and
-    compute GAE inside each minibatch with the current value net, every step bootstrapping from V of the
-    observation it reached (Brax's trainer, its `unroll_length`); 0: GAE once per rollout, transitions shuffled."""
+    """k > 0: cut each env's rollout into k-step unrolls, shuffle whole unrolls into the
+    minibatches, and compute GAE inside each minibatch with the current value net, every step
+    bootstrapping from V of the observation it reached (Brax's trainer, its `unroll_length`);
+    0: GAE once per rollout, transitions shuffled."""
     ent_coef: float = 0.01
     """entropy bonus weight."""
     vf_coef: float = 0.5
@@ -94,13 +100,14 @@ class Config:
     normalize_obs: bool = False
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
     fresh_obs_stats: bool = False
-    """with normalize_obs: add each rollout's observations to the statistics before its epochs, which see
-    them normalised by the new statistics (Brax's trainer); off: the epochs see them as the rollout did."""
+    """with normalize_obs: add each rollout's observations to the statistics before its epochs,
+    which see them normalised by the new statistics (Brax's trainer); off: the epochs see them as
+    the rollout did."""
     normalize_reward: bool = False
     """scale rewards by the running std of the discounted return."""
     reward_scale: float = 1.0
-    """multiply every reward by this constant before the advantages (Brax's `reward_scaling`: 10 for Ant, 0.1
-    for Humanoid); with --normalize-reward, before the running statistics."""
+    """multiply every reward by this constant before the advantages (Brax's `reward_scaling`: 10 for
+    Ant, 0.1 for Humanoid); with --normalize-reward, before the running statistics."""
     actor_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of the policy MLP."""
     critic_hidden: tuple[int, ...] = (64, 64)
@@ -117,12 +124,13 @@ class Config:
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
     init: Literal["orthogonal", "lecun_uniform"] = "orthogonal"
-    """MLP weights: orthogonal (gain sqrt 2, the policy head 0.01, the value head 1; Andrychowicz et al.
-    2021), or lecun_uniform on every layer (Brax's networks); biases zero."""
+    """MLP weights: orthogonal (gain sqrt 2, the policy head 0.01, the value head 1;
+    Andrychowicz et al. 2021), or lecun_uniform on every layer (Brax's networks); biases zero."""
     action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
-    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
-    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
-    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its
+    samples clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a
+    state-dependent std (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and
+    rescaled to the bounds."""
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
 
@@ -132,32 +140,40 @@ class Config:
 
     def __post_init__(self):
         algorithm.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate",
-                            "target_kl", "min_std", "reward_scale", "adam_eps"),
-            nonnegative=("ent_coef", "vf_coef", "max_grad_norm", "unroll_length"), within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches",
+                            "learning_rate", "target_kl", "min_std", "reward_scale", "adam_eps"),
+            nonnegative=("ent_coef", "vf_coef", "max_grad_norm", "unroll_length"),
+            within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.batch_size % self.num_minibatches:
-            raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by --num-minibatches "
-                             f"{self.num_minibatches}; pick a divisor of {self.batch_size}.")
-        if self.unroll_length and (self.num_steps % self.unroll_length
-                                   or (self.batch_size // self.unroll_length) % self.num_minibatches):
-            raise ValueError(f"--unroll-length {self.unroll_length} must divide --num-steps {self.num_steps} into unrolls "
-                             f"that --num-minibatches {self.num_minibatches} splits evenly.")
+            raise ValueError(f"num_envs * num_steps = {self.batch_size} is not divisible by "
+                             f"--num-minibatches {self.num_minibatches}; pick a divisor of "
+                             f"{self.batch_size}.")
+        if self.unroll_length and (self.num_steps % self.unroll_length or
+                                   (self.batch_size // self.unroll_length) % self.num_minibatches):
+            raise ValueError(f"--unroll-length {self.unroll_length} must divide --num-steps "
+                             f"{self.num_steps} into unrolls that --num-minibatches "
+                             f"{self.num_minibatches} splits evenly.")
         if self.unroll_length and self.recompute_advantages:
-            raise ValueError(f"--recompute-advantages has no effect with --unroll-length {self.unroll_length}, which "
-                             "recomputes GAE in every minibatch; add --unroll-length 0 to recompute it every epoch instead.")
+            raise ValueError(f"--recompute-advantages has no effect with --unroll-length "
+                             f"{self.unroll_length}, which recomputes GAE in every minibatch; "
+                             "add --unroll-length 0 to recompute it every epoch instead.")
         algorithm.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
-            raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
+            raise ValueError(f"--dual-clip-param must be greater than 1, got "
+                             f"{self.dual_clip_param}.")
 
 
 # Presets: continuous-action envs start from settings tuned on Pendulum-v1 (RESULTS.md).
 PRESETS = {
-    "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10, num_minibatches=32,
-                       learning_rate=1e-3, gamma=0.95, ent_coef=0.0, normalize_obs=True, normalize_reward=True),
-    # MinAtar (10x10xC frames): the conv torso, PureJaxRL's MinAtar rollout shape; learning rate by sweep (RESULTS.md)
-    "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4, num_minibatches=8,
-                    learning_rate=2e-3, activation="relu", actor_hidden=(64,), critic_hidden=(64,)),
+    "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10,
+                       num_minibatches=32, learning_rate=1e-3, gamma=0.95, ent_coef=0.0,
+                       normalize_obs=True, normalize_reward=True),
+    # MinAtar (10x10xC frames): the conv torso, PureJaxRL's MinAtar rollout shape; learning rate
+    # by sweep (RESULTS.md)
+    "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4,
+                    num_minibatches=8, learning_rate=2e-3, activation="relu", actor_hidden=(64,),
+                    critic_hidden=(64,)),
 }
 
 
@@ -166,7 +182,8 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     PRESETS["minatar"] for MinAtar, then the suite's published recipe for `env` where
     its suite publishes one (`recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters) win."""
-    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+    # the env ids' registry and the suites' recipe tables load only here
+    from scanrl.common import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
@@ -183,14 +200,17 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
 
 
 # The math: GAE, the clipped surrogate, the value loss, approx KL, advantage normalisation and the
-# epoch loop come from common/onpolicy.py (tested in tests/test_ppo.py, tests/test_gae.py); here PPO's loss
+# epoch loop come from common/onpolicy.py (tested in tests/test_ppo.py, tests/test_gae.py);
+# here PPO's loss
 # ---------------------------------------------------------------------------------------------
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
-    obs: jax.Array  # as the networks see them (normalised if enabled; fresh_obs_stats: by the new statistics)
+    # as the networks see them (normalised if enabled; fresh_obs_stats: by the new statistics)
+    obs: jax.Array
     action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
-    log_prob: jax.Array  # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
+    # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
+    log_prob: jax.Array
     value: jax.Array  # V_old(obs)
     advantage: jax.Array
     target: jax.Array  # GAE value target
@@ -201,16 +221,20 @@ class Batch(NamedTuple):
 def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
     """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy.
     batch.advantage is used as given (minibatch_gradient normalises it)."""
-    dist = policy(params, batch.obs, config.activation, batch.action_mask, config.action_dist, config.min_std)
+    dist = policy(params, batch.obs, config.activation, batch.action_mask, config.action_dist,
+                  config.min_std)
     log_ratio = dist.log_prob(batch.action) - batch.log_prob
     ratio = jnp.exp(log_ratio)
-    policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps, config.dual_clip_param)
+    policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps,
+                                         config.dual_clip_param)
     v_clip = config.clip_eps if config.clip_value_loss else None
-    v_loss = value_loss(value(params, batch.obs, config.activation, config.critic_obs), batch.value, batch.target,
-                        v_clip)
-    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
+    v_loss = value_loss(value(params, batch.obs, config.activation, config.critic_obs), batch.value,
+                        batch.target, v_clip)
+    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal"
+               else dist.entropy()).mean()
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
-             "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean()}
+             "approx_kl": approx_kl(log_ratio),
+             "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean()}
     return policy_loss + config.vf_coef * v_loss - config.ent_coef * entropy, stats
 
 
@@ -239,7 +263,8 @@ class Unroll(NamedTuple):
 
 
 def to_unrolls(tree, k: int):
-    """Leaves [T, N, ...] -> [T/k * N, k, ...]: each env's rollout cut into k-step pieces, time kept in order."""
+    """Leaves [T, N, ...] -> [T/k * N, k, ...]: each env's rollout cut into k-step pieces,
+    time kept in order."""
     def cut(x):
         pieces = x.reshape((x.shape[0] // k, k) + x.shape[1:])  # [T/k, k, N, ...]
         return jnp.swapaxes(pieces, 1, 2).reshape((-1, k) + x.shape[2:])
@@ -247,15 +272,19 @@ def to_unrolls(tree, k: int):
 
 
 def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[dict, dict]:
-    """GAE over each unroll of the minibatch [B, k] with the current value net, then minibatch_gradient
-    over its B * k transitions (which differentiates the loss alone: the advantages and targets are constants)."""
+    """GAE over each unroll of the minibatch [B, k] with the current value net, then
+    minibatch_gradient over its B * k transitions (which differentiates the loss alone: the
+    advantages and targets are constants)."""
     steps = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), minibatch)  # time-major [k, B, ...]
-    advantages, targets = gae(steps.reward, value(params, steps.obs, config.activation, config.critic_obs),
-                              value(params, steps.final_obs, config.activation, config.critic_obs), steps.terminated,
-                              steps.done, config.gamma, config.gae_lambda)
+    advantages, targets = gae(steps.reward,
+                              value(params, steps.obs, config.activation, config.critic_obs),
+                              value(params, steps.final_obs, config.activation, config.critic_obs),
+                              steps.terminated, steps.done, config.gamma, config.gae_lambda)
     batch = Batch(obs=steps.obs, action=steps.action, log_prob=steps.log_prob, value=steps.value,
-                  advantage=advantages, target=targets, action_mask=steps.action_mask, noise=steps.noise)
-    return minibatch_gradient(params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch), config)
+                  advantage=advantages, target=targets, action_mask=steps.action_mask,
+                  noise=steps.noise)
+    return minibatch_gradient(
+        params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch), config)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,7 +293,8 @@ def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[di
 class Transition(NamedTuple):
     """One rollout, leaves [T, N, ...]."""
 
-    obs: jax.Array  # as the policy saw them; fresh_obs_stats: raw, normalised after the statistics take them in
+    # as the policy saw them; fresh_obs_stats: raw, normalised after the statistics take them in
+    obs: jax.Array
     action: jax.Array
     log_prob: jax.Array
     info: envs.StepInfo
@@ -295,11 +325,15 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
     if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
-        raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no privileged_state (Playground's "
-                         "locomotion tasks do); leave --critic-obs at state.")
-    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist, config.min_std)
-    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
-    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+        raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no "
+                         "privileged_state (Playground's locomotion tasks do); "
+                         "leave --critic-obs at state.")
+    dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
+                                                    config.min_std)
+    # ValueError before compiling for cnn without images
+    image = use_cnn(config.torso, vec_env.obs_shape)
+    # a run without a budget has no end to anneal to
+    anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
@@ -312,15 +346,17 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         k_params, k_reset, key = jax.random.split(key, 3)
         params = init_params(k_params, config, vec_env)
         obs, env_state = vec_env.reset(k_reset)
-        return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state, obs=obs,
-                          obs_stats=envs.init_stats((vec_env.obs_dim,)), return_stats=envs.init_stats(),
+        return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state,
+                          obs=obs, obs_stats=envs.init_stats((vec_env.obs_dim,)),
+                          return_stats=envs.init_stats(),
                           discounted_return=jnp.zeros(vec_env.num_envs), key=key)
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
         # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
+                                                                update_index, config.num_steps))
 
         # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
         #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
@@ -334,13 +370,15 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             else:
                 k_action, k_env = jax.random.split(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs),
+                                                policy_obs, action_mask)
             env_action = to_bounds(action, low, high) if tanh_normal else action
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
-            transition = Transition(obs=obs if fresh_stats else policy_obs, action=action, log_prob=log_prob,
-                                    action_mask=action_mask, info=info, discounted_return=discounted_return, noise=noise)
+            transition = Transition(obs=obs if fresh_stats else policy_obs, action=action,
+                                    log_prob=log_prob, action_mask=action_mask, info=info,
+                                    discounted_return=discounted_return, noise=noise)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -350,49 +388,60 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         info = traj.info
 
         # 2. Advantages: V(s'_t) of the final observation, so truncations bootstrap.
-        rewards, return_stats, obs_stats = info.reward * config.reward_scale, state.return_stats, state.obs_stats
+        rewards, return_stats, obs_stats = (info.reward * config.reward_scale, state.return_stats,
+                                            state.obs_stats)
         if config.normalize_reward:
             return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)
-        if config.normalize_obs:  # new statistics: for the next rollout, and with fresh_obs_stats for these epochs
+        # new statistics: for the next rollout, and with fresh_obs_stats for these epochs
+        if config.normalize_obs:
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
         if fresh_stats:  # the rollout kept raw observations
             traj = traj._replace(obs=observe(obs_stats, traj.obs))
         final_obs = observe(obs_stats if fresh_stats else state.obs_stats, info.final_obs)
         old_values = value(params, traj.obs, act_fn, config.critic_obs)
 
-        def samples_for(values_params: dict) -> Batch:  # [T * N] transitions, GAE with values_params' values
-            values = old_values if values_params is params else value(values_params, traj.obs, act_fn, config.critic_obs)
-            advantages, targets = gae(rewards, values, value(values_params, final_obs, act_fn, config.critic_obs),
-                                      info.terminated, info.terminated | info.truncated, config.gamma, config.gae_lambda)
-            batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=old_values,
-                          advantage=advantages, target=targets, action_mask=traj.action_mask, noise=traj.noise)
+        # [T * N] transitions, GAE with values_params' values
+        def samples_for(values_params: dict) -> Batch:
+            values = (old_values if values_params is params
+                      else value(values_params, traj.obs, act_fn, config.critic_obs))
+            advantages, targets = gae(
+                rewards, values, value(values_params, final_obs, act_fn, config.critic_obs),
+                info.terminated, info.terminated | info.truncated, config.gamma, config.gae_lambda)
+            batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob,
+                          value=old_values, advantage=advantages, target=targets,
+                          action_mask=traj.action_mask, noise=traj.noise)
             return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         if config.unroll_length:  # whole unrolls, GAE in every minibatch (Brax's trainer)
-            unrolls = to_unrolls(Unroll(obs=traj.obs, final_obs=final_obs, action=traj.action, log_prob=traj.log_prob,
-                                        value=old_values, reward=rewards, terminated=info.terminated,
-                                        done=info.terminated | info.truncated, action_mask=traj.action_mask,
-                                        noise=traj.noise), config.unroll_length)
+            unrolls = to_unrolls(Unroll(
+                obs=traj.obs, final_obs=final_obs, action=traj.action, log_prob=traj.log_prob,
+                value=old_values, reward=rewards, terminated=info.terminated,
+                done=info.terminated | info.truncated, action_mask=traj.action_mask,
+                noise=traj.noise), config.unroll_length)
             params, opt_state, loss_stats = learn(
                 params, state.opt_state, unrolls, k_epochs, config, optimizer, unroll_gradient,
                 learning_rate, target_kl=config.target_kl)
         else:
-            prepare = (lambda epoch_params, _: samples_for(epoch_params)) if config.recompute_advantages else None
+            prepare = ((lambda epoch_params, _: samples_for(epoch_params))
+                       if config.recompute_advantages else None)
             params, opt_state, loss_stats = learn(
                 params, state.opt_state, samples_for(params), k_epochs, config, optimizer,
                 minibatch_gradient, learning_rate, prepare=prepare, target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
-        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, obs_stats=obs_stats,
-                          return_stats=return_stats, discounted_return=discounted_return, key=key), metrics
+        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
+                          obs_stats=obs_stats, return_stats=return_stats,
+                          discounted_return=discounted_return, key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False, mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a sample
-        (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the bounds)."""
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False,
+            mask=None) -> jax.Array:
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a
+        sample (tanh_normal: tanh of the pre-tanh normal's mode or sample,
+        rescaled to the bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return to_bounds(action, low, high) if tanh_normal else action
@@ -400,7 +449,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
+        env=env, env_params=env_params, num_updates=config.num_updates,
+        steps_per_update=config.batch_size,
     )
 
 
@@ -421,12 +471,14 @@ def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
         def train_block(keys):  # keys [per_device]: this device's seeds
             states = algorithm.vmap_seeds(algo.init, per_device)(keys)
             update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            # metrics [U, seeds]
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))
             return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
                     "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
 
         # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"),
+                             check_vma=False)(keys)
 
     return jax.jit(train, compiler_options=algorithm.compiler_options())
 

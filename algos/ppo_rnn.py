@@ -21,7 +21,8 @@ Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXi
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+# before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+if __name__ == "__main__":
     from scanrl.common.harness import quiet_start
     quiet_start()
 
@@ -30,10 +31,11 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, head_distribution, mlp_apply, mlp_init, orthogonal,
-                                squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
-from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer, normalize_advantages,
-                                    value_loss)
+from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, head_distribution, mlp_apply,
+                                mlp_init, orthogonal, squashed_entropy, tanh_normal_bounds,
+                                to_bounds, use_cnn)
+from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer,
+                                    normalize_advantages, value_loss)
 
 import distrax
 import jax
@@ -46,7 +48,8 @@ import optax
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
 ALGO = "ppo_rnn"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
-# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset
+# (None: every env)
 RUN_DEFAULTS = {"continuous": dict(eval_every=25)}
 
 
@@ -55,8 +58,8 @@ class Config:
     env: str = "CartPole-v1"
     """gymnax environment id; discrete and continuous (Box) action spaces both work."""
     total_timesteps: int = 200_000
-    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition holds,
-    with learning-rate annealing off)."""
+    """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition
+    holds, with learning-rate annealing off)."""
     num_envs: int = 16
     """parallel environments per seed."""
     num_steps: int = 64
@@ -68,7 +71,8 @@ class Config:
     num_epochs: int = 4
     """passes over each rollout."""
     num_minibatches: int = 4
-    """minibatches per epoch, each a set of whole sequences; must divide num_envs * num_steps / seq_len."""
+    """minibatches per epoch, each a set of whole sequences; must divide
+    num_envs * num_steps / seq_len."""
     learning_rate: float = 4e-3
     """Adam step size."""
     adam_eps: float = 1e-5
@@ -82,7 +86,8 @@ class Config:
     clip_eps: float = 0.2
     """PPO ratio clip range: ratios outside [1 - eps, 1 + eps] get no gradient."""
     dual_clip_param: float | None = None
-    """dual clip c > 1: for negative advantages the objective is bounded below by c * A (None: off)."""
+    """dual clip c > 1: for negative advantages the objective is bounded below by c * A
+    (None: off)."""
     clip_value_loss: bool = True
     """PPO2 value clipping: the new value may move at most clip_eps from the rollout's value."""
     target_kl: float | None = None
@@ -119,11 +124,13 @@ class Config:
     """side of the cnn torso's square kernels."""
     obs_one_hot: int = 0
     """K > 0: every observation value is a code 0..K-1 (a symbolic grid's tile and colour ids, as
-    XLand-MiniGrid's), read one-hot, as an embedding table reads it; 0: read the values as numbers."""
+    XLand-MiniGrid's), read one-hot, as an embedding table reads it; 0: read the values as
+    numbers."""
     action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
-    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its samples
-    clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a state-dependent std
-    (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled to the bounds."""
+    """continuous (Box) actions only. gaussian: a normal with a state-independent log-std, its
+    samples clipped to the env's bounds; tanh_normal: Brax PPO's default, a normal with a
+    state-dependent std (softplus + min_std) squashed by tanh (Haarnoja et al. 2018) and rescaled
+    to the bounds."""
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
 
@@ -134,32 +141,38 @@ class Config:
 
     def __post_init__(self):
         algorithm.check_values(
-            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches", "learning_rate", "gru_size",
-                            "target_kl", "adam_eps", "min_std", "reward_scale", "conv_kernel"),
-            nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm", "obs_one_hot"),
+            self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches",
+                            "learning_rate", "gru_size", "target_kl", "adam_eps", "min_std",
+                            "reward_scale", "conv_kernel"),
+            nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm",
+                         "obs_one_hot"),
             within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
         )
         if self.num_steps % self.sequence_length:
-            raise ValueError(f"--seq-len {self.seq_len} does not divide --num-steps {self.num_steps}.")
+            raise ValueError(f"--seq-len {self.seq_len} does not divide --num-steps "
+                             f"{self.num_steps}.")
         if self.num_sequences % self.num_minibatches:
-            raise ValueError(f"the rollout holds {self.num_sequences} sequences (num_envs * num_steps / seq_len), not "
-                             f"divisible by --num-minibatches {self.num_minibatches}.")
+            raise ValueError(f"the rollout holds {self.num_sequences} sequences "
+                             "(num_envs * num_steps / seq_len), not divisible by --num-minibatches "
+                             f"{self.num_minibatches}.")
         algorithm.check_budget(self, self.batch_size, "rollout")
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
-            raise ValueError(f"--dual-clip-param must be greater than 1, got {self.dual_clip_param}.")
+            raise ValueError(f"--dual-clip-param must be greater than 1, got "
+                             f"{self.dual_clip_param}.")
         if self.obs_one_hot and self.normalize_obs:
-            raise ValueError(f"--obs-one-hot {self.obs_one_hot} reads the observation as codes, which "
-                             "--normalize-obs would turn into other numbers; use one of the two.")
+            raise ValueError(f"--obs-one-hot {self.obs_one_hot} reads the observation as codes, "
+                             "which --normalize-obs would turn into other numbers; use one of the "
+                             "two.")
 
 
 # Defaults: tuned on CartPole with its velocities hidden (--hide-obs 1 3) by learning-rate sweeps
 # (benchmarks/RESULTS.md). Continuous-action envs start from PPO's Pendulum settings, untuned here.
 PRESETS = {
-    "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10, num_minibatches=16,
-                       learning_rate=1e-3, gamma=0.95, ent_coef=0.0),
+    "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10,
+                       num_minibatches=16, learning_rate=1e-3, gamma=0.95, ent_coef=0.0),
     # MinAtar: ppo.py's MinAtar rollout shape (conv torso) at a lower learning rate; not tuned
-    "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4, num_minibatches=8,
-                    learning_rate=5e-4, activation="relu"),
+    "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4,
+                    num_minibatches=8, learning_rate=5e-4, activation="relu"),
 }
 
 
@@ -168,7 +181,8 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     then the suite's published recipe for `env` where there is one (Craftax_Baselines' ppo_rnn.py,
     XLand-MiniGrid's single-task PPO; `recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters) win."""
-    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+    # the env ids' registry and the suites' recipe tables load only here
+    from scanrl.common import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 
@@ -183,8 +197,10 @@ def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
     """A GRU cell's parameters: input and recurrent weights for the reset, update and
     candidate gates side by side ([in, 3H] and [H, 3H], orthogonal), zero biases."""
     k_in, k_rec = jax.random.split(key)
-    w_in = jnp.concatenate([orthogonal(k, (in_dim, hidden)) for k in jax.random.split(k_in, 3)], axis=1)
-    w_rec = jnp.concatenate([orthogonal(k, (hidden, hidden)) for k in jax.random.split(k_rec, 3)], axis=1)
+    w_in = jnp.concatenate([orthogonal(k, (in_dim, hidden)) for k in jax.random.split(k_in, 3)],
+                           axis=1)
+    w_rec = jnp.concatenate([orthogonal(k, (hidden, hidden)) for k in jax.random.split(k_rec, 3)],
+                            axis=1)
     zeros = jnp.zeros(3 * hidden, jnp.float32)
     return {"w_in": w_in, "w_rec": w_rec, "b_in": zeros, "b_rec": zeros}
 
@@ -211,18 +227,23 @@ def gru_cell(params: dict[str, jax.Array], h: jax.Array, xi: jax.Array) -> jax.A
 
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     k = config.obs_one_hot or 1  # one-hot codes widen the last axis K times
-    params, in_dim, shape = {}, vec_env.policy_obs_dim * k, vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)
+    params, in_dim, shape = {}, vec_env.policy_obs_dim * k, \
+        vec_env.obs_shape[:-1] + (vec_env.obs_shape[-1] * k,)
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], in_dim = cnn_init(k_torso, shape, config.conv_channels, config.conv_kernel)
     k_enc, k_gru, k_actor, k_critic = jax.random.split(key, 4)
     tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
+    out_dim = vec_env.num_actions if vec_env.discrete \
+        else vec_env.action_dim * (2 if tanh_normal else 1)
     enc_out = config.encoder_hidden[-1] if config.encoder_hidden else in_dim
-    params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) if config.encoder_hidden else []
+    params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) \
+        if config.encoder_hidden else []
     params["gru"] = gru_init(k_gru, enc_out, config.gru_size)
-    params["actor"] = mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim), output_gain=0.01)
-    params["critic"] = mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1), output_gain=1.0)
+    params["actor"] = mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim),
+                               output_gain=0.01)
+    params["critic"] = mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1),
+                                output_gain=1.0)
     if not vec_env.discrete and not tanh_normal:
         params["log_std"] = jnp.zeros(out_dim)
     return params
@@ -235,7 +256,8 @@ def encode(params: dict, obs: jax.Array, activation: str, one_hot: int = 0) -> j
     if one_hot:
         obs = jax.nn.one_hot(obs.astype(jnp.int32), one_hot).reshape(obs.shape[:-1] + (-1,))
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
-    x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) if params["encoder"] else x
+    x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) \
+        if params["encoder"] else x
     return gru_inputs(params["gru"], x)
 
 
@@ -259,7 +281,8 @@ def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Ar
     the valid discrete actions, where the env has an action mask. tanh_normal: the normal of the
     pre-tanh action u (the head outputs [loc, raw scale], scale = softplus(raw) + min_std); the
     env gets tanh(u) rescaled (`to_bounds`)."""
-    return head_distribution(mlp_apply(params["actor"], hidden, activation), params, action_mask, action_dist, min_std)
+    return head_distribution(mlp_apply(params["actor"], hidden, activation), params, action_mask,
+                             action_dist, min_std)
 
 
 def value(params: dict, hidden: jax.Array, activation: str) -> jax.Array:
@@ -284,21 +307,25 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
 # common/onpolicy.py; here the sequences and their replay, tested in tests/test_ppo_rnn.py
 # ---------------------------------------------------------------------------------------------
 class Sequences(NamedTuple):
-    """Training sequences, leaves [S, L, ...] (S sequences of L steps); burn-in steps [S, B, ...]."""
+    """Training sequences, leaves [S, L, ...] (S sequences of L steps); burn-in steps
+    [S, B, ...]."""
 
     hidden: jax.Array  # [S, H] GRU state stored at the first step (of the burn-in, if any)
     obs: jax.Array
     start: jax.Array  # obs begins an episode
     action: jax.Array  # tanh_normal: the pre-tanh sample u [S, L, A]
-    log_prob: jax.Array  # log pi_old(action | history); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
+    # log pi_old(action | history); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
+    log_prob: jax.Array
     value: jax.Array  # V_old
     advantage: jax.Array
     target: jax.Array  # GAE value target
     burn_obs: jax.Array  # [S, B, obs_dim] the B steps before the sequence
     burn_start: jax.Array
-    burn_valid: jax.Array  # [S, B] steps that exist (the rollout's first sequence has none before it)
+    # [S, B] steps that exist (the rollout's first sequence has none before it)
+    burn_valid: jax.Array
     action_mask: jax.Array | None = None  # [S, L, A] valid actions where the env has an action mask
-    noise: jax.Array | None = None  # tanh_normal: standard normal [S, L, A] for the entropy estimate
+    # tanh_normal: standard normal [S, L, A] for the entropy estimate
+    noise: jax.Array | None = None
 
 
 def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
@@ -311,18 +338,21 @@ def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
             new = core(params, h, obs, start, config.activation, config.obs_one_hot)
             return jnp.where(valid[:, None], new, h), None
         swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
-        hidden, _ = jax.lax.scan(burn, hidden, (swap(seqs.burn_obs), swap(seqs.burn_start), swap(seqs.burn_valid)))
+        hidden, _ = jax.lax.scan(burn, hidden, (swap(seqs.burn_obs), swap(seqs.burn_start),
+                                                swap(seqs.burn_valid)))
         hidden = jax.lax.stop_gradient(hidden)
-    states = unroll(params, hidden, jnp.swapaxes(seqs.obs, 0, 1), jnp.swapaxes(seqs.start, 0, 1), config.activation,
-                    config.obs_one_hot)
+    states = unroll(params, hidden, jnp.swapaxes(seqs.obs, 0, 1), jnp.swapaxes(seqs.start, 0, 1),
+                    config.activation, config.obs_one_hot)
     return jnp.swapaxes(states, 0, 1)
 
 
 def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, dict]:
     """Total loss = clipped surrogate + vf_coef * value loss - ent_coef * entropy, over every step
-    of the replayed sequences; seqs.advantage is used as given (minibatch_gradient normalises it)."""
+    of the replayed sequences; seqs.advantage is used as given (minibatch_gradient normalises
+    it)."""
     states = replay(params, seqs, config)  # [S, L, H]
-    dist = policy(params, states, config.activation, seqs.action_mask, config.action_dist, config.min_std)
+    dist = policy(params, states, config.activation, seqs.action_mask, config.action_dist,
+                  config.min_std)
     log_ratio = dist.log_prob(seqs.action) - seqs.log_prob
     ratio = jnp.exp(log_ratio).reshape(-1)
     advantage = seqs.advantage.reshape(-1)
@@ -330,10 +360,13 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     v_clip = config.clip_eps if config.clip_value_loss else None
     values = value(params, states, config.activation).reshape(-1)
     v_loss = value_loss(values, seqs.value.reshape(-1), seqs.target.reshape(-1), v_clip)
-    entropy = (squashed_entropy(dist, seqs.noise) if config.action_dist == "tanh_normal" else dist.entropy()).mean()
+    entropy = (squashed_entropy(dist, seqs.noise) if config.action_dist == "tanh_normal"
+               else dist.entropy()).mean()
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
-             "approx_kl": approx_kl(log_ratio), "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean(),
-             # 0 at an update's first minibatch: the replay reproduces the rollout's log-probabilities
+             "approx_kl": approx_kl(log_ratio),
+             "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean(),
+             # 0 at an update's first minibatch: the replay reproduces the rollout's
+             # log-probabilities
              "max_abs_log_ratio": jnp.abs(log_ratio).max()}
     return policy_loss + config.vf_coef * v_loss - config.ent_coef * entropy, stats
 
@@ -365,12 +398,15 @@ def to_sequences(traj: "Transition", values, advantages, targets, config: Config
     first = jnp.maximum(starts - B, 0)  # the state a sequence's replay starts from
     hidden = jnp.moveaxis(traj.hidden[first], 1, 0).reshape(N * (T // L), -1)
     burn_index = starts[:, None] - B + jnp.arange(B)[None, :]  # [T/L, B]
-    burn = lambda x: jnp.moveaxis(x[jnp.maximum(burn_index, 0)], 2, 0).reshape((N * (T // L), B) + x.shape[2:])  # noqa: E731
+    burn = lambda x: jnp.moveaxis(x[jnp.maximum(burn_index, 0)], 2, 0).reshape(  # noqa: E731
+        (N * (T // L), B) + x.shape[2:])
     burn_valid = jnp.broadcast_to(burn_index >= 0, (N,) + burn_index.shape).reshape(N * (T // L), B)
-    return Sequences(hidden=hidden, obs=cut(traj.obs), start=cut(traj.start), action=cut(traj.action),
-                     log_prob=cut(traj.log_prob), value=cut(values), advantage=cut(advantages), target=cut(targets),
-                     burn_obs=burn(traj.obs), burn_start=burn(traj.start), burn_valid=burn_valid,
-                     action_mask=jax.tree.map(cut, traj.action_mask), noise=jax.tree.map(cut, traj.noise))
+    return Sequences(hidden=hidden, obs=cut(traj.obs), start=cut(traj.start),
+                     action=cut(traj.action), log_prob=cut(traj.log_prob), value=cut(values),
+                     advantage=cut(advantages), target=cut(targets), burn_obs=burn(traj.obs),
+                     burn_start=burn(traj.start), burn_valid=burn_valid,
+                     action_mask=jax.tree.map(cut, traj.action_mask),
+                     noise=jax.tree.map(cut, traj.noise))
 
 
 class Transition(NamedTuple):
@@ -385,21 +421,25 @@ class Transition(NamedTuple):
     info: envs.StepInfo
     action_mask: jax.Array | None = None  # [T, N, A] valid actions (None: no action mask)
     noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
-    discounted_return: jax.Array | None = None  # [T, N] each env's running discounted return (normalize_reward)
+    # [T, N] each env's running discounted return (normalize_reward)
+    discounted_return: jax.Array | None = None
 
 
-def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rewards: jax.Array, config: Config):
+def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rewards: jax.Array,
+                       config: Config):
     """(V(s_t), advantages, value targets), each [T, N], for `rewards` [T, N] (the env's, scaled).
     V(s'_t) is one more GRU step on the final observation (final_obs [T, N, obs_dim], as the
     network reads it) from the state after step t, so a truncated episode bootstraps with the
     state it had, not the reset one."""
     info = traj.info
     values = value(params, traj.state, config.activation)
-    # one time step at a time: the whole [T, N] batch at once held GBs of conv patches on XLand's grids
+    # one time step at a time: the whole [T, N] batch at once held GBs of conv patches on XLand's
+    # grids
     after = jax.lax.map(lambda x: core(params, *x, config.activation, config.obs_one_hot),
                         (traj.state, final_obs, jnp.zeros_like(traj.start)))
-    advantages, targets = gae(rewards, values, value(params, after, config.activation), info.terminated,
-                              info.terminated | info.truncated, config.gamma, config.gae_lambda)
+    advantages, targets = gae(rewards, values, value(params, after, config.activation),
+                              info.terminated, info.terminated | info.truncated, config.gamma,
+                              config.gae_lambda)
     return values, advantages, targets
 
 
@@ -425,36 +465,44 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
     if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
         low, high = tanh_normal_bounds(vec_env, config.env)
-    dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask, config.action_dist, config.min_std)
-    image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn without images
-    anneal = config.anneal_lr and config.total_timesteps  # a run without a budget has no end to anneal to
+    dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
+                                                       config.action_dist, config.min_std)
+    # ValueError before compiling for cnn without images
+    image = use_cnn(config.torso, vec_env.obs_shape)
+    # a run without a budget has no end to anneal to
+    anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    def observe(stats, obs):  # what the network reads: flat vectors (a `state` part), or images for the conv torso
+    # what the network reads: flat vectors (a `state` part), or images for the conv torso
+    def observe(stats, obs):
         if image and not config.normalize_obs:
             return obs
         obs = vec_env.flat_obs(obs)
         obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs[..., :vec_env.policy_obs_dim]
+        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image \
+            else obs[..., :vec_env.policy_obs_dim]
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
         params = init_params(k_params, config, vec_env)
         obs, env_state = vec_env.reset(k_reset)
-        return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state, obs=obs,
-                          start=jnp.ones(vec_env.num_envs, bool), hidden=jnp.zeros((vec_env.num_envs, config.gru_size)),
-                          obs_stats=envs.init_stats((vec_env.obs_dim,)), return_stats=envs.init_stats(),
+        return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state,
+                          obs=obs, start=jnp.ones(vec_env.num_envs, bool),
+                          hidden=jnp.zeros((vec_env.num_envs, config.gru_size)),
+                          obs_stats=envs.init_stats((vec_env.obs_dim,)),
+                          return_stats=envs.init_stats(),
                           discounted_return=jnp.zeros(vec_env.num_envs), key=key)
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
         # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state, update_index, config.num_steps))
+        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
+                                                                update_index, config.num_steps))
 
-        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state. tanh_normal keeps the
-        #    pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
+        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state. tanh_normal keeps
+        #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
         def env_step(carry, step_key):
             env_state, obs, start, hidden, discounted_return = carry
             if tanh_normal:
@@ -467,16 +515,18 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             dist = dist_of(params, new_hidden, action_mask)
             action = jax.vmap(lambda k, h, m: dist_of(params, h, m).sample(seed=k))(
                 jax.random.split(k_action, config.num_envs), new_hidden, action_mask)
-            log_prob = dist.log_prob(action)  # as the replay computes it, so that the ratio is exactly 1
+            # as the replay computes it, so that the ratio is exactly 1
+            log_prob = dist.log_prob(action)
             env_action = to_bounds(action, low, high) if tanh_normal else action
             next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
             noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
-            transition = Transition(hidden=hidden, state=new_hidden, obs=policy_obs, start=start, action=action,
-                                    log_prob=log_prob, action_mask=action_mask, info=info, noise=noise,
-                                    discounted_return=discounted_return)
+            transition = Transition(hidden=hidden, state=new_hidden, obs=policy_obs, start=start,
+                                    action=action, log_prob=log_prob, action_mask=action_mask,
+                                    info=info, noise=noise, discounted_return=discounted_return)
             done = info.terminated | info.truncated
-            return (env_state, next_obs, done, new_hidden, jnp.where(done, 0.0, discounted_return)), transition
+            return (env_state, next_obs, done, new_hidden,
+                    jnp.where(done, 0.0, discounted_return)), transition
 
         carry = (state.env_state, state.obs, state.start, state.hidden, state.discounted_return)
         (env_state, next_obs, next_start, hidden, discounted_return), traj = jax.lax.scan(
@@ -485,14 +535,16 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
         # 2. Advantages (bootstrapping with the pre-reset state), then sequences. New statistics
         #    take effect from the next rollout; this one's observations stay as the policy saw them.
-        rewards, return_stats, obs_stats = info.reward * config.reward_scale, state.return_stats, state.obs_stats
+        rewards, return_stats, obs_stats = \
+            info.reward * config.reward_scale, state.return_stats, state.obs_stats
         if config.normalize_reward:
             return_stats = envs.update_stats(return_stats, traj.discounted_return)
             rewards = envs.scale(return_stats, rewards)
         if config.normalize_obs:
             obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
         final_obs = observe(state.obs_stats, info.final_obs)
-        old_values, advantages, targets = rollout_advantages(params, traj, final_obs, rewards, config)
+        old_values, advantages, targets = rollout_advantages(params, traj, final_obs, rewards,
+                                                             config)
         # Sequences with the states stored at their first steps.
         seqs = to_sequences(traj, old_values, advantages, targets, config)
 
@@ -504,17 +556,20 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
-        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs, start=next_start,
-                          hidden=hidden, obs_stats=obs_stats, return_stats=return_stats,
-                          discounted_return=discounted_return, key=key), metrics
+        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
+                          start=next_start, hidden=hidden, obs_stats=obs_stats,
+                          return_stats=return_stats, discounted_return=discounted_return,
+                          key=key), metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool, hidden: jax.Array, mask=None):
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool,
+            hidden: jax.Array, mask=None):
         """obs [N, *obs], hidden [N, H] (zeros at an episode's first step), mask [N, A] or None
         -> (actions [N, ...], hidden); tanh_normal: tanh of the pre-tanh normal's mode or sample,
         rescaled to the bounds."""
         params = policy_params["params"]
         obs = observe(policy_params["obs_stats"], obs)
-        hidden = core(params, hidden, obs, jnp.zeros(obs.shape[0], bool), act_fn, config.obs_one_hot)
+        hidden = core(params, hidden, obs, jnp.zeros(obs.shape[0], bool), act_fn,
+                      config.obs_one_hot)
         dist = dist_of(params, hidden, mask)
         action = dist.mode() if deterministic else dist.sample(seed=key)
         return (to_bounds(action, low, high) if tanh_normal else action), hidden
@@ -522,7 +577,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.batch_size,
+        env=env, env_params=env_params, num_updates=config.num_updates,
+        steps_per_update=config.batch_size,
         init_carry=lambda n: jnp.zeros((n, config.gru_size)),
     )
 
@@ -544,12 +600,14 @@ def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
         def train_block(keys):  # keys [per_device]: this device's seeds
             states = algorithm.vmap_seeds(algo.init, per_device)(keys)
             update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            # metrics [U, seeds]
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))
             return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
                     "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
 
         # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"),
+                             check_vma=False)(keys)
 
     return jax.jit(train, compiler_options=algorithm.compiler_options())
 

@@ -1,4 +1,5 @@
-"""SAC: off-policy soft actor-critic with twin critics, automatic temperature and an on-device replay buffer.
+"""SAC: off-policy soft actor-critic with twin critics, automatic temperature and an
+on-device replay buffer.
 
 Every step each of `num_envs` environments acts (uniformly at random for the first
 `learning_starts` env steps, then from the tanh-squashed Gaussian policy), the transitions
@@ -19,7 +20,8 @@ metrics, --log-every and --eval-every). Continuous (Box) actions only.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+# before the imports below (seconds): a Ctrl-C in them is one line, not a traceback
+if __name__ == "__main__":
     from scanrl.common.harness import quiet_start
     quiet_start()
 
@@ -41,7 +43,8 @@ import optax
 # Config: hyperparameters (the command line adds its run settings as flags of the same kind)
 # ---------------------------------------------------------------------------------------------
 ALGO = "sac"  # its name in the suites' recipe tables: a copy of this file keeps the recipes
-# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset (None: every env)
+# the run settings it starts from (the command line's: common/harness/runconfig.py), by preset
+# (None: every env)
 RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
 
 
@@ -50,14 +53,16 @@ class Config:
     env: str = "Pendulum-v1"
     """gymnax environment id with continuous (Box) actions."""
     total_timesteps: int = 20_000
-    """environment steps per seed (all its environments together; rounded down to whole iterations;
-    0: until a --stop-* condition holds)."""
+    """environment steps per seed (all its environments together; rounded down to whole
+    iterations; 0: until a --stop-* condition holds)."""
     num_envs: int = 1
     """parallel environments per seed; each step adds num_envs transitions to the buffer."""
     num_steps: int = 200
-    """steps per environment in one iteration, the unit of metrics, --log-every and --eval-every."""
+    """steps per environment in one iteration, the unit of metrics, --log-every and
+    --eval-every."""
     buffer_size: int = 1_000_000
-    """replay capacity in transitions per seed (capped at total_timesteps: a larger buffer would never fill)."""
+    """replay capacity in transitions per seed (capped at total_timesteps: a larger buffer would
+    never fill)."""
     batch_size: int = 256
     """transitions sampled (uniformly, with replacement) for each gradient step."""
     learning_starts: int = 1_000
@@ -72,14 +77,15 @@ class Config:
     tau: float = 0.005
     """Polyak rate: target <- tau * online + (1 - tau) * target after every gradient step."""
     autotune_alpha: bool = True
-    """learn the temperature alpha so the policy's entropy tracks target_entropy (else alpha is fixed)."""
+    """learn the temperature alpha so the policy's entropy tracks target_entropy (else alpha is
+    fixed)."""
     alpha: float = 1.0
     """initial temperature when autotuned; the fixed temperature otherwise."""
     target_entropy: float | None = None
     """entropy the temperature aims at, in nats (None: -target_entropy_scale x action_dim)."""
     target_entropy_scale: float = 1.0
-    """without --target-entropy, the target is -scale x the action dimension (Haarnoja et al.'s -A at 1;
-    Brax's SAC uses 0.5)."""
+    """without --target-entropy, the target is -scale x the action dimension (Haarnoja et al.'s
+    -A at 1; Brax's SAC uses 0.5)."""
     reward_scale: float = 1.0
     """multiply every reward by this constant in the critic's target (Brax's `reward_scaling`)."""
     log_std_min: float = -5.0
@@ -95,37 +101,46 @@ class Config:
     critic_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of each of the two Q MLPs."""
     critic_layer_norm: bool = False
-    """a layer norm after each hidden activation of the Q MLPs (Brax's q_network_layer_norm, which
-    Playground's DM Control SAC recipe sets: mujoco_playground/config/dm_control_suite_params.py)."""
+    """a layer norm after each hidden activation of the Q MLPs (Brax's q_network_layer_norm,
+    which Playground's DM Control SAC recipe sets:
+    mujoco_playground/config/dm_control_suite_params.py)."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "relu"
     """hidden-layer activation."""
 
-    steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)  # env steps per seed
-    num_updates = property(lambda self: algorithm.updates_for(self, self.steps_per_iteration))  # iterations
+    # env steps per seed
+    steps_per_iteration = property(lambda self: self.num_envs * self.num_steps)
+    # iterations
+    num_updates = property(lambda self: algorithm.updates_for(self, self.steps_per_iteration))
 
     @property
     def buffer_rows(self) -> int:
         """Rows of the circular buffer; a row holds one step of every environment."""
-        return max(1, min(self.buffer_size, self.num_updates * self.steps_per_iteration) // self.num_envs)
+        return max(1, min(self.buffer_size, self.num_updates * self.steps_per_iteration)
+                   // self.num_envs)
 
     def __post_init__(self):
         algorithm.check_values(
-            self, positive=("num_envs", "num_steps", "buffer_size", "batch_size", "updates_per_step", "learning_rate",
-                            "alpha", "target_entropy_scale", "reward_scale"),
-            nonnegative=("learning_starts", "max_grad_norm"), within={"gamma": "(0, 1]", "tau": "(0, 1]"},
+            self, positive=("num_envs", "num_steps", "buffer_size", "batch_size",
+                            "updates_per_step", "learning_rate", "alpha", "target_entropy_scale",
+                            "reward_scale"),
+            nonnegative=("learning_starts", "max_grad_norm"),
+            within={"gamma": "(0, 1]", "tau": "(0, 1]"},
         )
         if self.log_std_min >= self.log_std_max:
-            raise ValueError(f"--log-std-min {self.log_std_min} must be smaller than --log-std-max {self.log_std_max}.")
+            raise ValueError(f"--log-std-min {self.log_std_min} must be smaller than "
+                             f"--log-std-max {self.log_std_max}.")
         algorithm.check_budget(self, self.steps_per_iteration, "iteration")
         if self.buffer_size < self.num_envs:
-            raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of {self.num_envs} environments.")
+            raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of "
+                             f"{self.num_envs} environments.")
 
 
 def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
     recipe for `env` where there is one (`recipe`: auto, published, cpu, none);
     `overrides` (hyperparameters) win."""
-    from scanrl.common import recipes  # the env ids' registry and the suites' recipe tables load only here
+    # the env ids' registry and the suites' recipe tables load only here
+    from scanrl.common import recipes
 
     return Config(**{**recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 
@@ -139,8 +154,10 @@ def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -
     k_actor, k_critic = jax.random.split(key)
     critic_sizes = (obs_dim + action_dim, *config.critic_hidden, 1)
     return {
-        "actor": mlp_init(k_actor, (obs_dim, *config.actor_hidden, 2 * action_dim), output_gain=0.01),
-        "critic": jax.vmap(lambda k: mlp_init(k, critic_sizes, output_gain=1.0, layer_norm=config.critic_layer_norm))(
+        "actor": mlp_init(k_actor, (obs_dim, *config.actor_hidden, 2 * action_dim),
+                          output_gain=0.01),
+        "critic": jax.vmap(lambda k: mlp_init(k, critic_sizes, output_gain=1.0,
+                                              layer_norm=config.critic_layer_norm))(
             jax.random.split(k_critic)),
         "log_alpha": jnp.log(jnp.float32(config.alpha)),
     }
@@ -170,7 +187,8 @@ def tanh_log_det_jacobian(u: jax.Array) -> jax.Array:
 
 
 def squashed_gaussian_log_prob(u: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
-    """log pi(tanh(u)) for u ~ N(mean, exp(log_std)) per dimension; u, mean, log_std [..., A] -> [...].
+    """log pi(tanh(u)) for u ~ N(mean, exp(log_std)) per dimension; u, mean, log_std [..., A]
+    -> [...].
 
     The density of a = tanh(u) in [-1, 1]^A: the Gaussian log-density of u minus the tanh
     log-Jacobian. Computed from u, never from a, so saturated actions (|a| = 1 in float32)
@@ -181,7 +199,8 @@ def squashed_gaussian_log_prob(u: jax.Array, mean: jax.Array, log_std: jax.Array
     return (gaussian - tanh_log_det_jacobian(u)).sum(-1)
 
 
-def squashed_sample(mean: jax.Array, log_std: jax.Array, noise: jax.Array) -> tuple[jax.Array, jax.Array]:
+def squashed_sample(mean: jax.Array, log_std: jax.Array,
+                    noise: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Reparameterised sample a = tanh(mean + std * noise) in [-1, 1]^A and its log-prob.
 
     mean, log_std, noise (standard normal) [..., A] -> (action [..., A], log_prob [...]);
@@ -191,13 +210,15 @@ def squashed_sample(mean: jax.Array, log_std: jax.Array, noise: jax.Array) -> tu
     return jnp.tanh(u), squashed_gaussian_log_prob(u, mean, log_std)
 
 
-def sample_action(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> tuple[jax.Array, jax.Array]:
+def sample_action(key: jax.Array, mean: jax.Array,
+                  log_std: jax.Array) -> tuple[jax.Array, jax.Array]:
     """squashed_sample with fresh standard-normal noise drawn from `key`."""
     return squashed_sample(mean, log_std, jax.random.normal(key, mean.shape))
 
 
 def critic_target(reward, terminated, next_q, next_log_prob, alpha, gamma) -> jax.Array:
-    """Soft Bellman target y = r + gamma (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')).
+    """Soft Bellman target
+    y = r + gamma (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')).
 
     reward, terminated, next_log_prob [B]; next_q [2, B] from the target critics at the
     stored next observation s' (the final observation where a time limit cut the episode,
@@ -213,9 +234,11 @@ def critic_loss(critic: list, obs, action, target, activation: str) -> tuple[jax
     return ((q - target) ** 2).mean(axis=1).sum(), q.mean()
 
 
-def actor_loss(actor: list, critic: list, alpha, obs, noise, config: Config) -> tuple[jax.Array, jax.Array]:
+def actor_loss(actor: list, critic: list, alpha, obs, noise,
+               config: Config) -> tuple[jax.Array, jax.Array]:
     """mean(alpha log pi(a~|s) - min_j Q_j(s, a~)) with a~ = tanh(mean + std * noise) [B, A];
-    returns (loss, log-probs [B]). Only the actor is differentiated (critic and alpha held constant)."""
+    returns (loss, log-probs [B]). Only the actor is differentiated (critic and alpha held
+    constant)."""
     mean, log_std = actor_outputs(actor, obs, config)
     action, log_prob = squashed_sample(mean, log_std, noise)
     q = q_values(jax.lax.stop_gradient(critic), obs, action, config.activation).min(axis=0)
@@ -278,9 +301,11 @@ def buffer_init(rows: int, num_envs: int, obs_dim: int, action_dim: int) -> Repl
 
 def buffer_add(buffer: ReplayBuffer, step: Transitions) -> ReplayBuffer:
     """Write one step of every environment (leaves [N, ...]) over the oldest row."""
-    data = jax.tree.map(lambda all_rows, row: all_rows.at[buffer.next_row].set(row), buffer.data, step)
+    data = jax.tree.map(lambda all_rows, row: all_rows.at[buffer.next_row].set(row),
+                        buffer.data, step)
     rows = buffer.data.reward.shape[0]
-    return ReplayBuffer(data, (buffer.next_row + 1) % rows, jnp.minimum(buffer.filled_rows + 1, rows))
+    return ReplayBuffer(data, (buffer.next_row + 1) % rows,
+                        jnp.minimum(buffer.filled_rows + 1, rows))
 
 
 def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Transitions:
@@ -308,7 +333,8 @@ class Learner(NamedTuple):
     opt_states: tuple  # (actor, critic, alpha) optimizer states
 
 
-def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Config, optimizer: optax.GradientTransformation,
+def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Config,
+               optimizer: optax.GradientTransformation,
                target_entropy: float) -> tuple[Learner, dict]:
     """One gradient step: the critics, then the actor (against the updated critics), then
     the temperature, then the Polyak-averaged target critics.
@@ -330,9 +356,11 @@ def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Con
     next_mean, next_log_std = actor_outputs(params["actor"], batch.next_obs, config)
     next_action, next_log_prob = squashed_sample(next_mean, next_log_std, noise(k_next))
     next_q = q_values(target_critic, batch.next_obs, next_action, act)
-    target = critic_target(batch.reward * config.reward_scale, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
+    target = critic_target(batch.reward * config.reward_scale, batch.terminated, next_q,
+                           next_log_prob, alpha, config.gamma)
     (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
-        params["critic"], batch.obs, batch.action, target, act  # target: computed outside the gradient
+        # target: computed outside the gradient
+        params["critic"], batch.obs, batch.action, target, act
     )
     critic, critic_opt = apply(c_grads, params["critic"], critic_opt)
 
@@ -346,9 +374,11 @@ def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Con
         alpha_grad = jax.grad(alpha_loss)(log_alpha, log_prob, target_entropy)
         log_alpha, alpha_opt = apply(alpha_grad, log_alpha, alpha_opt)
 
-    stats = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q_mean, "alpha": alpha, "entropy": -log_prob.mean()}
+    stats = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q_mean, "alpha": alpha,
+             "entropy": -log_prob.mean()}
     new_params = {"actor": actor, "critic": critic, "log_alpha": log_alpha}
-    new_learner = Learner(new_params, polyak(critic, target_critic, config.tau), (actor_opt, critic_opt, alpha_opt))
+    new_learner = Learner(new_params, polyak(critic, target_critic, config.tau),
+                          (actor_opt, critic_opt, alpha_opt))
     return new_learner, stats
 
 
@@ -362,19 +392,21 @@ class TrainState(NamedTuple):
 
 
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
-    """SAC's pieces for one seed (common/harness/loop.py turns them into programs); an update is one
-    iteration of num_steps env steps (metrics averaged over it; losses NaN before
+    """SAC's pieces for one seed (common/harness/loop.py turns them into programs); an update is
+    one iteration of num_steps env steps (metrics averaged over it; losses NaN before
     learning_starts). `env`: a gymnax-style env object to train on instead of config.env."""
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     if envs.is_discrete(env, env_params):
-        raise ValueError(f"SAC needs continuous (Box) actions and --env {config.env} has discrete ones; "
-                         "use algos/ppo.py, algos/impala.py, algos/grpo.py, algos/ppo_rnn.py or algos/pqn.py for it.")
+        raise ValueError(f"SAC needs continuous (Box) actions and --env {config.env} has "
+                         "discrete ones; use algos/ppo.py, algos/impala.py, algos/grpo.py, "
+                         "algos/ppo_rnn.py or algos/pqn.py for it.")
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim, action_dim = vec_env.obs_dim, vec_env.action_dim
     # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled
     action_scale = (vec_env.action_high - vec_env.action_low).reshape(-1) / 2.0
     action_offset = (vec_env.action_high + vec_env.action_low).reshape(-1) / 2.0
-    target_entropy = -config.target_entropy_scale * action_dim if config.target_entropy is None else config.target_entropy
+    target_entropy = (-config.target_entropy_scale * action_dim if config.target_entropy is None
+                      else config.target_entropy)
     optimizer = make_optimizer(config)
 
     def to_env(unit_action):  # [N, A] in [-1, 1] -> [N, *action_shape] in the env's bounds
@@ -382,7 +414,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
     def observe(stats, obs):  # what the networks see: a Playground locomotion task's `state` part
         obs = vec_env.flat_obs(obs)
-        return (envs.normalize(stats, obs) if config.normalize_obs else obs)[..., :vec_env.policy_obs_dim]
+        return (envs.normalize(stats, obs) if config.normalize_obs
+                else obs)[..., :vec_env.policy_obs_dim]
 
     def learning(step_index):
         """Whether vector step `step_index` (from 0) learns: once more than learning_starts
@@ -407,25 +440,33 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             def update_minibatch(learner, step_key):
                 k_sample, k_update = jax.random.split(step_key)
                 batch = buffer_sample(buffer, k_sample, config.batch_size)
-                batch = batch._replace(obs=observe(obs_stats, batch.obs), next_obs=observe(obs_stats, batch.next_obs))
+                batch = batch._replace(obs=observe(obs_stats, batch.obs),
+                                       next_obs=observe(obs_stats, batch.next_obs))
                 return sac_update(learner, batch, k_update, config, optimizer, target_entropy)
 
-            learner, stats = jax.lax.scan(update_minibatch, learner, jax.random.split(key, config.updates_per_step))
+            learner, stats = jax.lax.scan(update_minibatch, learner,
+                                          jax.random.split(key, config.updates_per_step))
             return learner, jax.tree.map(jnp.mean, stats)
 
-        no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
+        no_stats = {k: jnp.float32(jnp.nan)
+                    for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
         # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(state.key, state.env_state, update_index, config.num_steps))
+        state = state._replace(env_state=vec_env.refresh_starts(state.key, state.env_state,
+                                                                update_index, config.num_steps))
 
         def env_step(state: TrainState, step_index: jax.Array):
             """All environments take one step into the buffer, then the learner learns (if due).
             step_index counts vector steps from 0, the same for every seed: under vmap the
             branch stays a real one."""
             key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
-            random = jax.random.uniform(k_random, (config.num_envs, action_dim), minval=-1.0, maxval=1.0)
-            mean, log_std = actor_outputs(state.learner.params["actor"], observe(state.obs_stats, state.obs), config)
-            policy_action, _ = jax.vmap(sample_action)(jax.random.split(k_policy, config.num_envs), mean, log_std)
-            action = jnp.where(step_index * config.num_envs < config.learning_starts, random, policy_action)
+            random = jax.random.uniform(k_random, (config.num_envs, action_dim),
+                                        minval=-1.0, maxval=1.0)
+            mean, log_std = actor_outputs(state.learner.params["actor"],
+                                          observe(state.obs_stats, state.obs), config)
+            policy_action, _ = jax.vmap(sample_action)(
+                jax.random.split(k_policy, config.num_envs), mean, log_std)
+            action = jnp.where(step_index * config.num_envs < config.learning_starts,
+                               random, policy_action)
 
             next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
             step = transitions_from_step(state.obs, action, info)
@@ -437,8 +478,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                 learning(step_index), lambda: learn(state.learner, buffer, obs_stats, k_learn),
                 lambda: (state.learner, no_stats),
             )
-            return TrainState(learner=learner, buffer=buffer, env_state=env_state, obs=next_obs, obs_stats=obs_stats,
-                              key=key), (info, stats)
+            return TrainState(learner=learner, buffer=buffer, env_state=env_state, obs=next_obs,
+                              obs_stats=obs_stats, key=key), (info, stats)
 
         step_indices = update_index * config.num_steps + jnp.arange(config.num_steps)
         state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
@@ -447,15 +488,19 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         metrics.update(envs.episode_metrics(info))
         return state, metrics
 
-    def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False) -> jax.Array:
-        """obs [N, *obs] -> actions [N, *action_shape] in the env's bounds: tanh(mean), or a sample."""
-        mean, log_std = actor_outputs(policy_params["params"]["actor"], observe(policy_params["obs_stats"], obs), config)
+    def act(policy_params: dict, obs: jax.Array, key: jax.Array,
+            deterministic: bool = False) -> jax.Array:
+        """obs [N, *obs] -> actions [N, *action_shape] in the env's bounds: tanh(mean), or a
+        sample."""
+        mean, log_std = actor_outputs(policy_params["params"]["actor"],
+                                      observe(policy_params["obs_stats"], obs), config)
         return to_env(jnp.tanh(mean) if deterministic else sample_action(key, mean, log_std)[0])
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.learner.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates, steps_per_update=config.steps_per_iteration,
+        env=env, env_params=env_params, num_updates=config.num_updates,
+        steps_per_update=config.steps_per_iteration,
     )
 
 
@@ -476,12 +521,14 @@ def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
         def train_block(keys):  # keys [per_device]: this device's seeds
             states = algorithm.vmap_seeds(algo.init, per_device)(keys)
             update = algorithm.vmap_seeds(algo.update, per_device, in_axes=(0, None))
-            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))  # metrics [U, seeds]
+            # metrics [U, seeds]
+            states, metrics = jax.lax.scan(update, states, jnp.arange(algo.num_updates))
             return {"state": states, "policy": jax.vmap(algo.policy_params)(states),
                     "metrics": jax.tree.map(lambda m: jnp.moveaxis(m, 0, 1), metrics)}
 
         # check_vma=False: a parameter built from a constant (a zero log-std) is still per seed
-        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"), check_vma=False)(keys)
+        return jax.shard_map(train_block, mesh=mesh, in_specs=P("seed"), out_specs=P("seed"),
+                             check_vma=False)(keys)
 
     return jax.jit(train, compiler_options=algorithm.compiler_options())
 

@@ -559,3 +559,13 @@ def test_no_import_circles_and_no_algorithm_file_imported_by_the_kit_or_the_harn
     registry_users = {m for m, targets in graph.items() if "scanrl.algos" in targets}
     assert not {m for m in registry_users if m.startswith("scanrl.common.")}, registry_users
     assert {"scanrl.common.harness.evaluate", "scanrl.common.harness.bench"} <= graph["scanrl.algos"]
+
+
+def test_every_algorithm_file_keeps_its_lines_within_100_columns():
+    """An algorithm file is read, and copied, as one page: no line of algos/*.py is wider than
+    100 columns."""
+    files = sorted((REPO / "algos").glob("*.py"))
+    assert {"ppo.py", "impala.py", "grpo.py", "sac.py", "ppo_rnn.py", "pqn.py"} <= {f.name for f in files}
+    wide = [f"{f.name}:{n}: {len(line)} columns" for f in files
+            for n, line in enumerate(f.read_text().splitlines(), 1) if len(line) > 100]
+    assert not wide, wide
