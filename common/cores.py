@@ -26,14 +26,16 @@ def use_cpu_cores(warn: bool = True) -> None:
     XLA_FLAGS or JAX_NUM_CPU_DEVICES. Call it before JAX computes anything; if JAX has
     already started on the CPU with fewer devices than cores, nothing changes and (with
     `warn`) a warning says so."""
-    from jax._src import distributed, xla_bridge
+    # JAX has no public query for whether a backend has started (jax.extend.backend.backends()
+    # would start one): xla_bridge's own, from its private module
+    from jax._src import xla_bridge
 
     user_chose = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "") or (
         "JAX_NUM_CPU_DEVICES" in os.environ
     )
-    if user_chose or distributed.global_state.client is not None:  # multi-process: initialize_distributed chose
+    if user_chose or jax.distributed.is_initialized():  # multi-process: initialize_distributed chose
         return
-    if not xla_bridge._backends:  # JAX has not started a backend yet
+    if not xla_bridge.backends_are_initialized():  # JAX has not started a backend yet
         jax.config.update("jax_num_cpu_devices", cpu_count())
     elif warn and jax.default_backend() == "cpu" and jax.local_device_count() < cpu_count():
         warnings.warn(

@@ -214,7 +214,7 @@ def test_the_default_resamples_are_computed_in_blocks_not_one_by_one(monkeypatch
 
 def test_progress_says_what_it_bootstraps_in_plain_lines_off_a_terminal(capsys, monkeypatch):
     monkeypatch.setattr(stats, "PLAIN_EVERY", 0.0)  # a line for every step
-    with stats.Progress("IQMs of 2 cells", 2) as progress:
+    with stats.BootstrapProgress("IQMs of 2 cells", 2) as progress:
         progress.step("ppo on CartPole-v1")
         progress.step("aggregates")
     lines = capsys.readouterr().out.splitlines()

@@ -138,7 +138,7 @@ def test_gif_draws_each_state_of_the_episode_under_its_own_caption(run_dir, tmp_
     policy, update = evaluate.load_policy(run_dir, algo, 2)
     keys = evaluate.evaluation_keys(0, 2, update - 1)
     one = jax.tree.map(lambda x: x[1:], policy)
-    returns, lengths = evaluate.run_episodes(algo, params, one, keys[1:], 1)
+    returns, lengths = evaluate.episode_returns(algo, params, one, keys[1:], 1)
     states, obs, rewards = evaluate.record_episode(algo, params, jax.tree.map(lambda x: x[0], one), keys[1], True, 500)
     length = int(lengths[0, 0])
     assert len(rewards) == length > 1 and float(rewards.sum()) == float(returns[0, 0])

@@ -426,7 +426,7 @@ def write_report(suite: Suite, results: dict, rows: list[dict], reps: int, seed:
     writes report.json and report.md and returns report.json's content."""
     metric = suite.metric
     scores = stats.cell_scores(results, metric)
-    progress = stats.Progress(f"IQMs of {len(rows)} cell{'s' if len(rows) > 1 else ''}, then the aggregates, "
+    progress = stats.BootstrapProgress(f"IQMs of {len(rows)} cell{'s' if len(rows) > 1 else ''}, then the aggregates, "
                               f"{reps:,} resamples per interval", len(rows) + 1)
     with progress:
         for row in rows:

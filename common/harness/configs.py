@@ -122,10 +122,14 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
     return values
 
 
-def run_algorithm(run_dir: str | Path) -> str | None:
+def run_algorithm(run_dir: str | Path, required: bool = False) -> str | None:
     """The algorithm that wrote a run folder (or None where nothing says): config.json's
-    "algo", else summary.json's, else the folder name's `<algo>__<env>__<time>` prefix."""
+    "algo", else summary.json's, else the folder name's `<algo>__<env>__<time>` prefix.
+    `required`: RunFolderError where the folder has no config.json, and the name's first part
+    where nothing says."""
     run_dir = Path(run_dir)
+    if required and not (run_dir / "config.json").is_file():
+        raise RunFolderError(f"{run_dir} is not a run folder (it has no config.json).")
     for name in ("config.json", "summary.json"):
         try:
             algo = json.loads((run_dir / name).read_text()).get("algo")
@@ -133,7 +137,7 @@ def run_algorithm(run_dir: str | Path) -> str | None:
             continue
         if algo:
             return str(algo)
-    return run_dir.name.split("__")[0] if run_dir.name.count("__") >= 2 else None
+    return run_dir.name.split("__")[0] if required or run_dir.name.count("__") >= 2 else None
 
 
 class Run:

@@ -63,11 +63,12 @@ def initialize_distributed() -> None:
     Kubernetes, TPU pods). On CPU each process gets one device (several per process hang
     in the first collective, as tried with jax 0.10) and collectives use gloo.
     """
-    from jax._src import distributed, xla_bridge
+    # no public query for a started backend (as in cores.use_cpu_cores)
+    from jax._src import xla_bridge
 
-    if distributed.global_state.client is not None:
+    if jax.distributed.is_initialized():
         return  # already initialised
-    if xla_bridge._backends:  # JAX has started a backend
+    if xla_bridge.backends_are_initialized():  # JAX has started a backend
         raise RuntimeError(
             "initialize_distributed() must run before JAX computes anything; call it first "
             "(algos/*.py --distributed does this before parsing the other flags)."

@@ -37,21 +37,13 @@ from scanrl.common.harness import checkpoint, configs, devices, envsettings, loo
 from scanrl.common.harness.logging import differ_widely
 
 
-def run_algorithm(run_dir: str | Path) -> str:
-    """The algorithm name of a run folder."""
-    run_dir = Path(run_dir)
-    if not (run_dir / "config.json").is_file():
-        raise configs.RunFolderError(f"{run_dir} is not a run folder (it has no config.json).")
-    return configs.run_algorithm(run_dir) or run_dir.name.split("__")[0]
-
-
 def load_algorithm(run_dir: str | Path, algorithms: Any) -> Any:
     """The algorithm module that trained a run folder: the file config.json records for a copy
     of an algorithm file (RunFolderError, one sentence, where that file is gone), else the
     algorithm of that name in the registry `algorithms` (scanrl.algos: get(name) -> module)."""
     path = configs.algorithm_file(run_dir)
     if path is None:
-        return algorithms.get(run_algorithm(run_dir))
+        return algorithms.get(configs.run_algorithm(run_dir, required=True))
     if not Path(path).is_file():
         raise configs.RunFolderError(f"{run_dir} was trained by {path}, which is gone; put that file back to use "
                                      f"this run.")
@@ -135,8 +127,8 @@ def evaluation_keys(first_seed: int, num_seeds: int, update: int, key: int | Non
     return jax.vmap(lambda k: jax.random.fold_in(k, tag))(streams)
 
 
-def run_episodes(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Array, episodes: int,
-                 deterministic: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def episode_returns(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Array, episodes: int,
+                    deterministic: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Returns and lengths [num_seeds, episodes]: one program, seeds vmapped."""
     vec_env = envs.VecEnv(algo.env, env_params, episodes)
 
@@ -281,9 +273,9 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     keys = evaluation_keys(run.seed, run.num_seeds, update - 1, args.key)
     # both policies, each on the keys of its evaluation in the run (the sampled one's fold in SAMPLED_TAG)
     sampled_keys = jax.vmap(lambda k: jax.random.fold_in(k, loop.SAMPLED_TAG))(keys)
-    returns, lengths = run_episodes(algo, eval_params, policy, sampled_keys if args.sample else keys, episodes,
+    returns, lengths = episode_returns(algo, eval_params, policy, sampled_keys if args.sample else keys, episodes,
                                     not args.sample)
-    other, _ = run_episodes(algo, eval_params, policy, keys if args.sample else sampled_keys, episodes, args.sample)
+    other, _ = episode_returns(algo, eval_params, policy, keys if args.sample else sampled_keys, episodes, args.sample)
     sampled, deterministic = (returns, other) if args.sample else (other, returns)
 
     rows = [{"seed": run.seed + i, "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()),
@@ -293,7 +285,7 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         for row, member in zip(rows, members):
             row["member"] = member
     result = {
-        "run_dir": str(args.run_dir), "algo": run_algorithm(args.run_dir), "env": config.env,
+        "run_dir": str(args.run_dir), "algo": configs.run_algorithm(args.run_dir, required=True), "env": config.env,
         **({"pbt_members": members} if members is not None else {}),
         "update": update, "policy": "params.npz" if args.checkpoint is None else f"checkpoints/update_{update}.npz",
         "episodes": episodes, "deterministic": not args.sample, "env_params": args.env_params,

@@ -623,7 +623,7 @@ def execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None = N
 
 
 @dataclass
-class Progress:
+class RunRecord:
     """A run's record between chunks: what the chunk loop advances and a checkpoint stores."""
 
     state: Any
@@ -700,7 +700,7 @@ def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None,
 
 
 def _first_state(run: RunConfig, prepared: Prepared, start: Callable, metric_names: list[str],
-                 logger: RunLogger) -> Progress:
+                 logger: RunLogger) -> RunRecord:
     """The state the run starts from: its checkpoint's (with the metrics so far), or fresh."""
     done, extra = 0, {}
     if prepared.checkpoint is not None:
@@ -709,7 +709,7 @@ def _first_state(run: RunConfig, prepared: Prepared, start: Callable, metric_nam
         logger.say(f"resuming from update {done} ({prepared.checkpoint})")
     else:
         state = start(row_keys(run, prepared.program))
-    return Progress(
+    return RunRecord(
         state=state, done=done, chunks=[_saved_metrics(extra, metric_names)] if done else [],
         resumed_from=[int(u) for u in extra.get("resumed_from", [])] + ([done] if done else []),
         stops=StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0))),
@@ -724,7 +724,7 @@ def _saved_metrics(extra: dict, metric_names: list[str]) -> dict[str, np.ndarray
             for k in metric_names}
 
 
-def _save_checkpoint(logger: RunLogger, progress: Progress, metric_names: list[str]) -> None:
+def _save_checkpoint(logger: RunLogger, progress: RunRecord, metric_names: list[str]) -> None:
     t = time.perf_counter()
     metrics = {f"metric_{k}": v for k, v in progress.metrics(metric_names).items()}
     checkpoint.save(logger.run_dir / "checkpoints", progress.done, progress.state, write=logger.active, extra={
@@ -734,7 +734,7 @@ def _save_checkpoint(logger: RunLogger, progress: Progress, metric_names: list[s
 
 
 def _advance_until_done(run: RunConfig, program: loop.Program, advance: Callable, metric_names: list[str],
-                        logger: RunLogger, progress: Progress, signals: Signals) -> float:
+                        logger: RunLogger, progress: RunRecord, signals: Signals) -> float:
     """Chunk after chunk until the budget or a stop; returns the seconds it took.
 
     Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the devices
@@ -783,7 +783,7 @@ def _advance_until_done(run: RunConfig, program: loop.Program, advance: Callable
 
 
 def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
-            progress: Progress, signals: Signals, metric_names: list[str], seconds: dict) -> dict:
+            progress: RunRecord, signals: Signals, metric_names: list[str], seconds: dict) -> dict:
     """Write summary.json, the final policy, the plots (or a sweep's report); the exit code."""
     run, program, p = config.run, prepared.program, progress
     metrics = p.metrics(metric_names)

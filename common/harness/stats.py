@@ -31,7 +31,7 @@ written along a leading resample axis) runs on all of them at once; the interval
 rliable's to the last bit (tests/test_stats.py checks them against rliable's own calls).
 Each function seeds the global state (`seed`, default 0) around its bootstrap and restores
 it afterwards: the same call gives the same interval, and a caller's own stream is untouched.
-`Progress` shows what is being bootstrapped while a tool waits on it.
+`BootstrapProgress` shows what is being bootstrapped while a tool waits on it.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = REPS, s
 PLAIN_EVERY = 2.0  # seconds between plain progress lines: a quick bootstrap says only when it starts and ends
 
 
-class Progress:
+class BootstrapProgress:
     """What a statistics tool shows while it bootstraps `total` steps (an interval or a few):
     "bootstrapping… <what>" once, then on a terminal rich's transient bar (steps done/total,
     elapsed, the step in hand), otherwise (CI, `| tee`, a log) a plain line of at most
@@ -258,7 +258,7 @@ class Progress:
         self.what, self.total, self.done = what, total, 0
         self._live = None
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> BootstrapProgress:
         from scanrl.common.harness import console
 
         self.started = self._said = time.perf_counter()
@@ -592,7 +592,7 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
     """Group A (run folders and/or results files) against group B on the same envs: the
     probability of improvement P(A > B), the IQM of each group and their performance profiles,
     each with 95% intervals. Scores are normalised when every env has reference points.
-    `progress`: show the bootstrap's (`Progress`). ValueError with one sentence when the
+    `progress`: show the bootstrap's (`BootstrapProgress`). ValueError with one sentence when the
     groups cannot be compared."""
     if metric not in METRICS:
         raise ValueError(f"--metric {metric}: the comparison reads {' or '.join(METRICS)}.")
@@ -609,7 +609,7 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
     iqm, with_iqm = None, normalised or len(tasks) == 1
     what = (f"P(A > B){', IQMs' if with_iqm else ''} and performance profiles of {xa.shape[0]} and {xb.shape[0]} "
             f"runs x {len(tasks)} env{'s' if len(tasks) > 1 else ''}, {reps:,} resamples")
-    with Progress(what, 2 + with_iqm) if progress else contextlib.nullcontext() as shown:
+    with BootstrapProgress(what, 2 + with_iqm) if progress else contextlib.nullcontext() as shown:
         step = shown.step if shown else lambda label: None
         step("P(A > B)")
         improvement = probability_of_improvement(xa, xb, reps, seed)
