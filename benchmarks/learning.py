@@ -8,16 +8,24 @@ return over the last 10% of updates), the mean, the bar it must clear, pass/fail
 
     python benchmarks/learning.py                 # all checks (~5 minutes on 2 cores)
     python benchmarks/learning.py ppo_pendulum    # some of them
+    python benchmarks/learning.py --out benchmarks/reference/learning/checks.json   # and keep them
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
+import platform
 import sys
+from pathlib import Path
 
+import jax
 import numpy as np
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
-from scanrl.common.harness import devices
+from scanrl.common import algorithm
+from scanrl.common.harness import devices, envsettings, provenance
 
 devices.use_cpu_cores()  # one CPU device per core, as the command line has
 
@@ -42,15 +50,26 @@ CHECKS = {
 
 
 def final_returns(module, env: str, overrides: dict) -> np.ndarray:
+    """Seeds 0-3's final returns; `hide_obs` and `env_params` are run settings (the command
+    line's --hide-obs and --env-params): applied to the env handed to make_train."""
+    overrides = dict(overrides)
+    hidden, params = overrides.pop("hide_obs", ()), overrides.pop("env_params", {})
     config = module.default_config(env, **overrides)
-    out = module.make_train(config)(devices.seed_keys(0, 4))
+    env_obj, env_params = algorithm.train_env(config)
+    env_params = envsettings.override_params(env_params, params) if params else env_params
+    env_obj = envsettings.HiddenObs(env_obj, hidden, env_params) if hidden else env_obj
+    out = module.make_train(config, env_obj, env_params)(devices.seed_keys(0, 4))
     returns = np.asarray(out["metrics"]["episode_return"])
     tail = max(1, int(np.ceil(0.1 * returns.shape[1])))
     return np.nanmean(returns[:, -tail:], axis=1)
 
 
-def main(names: list[str]) -> int:
-    failed = 0
+def main(names: list[str], out: str | None = None) -> int:
+    """Runs the checks `names` (default: all), prints a row each; with `out`, writes every row
+    to that JSON file after each check, keeping the file's rows of checks not run this time."""
+    failed, rows = 0, {}
+    if out and Path(out).exists():
+        rows = {row["check"]: row for row in json.loads(Path(out).read_text())["checks"]}
     for name in names or CHECKS:
         module, env, overrides, mean_bar, seed_bar, *high = CHECKS[name]
         final = final_returns(module, env, overrides)
@@ -61,8 +80,22 @@ def main(names: list[str]) -> int:
         bars += f", every seed >= {seed_bar}" if seed_bar is not None else ""
         print(f"{name:22s} {' '.join(f'{x:8.1f}' for x in final)}  mean {final.mean():8.1f}  ({bars}) "
               f"{'pass' if ok else 'FAIL'}", flush=True)
+        rows[name] = {"check": name, "algo": module.ALGO, "env": env, "overrides": overrides, "seeds": [0, 1, 2, 3],
+                      "final_return_per_seed": final.tolist(), "mean": float(final.mean()), "bar": bars,
+                      "passed": bool(ok), "command": "python benchmarks/learning.py " + " ".join(sys.argv[1:]),
+                      "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                      "scanrl": provenance.scanrl_source(), "jax": jax.__version__,
+                      "devices": [str(d) for d in jax.devices()], "machine": platform.platform()}
+        if out:  # after every check: an interrupted run keeps what it measured
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            ordered = [rows[k] for k in CHECKS if k in rows]
+            Path(out).write_text(json.dumps({"checks": ordered}, indent=1) + "\n")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help=f"checks to run (default: all of {', '.join(CHECKS)})")
+    parser.add_argument("--out", help="also write the rows to this JSON file")
+    args = parser.parse_args()
+    sys.exit(main(args.names, args.out))
