@@ -5,6 +5,9 @@
 #
 #   bash benchmarks/pqn_side_by_side.sh OUT_DIR [SEEDS] [MINATAR_STEPS] [GAMES...]
 #
+# TEST_INTERVAL (default 0.05, purejaxql's): the fraction of the updates between greedy tests
+# on MinAtar, on both sides; CARTPOLE=0 leaves the two CartPole cells out.
+#
 # Needs: PUREJAXQL_DIR (a checkout of mttga/purejaxql), REJAX_DIR (a checkout of keraJLi/rejax,
 # for its configs/gymnax/cartpole.yaml), and two virtualenvs made once:
 #   python3.11 -m venv $PJQ_VENV && $PJQ_VENV/bin/pip install jax==0.10.2 flax optax chex \
@@ -25,6 +28,8 @@ PJQ=${PJQ_VENV:?PJQ_VENV}/bin/python; REJ=${REJAX_VENV:?REJAX_VENV}/bin/python
 mkdir -p "$OUT"
 scanrl() { python algos/pqn.py --num-seeds "$SEEDS" --num-devices 1 --log-every 0 --out-dir "$OUT/scanrl" "$@"; }
 
+TEST_INTERVAL=${TEST_INTERVAL:-0.05}
+if [ "${CARTPOLE:-1}" != 0 ]; then
 # CartPole-v1 at purejaxql's pqn_cartpole.yaml (scanrl's defaults): 244 updates, a test every 12
 scanrl --env CartPole-v1 --eval-every 12 --eval-episodes 128 | tee "$OUT/scanrl_cartpole.txt"
 $PJQ benchmarks/purejaxql_pqn.py --script gymnax --env CartPole-v1 --total-timesteps 500000 \
@@ -40,14 +45,16 @@ scanrl --env CartPole-v1 --total-timesteps 524288 --num-envs 16 --num-steps 128 
     --eval-every 8 --eval-episodes 128 | tee "$OUT/scanrl_cartpole_rejax.txt"
 $REJ benchmarks/rejax_pqn.py --config "${REJAX_DIR:?REJAX_DIR}/configs/gymnax/cartpole.yaml" \
     --num-seeds "$SEEDS" --out "$OUT/rejax_cartpole.json"
+fi
 
 # MinAtar at purejaxql's pqn_minatar.yaml, MINATAR_STEPS per seed with the published 1e7-step
-# schedules (TOTAL_TIMESTEPS_DECAY, scanrl's --decay-timesteps); a test every 5% of the updates.
-updates=$(( MINATAR_STEPS / 4096 )); every=$(( updates / 20 ))
+# schedules (TOTAL_TIMESTEPS_DECAY, scanrl's --decay-timesteps); a test every TEST_INTERVAL of the
+# updates.
+updates=$(( MINATAR_STEPS / 4096 )); every=$(python -c "print(int($updates * $TEST_INTERVAL))")
 for game in "${GAMES[@]}"; do
     scanrl --env "$game-MinAtar" --total-timesteps "$MINATAR_STEPS" --decay-timesteps 10000000 \
         --eval-every "$every" --eval-episodes 128 | tee "$OUT/scanrl_$game.txt"
     $PJQ benchmarks/purejaxql_pqn.py --script minatar --env "$game-MinAtar" \
         --total-timesteps "$MINATAR_STEPS" --decay-timesteps 10000000 --num-seeds "$SEEDS" \
-        --out "$OUT/purejaxql_$game.json"
+        --test-interval "$TEST_INTERVAL" --out "$OUT/purejaxql_$game.json"
 done

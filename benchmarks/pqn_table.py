@@ -43,8 +43,9 @@ def main(out: Path) -> None:
     by_env = {}
     for key, d in runs.items():  # in the order the sitting ran them
         by_env.setdefault(key.split("|")[0], []).append(d)
-    cells = [("CartPole-v1", "purejaxql", by_env["CartPole-v1"][0], out / "purejaxql_cartpole.json"),
-             ("CartPole-v1", "rejax", by_env["CartPole-v1"][1], out / "rejax_cartpole.json")]
+    cartpole = by_env.get("CartPole-v1", [])  # none where the sitting ran with CARTPOLE=0
+    cells = [("CartPole-v1", peer, run_dir, out / f"{peer}_cartpole.json")
+             for peer, run_dir in zip(("purejaxql", "rejax"), cartpole)]
     for env, dirs in by_env.items():
         if env.endswith("-MinAtar"):
             cells.append((env, "purejaxql", dirs[0], out / f"purejaxql_{env.split('-')[0]}.json"))

@@ -4,7 +4,8 @@
 Run in purejaxql's own virtualenv (benchmarks/pqn_side_by_side.sh sets it up), with
 PUREJAXQL_DIR a checkout of mttga/purejaxql:
   python benchmarks/purejaxql_pqn.py --script minatar|gymnax --env Breakout-MinAtar \
-      --total-timesteps N --decay-timesteps N --num-seeds S --seed 0 --out result.json
+      --total-timesteps N --decay-timesteps N --num-seeds S --seed 0 [--test-interval F] \
+      --out result.json
 
 The only thing this driver changes at run time is the gymnax wrapper class that
 purejaxql's module looks up when make_train() runs (gymnax 1.0.1 compatibility, see
@@ -33,6 +34,9 @@ def parse_args():
     p.add_argument("--num-seeds", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
+    p.add_argument("--test-interval", type=float, default=None,
+                   help="TEST_INTERVAL, the fraction of the updates between greedy tests "
+                        "(default: the yaml's, 0.05)")
     p.add_argument("--no-test", action="store_true",
                    help="set TEST_DURING_TRAINING=False (timing without greedy test evals)")
     return p.parse_args()
@@ -113,6 +117,8 @@ def main():
     }
     if args.env:
         overrides["ENV_NAME"] = args.env
+    if args.test_interval is not None:
+        overrides["TEST_INTERVAL"] = args.test_interval
     if args.no_test:
         overrides["TEST_DURING_TRAINING"] = False
     base["alg"].update(overrides)  # == hydra's alg.X=... overrides
