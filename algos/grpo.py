@@ -136,14 +136,15 @@ class Config:
         algorithm.check_budget(self, self.batch_size, "rollout")
 
 
-# Presets: continuous-action envs, tried on Pendulum-v1 (README and RESULTS.md).
+# Presets: continuous-action envs, tried on Pendulum-v1 (README; benchmarks/HISTORY.md,
+# "Learning results").
 PRESETS = {
     "continuous": dict(num_steps=200, gamma=0.95, ent_coef=0.0, normalize_obs=True,
                        learning_rate=1e-3),
     # MinAtar (10x10xC frames): the conv torso; 128-step windows that carry on without resets and
     # train on every step (with 512-step reset windows, 1e6 steps were 30 updates and nothing
     # learned; a short reset window would only ever train an episode's opening); window and rate
-    # by sweep (RESULTS.md)
+    # by sweep (benchmarks/HISTORY.md, 2026-11-24)
     "minatar": dict(total_timesteps=2_000_000, num_steps=128, reset_every_rollout=False,
                     truncate_at_first_done=False, learning_rate=6e-3, activation="relu",
                     actor_hidden=(64,)),

@@ -136,7 +136,8 @@ PRESETS = {
     "continuous": dict(total_timesteps=2_000_000, num_envs=16, num_steps=64, num_epochs=2,
                        num_minibatches=4, learning_rate=1e-3, gamma=0.95, ent_coef=0.0,
                        normalize_obs=True, normalize_reward=True, normalize_advantages=True),
-    # MinAtar (10x10xC frames): the conv torso; learning rate by sweep (RESULTS.md)
+    # MinAtar (10x10xC frames): the conv torso; learning rate by sweep (benchmarks/HISTORY.md,
+    # 2026-11-24, 13:19-13:46)
     "minatar": dict(total_timesteps=2_000_000, learning_rate=4e-3, activation="relu",
                     actor_hidden=(64,), critic_hidden=(64,)),
 }

@@ -164,13 +164,14 @@ class Config:
                              f"{self.dual_clip_param}.")
 
 
-# Presets: continuous-action envs start from settings tuned on Pendulum-v1 (RESULTS.md).
+# Presets: continuous-action envs start from settings tuned on Pendulum-v1 (benchmarks/HISTORY.md,
+# "Learning results").
 PRESETS = {
     "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10,
                        num_minibatches=32, learning_rate=1e-3, gamma=0.95, ent_coef=0.0,
                        normalize_obs=True, normalize_reward=True),
     # MinAtar (10x10xC frames): the conv torso, PureJaxRL's MinAtar rollout shape; learning rate
-    # by sweep (RESULTS.md)
+    # by sweep (benchmarks/HISTORY.md, 2026-11-23, night)
     "minatar": dict(total_timesteps=2_000_000, num_envs=64, num_steps=128, num_epochs=4,
                     num_minibatches=8, learning_rate=2e-3, activation="relu", actor_hidden=(64,),
                     critic_hidden=(64,)),

@@ -166,7 +166,8 @@ class Config:
 
 
 # Defaults: tuned on CartPole with its velocities hidden (--hide-obs 1 3) by learning-rate sweeps
-# (benchmarks/RESULTS.md). Continuous-action envs start from PPO's Pendulum settings, untuned here.
+# (benchmarks/HISTORY.md, 2026-11-23, evening). Continuous-action envs start from PPO's Pendulum
+# settings, untuned here.
 PRESETS = {
     "continuous": dict(total_timesteps=1_000_000, num_envs=16, num_steps=256, num_epochs=10,
                        num_minibatches=16, learning_rate=1e-3, gamma=0.95, ent_coef=0.0),
@@ -298,7 +299,7 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
         h = recur(params, h, *step_inputs)
         return h, h
     # Only the recurrence is sequential: the inputs of all L steps are one batch (one matmul each,
-    # not L small ones, which vmapped seeds on a CPU run slowly: benchmarks/RESULTS.md)
+    # not L small ones, which vmapped seeds on a CPU run slowly: benchmarks/HISTORY.md, 2026-11-28)
     return jax.lax.scan(step, hidden, (encode(params, obs, activation, one_hot), start))[1]
 
 

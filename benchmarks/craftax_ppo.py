@@ -12,17 +12,17 @@ The baseline's side is its repository's own script, run, not copied: an export o
 
 Its seeds are `--num_repeats`, vmapped in one program, as its authors run them. On a CPU (jax
 0.10.2) that program stops making progress when it holds two seeds or more: it sits idle, waiting,
-and never finishes (RESULTS.md). With one seed it runs. `--seeds-apart` therefore runs the script
-once per seed, `--num_repeats 1 --seed S` for S = 0..SEEDS-1, one process after another; its wall is
-the processes' sum, which counts its imports and compiling once per seed. Its returns leave
-the program only through its logging: a per-update `jax.debug.callback` hands each seed's metrics
-to `logz.batch_logging.batch_log`, which averages the seeds and calls `wandb.log`. The child keeps
-each seed's row before that average: it wraps `batch_log` (the callback looks the name up in the
-script's globals, which `from logz.batch_logging import batch_log` fills from the wrapped module
-attribute) and puts a recorder in `sys.modules["wandb"]`, so nothing leaves the machine. Under
-`vmap` the callback runs once per seed, in seed order, so the k-th call for an update is seed k.
-`run_ppo` returns before its program has finished (it times only the dispatch); the child then
-waits with `jax.effects_barrier()`, after which every update's callback has run.
+and never finishes (HISTORY.md, 2026-11-27, 20:34-22:12). With one seed it runs. `--seeds-apart`
+therefore runs the script once per seed, `--num_repeats 1 --seed S` for S = 0..SEEDS-1, one process
+after another; its wall is the processes' sum, which counts its imports and compiling once per seed.
+Its returns leave the program only through its logging: a per-update `jax.debug.callback` hands each
+seed's metrics to `logz.batch_logging.batch_log`, which averages the seeds and calls `wandb.log`.
+The child keeps each seed's row before that average: it wraps `batch_log` (the callback looks the
+name up in the script's globals, which `from logz.batch_logging import batch_log` fills from the
+wrapped module attribute) and puts a recorder in `sys.modules["wandb"]`, so nothing leaves the
+machine. Under `vmap` the callback runs once per seed, in seed order, so the k-th call for an update
+is seed k. `run_ppo` returns before its program has finished (it times only the dispatch); the child
+then waits with `jax.effects_barrier()`, after which every update's callback has run.
 
 scanrl's side is `python -m scanrl.algos.ALGO --env craftax/NAME --recipe published` with
 --num-envs, its seeds in one program; without evaluation by default, since the baseline's side

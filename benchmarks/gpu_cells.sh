@@ -11,7 +11,7 @@
 # - scanrl:ENV: scanrl's PPO alone with the published recipe, 5 seeds, TIMESTEPS env steps, EVALS
 #   an evaluation every EVAL_EVERY updates (default 16) and after the last, its run folder under $OUT/runs.
 # Run from the repo root on a machine whose Python has jax with CUDA, with the other wheels in .whl
-# (benchmarks/RESULTS.md lists them).
+# (benchmarks/HISTORY.md, 2026-11-26, 22:20-22:34, lists them).
 set -u
 OUT=$(realpath -m "${OUT:-gpu_out}")  # absolute: the craftax cell runs from benchmarks/
 mkdir -p "$OUT"

@@ -19,7 +19,8 @@ from scanrl.common import cores
 INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds"
 
 # XLA's CPU backend spends most of a train program's compile time in LLVM passes that buy
-# nothing measurable for these small, loop-heavy programs (benchmarks/RESULTS.md). The GPU
+# nothing measurable for these small, loop-heavy programs (benchmarks/HISTORY.md, 2026-11-27,
+# 12:50-13:12). The GPU
 # backend reads the same options for its kernels' code, so they are for CPU programs only.
 CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
 

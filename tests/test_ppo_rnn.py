@@ -314,8 +314,9 @@ def test_data_parallel_matches_one_device(four_devices):
 
 
 # --- learning: CartPole with its velocities hidden ------------------------------------------------
-# The defaults (tuned by two learning-rate sweeps, RESULTS.md) over 2e5 steps per seed; feed-forward
-# ppo.py with the same budget and mask ends near 50 (benchmarks/learning.py: ppo_masked_cartpole).
+# The defaults (tuned by two learning-rate sweeps, benchmarks/HISTORY.md, 2026-11-23, evening) over
+# 2e5 steps per seed; feed-forward ppo.py with the same budget and mask ends near 50
+# (benchmarks/learning.py: ppo_masked_cartpole).
 @pytest.mark.slow
 def test_learns_cartpole_without_velocities(tmp_path):
     config = compose(ppo_rnn, "CartPole-v1", num_seeds=4, seed=0, hide_obs=(1, 3), log_every=0,

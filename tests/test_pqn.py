@@ -247,7 +247,7 @@ def test_seeds_differ_and_the_same_seed_repeats_bit_for_bit():
 def test_learns_cartpole_at_its_preset(tmp_path):
     """purejaxql's CartPole settings (the file's defaults), 5e5 steps, seeds 0-3: the greedy
     evaluation after the last update averages at least 475 (10 seeds measured:
-    benchmarks/RESULTS.md, "PQN")."""
+    benchmarks/HISTORY.md, 2026-11-28, 17:42-18:45, "PQN")."""
     config = compose(pqn, "CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path))
     summary = train_and_write("pqn", config, pqn.make_algorithm)
     assert summary["total_timesteps"] == 499_712  # 244 whole updates of 2,048 steps

@@ -219,9 +219,9 @@ def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout
 
     # With data parallelism the map is manual over "seed" alone: "data" is XLA's to partition.
     # Without, both axes are manual: the partitioner has nothing to do, and compiling is about
-    # 12% faster (benchmarks/RESULTS.md). check_vma=False: with it on, a parameter built from a
-    # constant (e.g. a zero log-std) would count as replicated and its gradient be summed over
-    # seeds (tests/test_data_parallel.py checks that seeds stay apart).
+    # 12% faster (benchmarks/HISTORY.md, 2026-11-25, 07:57-08:13). check_vma=False: with it on, a
+    # parameter built from a constant (e.g. a zero log-std) would count as replicated and its
+    # gradient be summed over seeds (tests/test_data_parallel.py checks that seeds stay apart).
     manual = {"seed"} if layout.data_parallel > 1 else {"seed", "data"}
     seed_map = partial(jax.shard_map, mesh=layout.mesh, axis_names=manual, check_vma=False)
 

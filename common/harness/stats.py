@@ -353,7 +353,7 @@ REFERENCE_POINTS: dict[str, ReferencePoint] = {
     "brax/inverted_pendulum": ReferencePoint(
         5.78, 1000.0, _measured("brax/inverted_pendulum", 1000, 0.10) + ", brax 0.14.2",
         "the maximum: reward 1 per step while the pole stays up (brax/envs/inverted_pendulum.py), 1000-step episodes "
-        "(common/suites/brax.py); Brax's own PPO and SAC trainers and scanrl's reach it (benchmarks/RESULTS.md)"),
+        "(common/suites/brax.py); Brax's own SAC trainer and scanrl's PPO and SAC reach it (benchmarks/HISTORY.md, 2026-11-25)"),
     # The suites' own baselines publish curves, not numbers, for these envs: the reference is the
     # maximum return, from each env's reward
     "navix/Navix-Empty-5x5-v0": ReferencePoint(

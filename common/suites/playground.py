@@ -111,7 +111,7 @@ def make(name: str, options: dict[str, str] | None = None) -> tuple[PlaygroundEn
 # statistics before its SGD (`fresh_obs_stats`), and lecun-uniform layers (`init`; scanrl's
 # default is orthogonal with a 0.01 policy head). Together they brought scanrl's PPO level with
 # Brax's trainer on CheetahRun and WalkerWalk, where GAE once per rollout had left it at about
-# 0.7x (benchmarks/RESULTS.md).
+# 0.7x (benchmarks/HISTORY.md, 2026-11-26, 08:08-09:35).
 DMC_PARAMS = "mujoco_playground/config/dm_control_suite_params.py"
 BRAX_PPO_UPDATE = dict(fresh_obs_stats=True, init="lecun_uniform")
 DMC_TASKS = ("AcrobotSwingup", "AcrobotSwingupSparse", "BallInCup", "CartpoleBalance", "CartpoleBalanceSparse",
@@ -146,7 +146,8 @@ def dmc_sac(task: str) -> Recipe:
 # norm 1.0, policy 128x4, value 256x5), then each task's changes: the budget, the evaluations and
 # the resets per evaluation, and for most a 512-256-128 policy and value, the value net reading
 # privileged_state. Their physics is slow on a CPU: PPO on T1JoystickFlatTerrain's `cpu` form (256 envs)
-# runs about 570 env steps/s on 2 cores, so its 6.25M steps take about 3 hours (benchmarks/RESULTS.md).
+# runs about 570 env steps/s on 2 cores, so its 6.25M steps take about 3 hours
+# (benchmarks/HISTORY.md, 2026-11-28, 07:00-07:55).
 LOCO_PARAMS = "mujoco_playground/config/locomotion_params.py"
 ASYMMETRIC = dict(policy_hidden_layer_sizes=(512, 256, 128), value_hidden_layer_sizes=(512, 256, 128),
                   value_obs_key="privileged_state")
