@@ -153,7 +153,7 @@ def ant(args) -> None:
                     s = res["summary"]
                     res.update(steps=s["total_timesteps"], steps_per_s=s["total_timesteps"] / res["wall"],
                                run_steps_per_s=s["env_steps_per_second"],
-                               compile_seconds=s["compile_seconds"], final_eval=s["eval_return_mean"])
+                               compile_seconds=s["compile_seconds"], final_eval=s["eval_return_deterministic_mean"])
             else:
                 argv = [args.env, str(steps), args.backend, str(args.num_envs)]
                 t = time.perf_counter()

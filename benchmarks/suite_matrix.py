@@ -58,7 +58,7 @@ def cell(algo: str, env: str, out_dir: Path) -> dict:
     evaluated = run(["-c", "from scanrl.algos import scanrl_eval; scanrl_eval()", str(run_dir), "--episodes", "2"])
     after = json.loads((run_dir / "summary.json").read_text())
     ok = not resumed.returncode and not evaluated.returncode and after["updates"] > summary["updates"]
-    what = (f"trained {summary['updates']} updates (eval {summary['eval_return_mean']:.2f}), resumed to "
+    what = (f"trained {summary['updates']} updates (eval {summary['eval_return_deterministic_mean']:.2f}), resumed to "
             f"{after['updates']}, scanrl-eval rc {evaluated.returncode}")
     if not ok:
         what += " | " + (resumed.stderr or evaluated.stderr)[-400:]

@@ -264,10 +264,11 @@ def test_run_folder_contents(logged_every_update):
     assert "wandb" not in names  # the default mode writes nothing for wandb
     summary = json.loads((run_dir / "summary.json").read_text())
     for key in ("algo", "env", "num_seeds", "total_timesteps", "final_return_per_seed", "final_return_mean",
-                "eval_return_mean", "env_steps_per_second", "compile_seconds", "wall_seconds"):
+                "eval_return_deterministic_mean", "eval_return_sampled_mean", "env_steps_per_second",
+                "compile_seconds", "wall_seconds"):
         assert key in summary, key
     assert summary["algo"] == "ppo" and summary["num_seeds"] == 2 and len(summary["final_return_per_seed"]) == 2
-    assert summary["total_timesteps"] == 2048 and summary["eval_return_mean"] is not None
+    assert summary["total_timesteps"] == 2048 and summary["eval_return_deterministic_mean"] is not None
     assert summary["wall_seconds"] > summary["compile_seconds"] + summary["run_seconds"]  # from process start
     progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
     assert [p["update"] for p in progress] == [1, 2, 3, 4]
@@ -362,30 +363,41 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
 
 def test_a_plain_progress_line_fits_100_columns(tmp_path):
     """What does not fit is left out: steps per seed, the spread over seeds, the other policy's
-    evaluation, the ETA, the eval. `evals`: the sampled policy's (shown as "eval", the default
-    --eval-policy), `mode`: the deterministic one's."""
+    evaluation, the evaluation's policy name, the ETA, the eval. `evals`: the sampled policy's
+    (shown first as "eval sampled", the default --eval-policy), `mode`: the deterministic
+    one's (shown as "deterministic")."""
     from scanrl.common.harness.logging import RunLogger
 
-    def line(env, returns, evals, eta, done=1220, total=12207, mode=None):
-        logger = RunLogger(algo="ppo", env=env, config={}, num_seeds=3, steps_per_update=512, num_updates=total,
-                           out_dir=str(tmp_path))
-        table = {"episode_return": np.array(returns), "eval_return_sampled": np.array(evals)}
+    def line(env, returns, evals, eta, done=1220, total=12207, mode=None, policy="sampled"):
+        logger = RunLogger(algo="ppo", env=env, config={"eval_policy": policy}, num_seeds=3, steps_per_update=512,
+                           num_updates=total, out_dir=str(tmp_path))
+        table = {"episode_return": np.array(returns)}
+        if evals is not None:
+            table["eval_return_sampled"] = np.array(evals)
         if mode is not None:
             table["eval_return"] = np.array(mode)
         shown = logger._line(done, done * 512, 1.234e6, table, eta=eta)
         assert len(shown) <= 100 and shown.startswith(f"[ppo {env}] update {done}/{total}  "), shown
         return shown
 
+    assert line("Catch-bsuite", [0.5], None, 25.0, 12, 97) == (
+        "[ppo Catch-bsuite] update 12/97  6.14k steps/seed  1.23M env steps/s  return 0.5  ETA 0:25")
     assert line("Catch-bsuite", [0.5], [1.0], 25.0, 12, 97) == (
-        "[ppo Catch-bsuite] update 12/97  6.14k steps/seed  1.23M env steps/s  return 0.5  eval 1.0  ETA 0:25")
+        "[ppo Catch-bsuite] update 12/97  1.23M env steps/s  return 0.5  eval sampled 1.0  ETA 0:25")
+    assert line("CartPole-v1", [12.5, 500.0, 200.0], None, 25.0, 12, 97) == (
+        "[ppo CartPole-v1] update 12/97  1.23M env steps/s  return 237.5 [12.5, 500.0]  ETA 0:25")
     assert line("CartPole-v1", [12.5, 500.0, 200.0], [500.0] * 3, 25.0, 12, 97) == (
-        "[ppo CartPole-v1] update 12/97  1.23M env steps/s  return 237.5 [12.5, 500.0]  eval 500.0  ETA 0:25")
+        "[ppo CartPole-v1] update 12/97  1.23M env steps/s  return 237.5  eval sampled 500.0  ETA 0:25")
     assert line("CartPole-v1", [-1234.5, -1500.2, -800.1], [-1111.1] * 3, 3725.0).endswith(
         "update 1220/12207  1.23M env steps/s  return -1178  eval -1111  ETA 1:02:05")
     assert line("craftax/Craftax-Classic-Symbolic-v1", [-1234.5, -1500.2, -800.1], [-1111.1] * 3, 3725.0).endswith(
         "update 1220/12207  1.23M env steps/s  return -1178")
     assert line("Catch-bsuite", [0.5], [1.0], 25.0, 12, 97, mode=[-1.0]) == (
-        "[ppo Catch-bsuite] update 12/97  1.23M env steps/s  return 0.5  eval 1.0 (mode -1.0)  ETA 0:25")
+        "[ppo Catch-bsuite] update 12/97  1.23M env steps/s  return 0.5  eval sampled 1.0  ETA 0:25")
+    assert line("Catch-bsuite", [0.5], [1.0], float("nan"), 1, 9, mode=[-1.0]) == (
+        "[ppo Catch-bsuite] update 1/9  1.23M env steps/s  return 0.5  eval sampled 1.0 (deterministic -1.0)")
+    assert line("Catch-bsuite", [0.5], [1.0], float("nan"), 1, 9, mode=[-1.0], policy="deterministic") == (
+        "[ppo Catch-bsuite] update 1/9  1.23M env steps/s  return 0.5  eval deterministic -1.0 (sampled 1.0)")
     assert line("navix/Navix-DoorKey-5x5-v0", [0.98] * 3, [1.0] * 3, 25.0, 12, 97, mode=[0.05] * 3) == (
         "[ppo navix/Navix-DoorKey-5x5-v0] update 12/97  1.23M env steps/s  return 1.0  eval 1.0  ETA 0:25")
 
@@ -451,21 +463,25 @@ def test_the_bar_keeps_count_elapsed_eta_and_return_at_any_width(width):
     """rich cut the update count and the ETA ('950/9… updates 0:01:38 ETA 0:00:…') once the
     texts grew past the terminal: the bar is laid out for the width, and the label, the word
     "updates", the bar's length and the last texts give way instead. From 80 columns the bar
-    keeps the return, env steps/s and the evaluation."""
+    keeps the return, env steps/s and the evaluation, which names its policy ("eval sampled")
+    where the width allows and is "eval" where it does not."""
     from rich.console import Console
 
     from scanrl.common.harness import console
 
     screen = Console(width=width, force_terminal=True, file=open(os.devnull, "w"))
     bar = console.Bar("ppo navix/Navix-DoorKey-5x5-v0", 9765, 0, screen=screen)
-    bar.update(950, 3723.0, ["return 0.98", "337k env steps/s", "eval 1.0", "mode 0.1"])
+    texts = ["return 0.98", "337k env steps/s", "eval sampled 1.0", "deterministic 0.1"]
+    bar.update(950, 3723.0, texts, [t.replace("eval sampled ", "eval ") for t in texts])
     shot = Console(width=width, record=True, file=open(os.devnull, "w"))  # what the terminal shows, as text
     shot.print(bar._progress.get_renderable())
     bar.stop()
     (line,) = [l for l in shot.export_text().splitlines() if l.strip()]
     assert len(line) <= width and "950/9765" in line and "0:00:0" in line and "ETA 1:02:03  return 0.98" in line, line
-    assert ("337k env steps/s" in line) == ("eval 1.0" in line) == (width >= 80), line
-    assert ("mode 0.1" in line) == (width >= 100), line
+    evaluated = "eval sampled 1.0" in line or "eval 1.0" in line
+    assert ("337k env steps/s" in line) == evaluated == (width >= 80), line
+    assert ("deterministic 0.1" in line) == (width >= 100), line
+    assert ("eval sampled 1.0" in line) == (width >= 140), line
 
 
 def test_what_xla_writes_during_the_compile_goes_to_the_log_not_the_terminal(capfd):

@@ -499,14 +499,17 @@ def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
     metrics = jax.device_get(program.train(devices.seed_keys(0, 2))["metrics"])
     np.testing.assert_array_equal(metrics["eval_return"], 0.0)
     assert (metrics["eval_return_sampled"] > 0.9).all(), metrics["eval_return_sampled"]
-    summary = {"eval_return_mean": 0.0, "eval_return_sampled_mean": float(metrics["eval_return_sampled"].mean()),
+    summary = {"eval_return_deterministic_mean": 0.0, "eval_return_sampled_mean": float(metrics["eval_return_sampled"].mean()),
                "eval_policy": config.run.eval_policy}
     first, note = evaluation_lines(summary)
     sampled = f"{summary['eval_return_sampled_mean']:.2f}"
     assert first == f"last evaluation, mean over seeds: sampled {sampled}, deterministic 0.00"
     assert note.startswith(f"note: the deterministic policy returns 0.00 where the sampled one returns {sampled};")
     assert "(sampled here)" in note
-    assert evaluation_lines({**summary, "eval_return_mean": summary["eval_return_sampled_mean"]})[1:] == []
+    assert evaluation_lines({**summary, "eval_return_deterministic_mean": summary["eval_return_sampled_mean"]})[1:] == []
+    # a run folder from before the deterministic policy's key was named: eval_return_mean
+    old = {"eval_return_mean" if k == "eval_return_deterministic_mean" else k: v for k, v in summary.items()}
+    assert evaluation_lines(old) == [first, note]
 
 
 # --- the layering of the code ------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_ppo_learns_brax_inverted_pendulum(tmp_path):
     reached 1000 by 164k steps)."""
     summary = ppo.main(["--env", BRAX_ID, "--total-timesteps", "200000", "--eval-every", "16", "--log-every", "16",
                         "--out-dir", str(tmp_path)])
-    assert summary["eval_return_mean"] >= 500, summary
+    assert summary["eval_return_deterministic_mean"] >= 500, summary
 
 
 @pytest.mark.slow
@@ -180,7 +180,7 @@ def test_sac_learns_brax_inverted_pendulum(tmp_path):
     suite("brax.envs", "brax")
     summary = sac.main(["--env", BRAX_ID, "--total-timesteps", "20000", "--eval-every", "25", "--log-every", "25",
                         "--out-dir", str(tmp_path)])
-    assert summary["eval_return_mean"] >= 500, summary
+    assert summary["eval_return_deterministic_mean"] >= 500, summary
 
 
 # --- grid worlds: Navix and XLand-MiniGrid -------------------------------------------------------
@@ -258,7 +258,7 @@ def test_ppo_learns_an_empty_grid(tmp_path, name):
     suite(name, name)
     summary = ppo.main(["--env", GRIDS[name], "--recipe", "none", "--total-timesteps", "100000", "--eval-every", "39", "--log-every", "39",
                         "--out-dir", str(tmp_path)])
-    assert summary["eval_return_mean"] > 0.9, summary
+    assert summary["eval_return_deterministic_mean"] > 0.9, summary
     lengths = np.load(f"{summary['run_dir']}/metrics.npz")["episode_length"][0]
     assert np.nanmean(lengths[:5]) > 30 and np.nanmean(lengths[-5:]) <= 10, lengths
 
@@ -319,7 +319,7 @@ def test_ppo_learns_playground_cartpole_balance(tmp_path):
     suite("mujoco_playground", "playground")
     summary = ppo.main(["--env", PLAYGROUND_ID, "--recipe", "none", "--total-timesteps", "200000", "--eval-every", "16",
                         "--log-every", "16", "--out-dir", str(tmp_path)])
-    assert summary["eval_return_mean"] >= 400, summary
+    assert summary["eval_return_deterministic_mean"] >= 400, summary
 
 
 # --- Jumanji -----------------------------------------------------------------------------------

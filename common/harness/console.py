@@ -134,7 +134,8 @@ class Bar:
     width at every update. The update count, the elapsed time (rich's, ticking between
     updates), the ETA and the first text (the latest return) stay at any width from 60
     columns; the label and the word "updates" give way first, then the bar's length, then
-    the last texts one by one (rich would otherwise cut the count and the ETA)."""
+    the texts' compact forms (`compact`, where given), then the last texts one by one (rich
+    would otherwise cut the count and the ETA)."""
 
     def __init__(self, label: str, total: int | None, done: int, screen: Any = None):
         """screen: a rich Console to draw on (default: the terminal)."""
@@ -149,14 +150,18 @@ class Bar:
         self.update(done, math.nan, [])
         self._progress.start()
 
-    def layout(self, done: int, eta_seconds: float, texts: list[str], width: int) -> tuple[str, int, str, str]:
+    def layout(self, done: int, eta_seconds: float, texts: list[str], width: int,
+               compact: list[str] | None = None) -> tuple[str, int, str, str]:
         """(head, bar length, count, tail) for a terminal `width` columns wide: the fullest
-        line that fits (see the class docstring for what gives way first)."""
+        line that fits (see the class docstring for what gives way first). compact: `texts`
+        in shorter words, one for one."""
         count = f"{done}/{self.total}" if self.total else f"{done}"
         left = f"ETA {clock(eta_seconds)}" if math.isfinite(eta_seconds) else "ETA -:--"
-        texts = [t for t in texts if t]
+        forms = [[t for t in texts if t]] + ([[t for t in compact if t]] if compact else [])
+        texts = forms[0]
         tries = [(self.label, 24, " updates", texts), ("", 24, " updates", texts)]
-        tries += [("", bar, "", texts[:n]) for n in range(len(texts), 0, -1) for bar in (24, 16, 10, 8)]
+        tries += [("", bar, "", form[:n]) for n in range(len(texts), 0, -1) for form in forms
+                  for bar in (24, 16, 10, 8)]
         for head, bar, word, kept in tries:
             tail = "  ".join([left, *kept])
             # columns: head, bar, count, elapsed (h:mm:ss, 7), tail; one space between each
@@ -165,8 +170,8 @@ class Bar:
                 break
         return head, bar, count + word, tail
 
-    def update(self, done: int, eta_seconds: float, texts: list[str]) -> None:
-        head, bar, count, tail = self.layout(done, eta_seconds, texts, self._progress.console.width)
+    def update(self, done: int, eta_seconds: float, texts: list[str], compact: list[str] | None = None) -> None:
+        head, bar, count, tail = self.layout(done, eta_seconds, texts, self._progress.console.width, compact)
         self._bar.bar_width = bar
         self._progress.update(self._task, completed=done, head=head, count=count, tail=tail)
 

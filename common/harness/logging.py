@@ -73,15 +73,17 @@ def evaluation_lines(summary: dict[str, Any]) -> list[str]:
     """The final table's evaluation: both policies' latest mean return, --eval-policy's first,
     and one more line where they differ widely (an argmax policy that loops where its samples
     reach the goal; a mode that never explores its way out)."""
-    sampled, mode = summary.get("eval_return_sampled_mean"), summary.get("eval_return_mean")
-    if sampled is None and mode is None:
+    sampled = summary.get("eval_return_sampled_mean")
+    # run folders written before the key named its policy call it eval_return_mean
+    deterministic = summary.get("eval_return_deterministic_mean", summary.get("eval_return_mean"))
+    if sampled is None and deterministic is None:
         return []
-    parts = [("sampled", sampled), ("deterministic", mode)]
+    parts = [("sampled", sampled), ("deterministic", deterministic)]
     if summary.get("eval_policy") == "deterministic":
         parts.reverse()
     lines = ["last evaluation, mean over seeds: " + ", ".join(f"{n} {v:.2f}" for n, v in parts if v is not None)]
-    if sampled is not None and mode is not None and differ_widely(sampled, mode):
-        lines.append(f"note: the deterministic policy returns {mode:.2f} where the sampled one returns {sampled:.2f}; "
+    if sampled is not None and deterministic is not None and differ_widely(sampled, deterministic):
+        lines.append(f"note: the deterministic policy returns {deterministic:.2f} where the sampled one returns {sampled:.2f}; "
                      f"--eval-policy picks the one the stop conditions read ({summary.get('eval_policy')} here).")
     return lines
 
@@ -220,7 +222,10 @@ class RunLogger:
         average = (updates_done - self._resumed_at) * self.steps_per_update * self.num_seeds / self._session_seconds \
             if self._session_seconds > 0 else float("nan")
         if self._bar is not None:
-            self._bar.update(updates_done, eta, self._stats(average, table))
+            texts = self._stats(average, table)
+            # "eval 1.0" where "eval sampled 1.0" does not fit (80 columns)
+            compact = [t.replace(f"eval {self.eval_policy} ", "eval ") for t in texts]
+            self._bar.update(updates_done, eta, texts, compact)
         elif self.progress:
             print(self._line(updates_done, steps, average, table, eta), flush=True)
         self._seconds += seconds
@@ -252,20 +257,22 @@ class RunLogger:
         return f"config_{i // self.seeds_per_config}/{seed}" if self.num_configs > 1 else seed
 
     def _returns(self, table: dict[str, np.ndarray]) -> tuple[str, str, str, str]:
-        """('return 123.4' or 'return -', '[min, max]' over seeds, 'eval 500.0' (of --eval-policy)
-        or '', the other policy's evaluation 'mode 9.5' / 'sampled 500.0' or '')."""
+        """('return 123.4' or 'return -', '[min, max]' over seeds, the evaluation of --eval-policy
+        ('eval sampled 500.0' / 'eval deterministic 9.5') or '', the other policy's
+        ('deterministic 9.5' / 'sampled 500.0') or '')."""
         ret = table.get("episode_return")
         shown, spread, evaluated, other = "return -", "", "", ""
         if ret is not None and not np.all(np.isnan(ret)):
             shown = f"return {_short(nanmean(ret))}"
             spread = f"[{_short(np.nanmin(ret))}, {_short(np.nanmax(ret))}]" if ret.size > 1 else ""
-        first, second, name = ("eval_return_sampled", "eval_return", "mode") if self.eval_policy == "sampled" else \
-            ("eval_return", "eval_return_sampled", "sampled")
-        for key, label in ((first, "eval"), (second, name)):
+        policies = [("eval_return_sampled", "sampled"), ("eval_return", "deterministic")]
+        if self.eval_policy != "sampled":
+            policies.reverse()
+        for i, (key, name) in enumerate(policies):
             values = table.get(key)
             if values is not None and not np.all(np.isnan(values)):
-                text = f"{label} {_short(nanmean(values))}"
-                evaluated, other = (text, other) if key == first else (evaluated, text)
+                text = f"{name} {_short(nanmean(values))}"
+                evaluated, other = (f"eval {text}", other) if i == 0 else (evaluated, text)
         return shown, spread, evaluated, other
 
     def _stats(self, sps: float, table: dict[str, np.ndarray]) -> list[str]:
@@ -280,18 +287,22 @@ class RunLogger:
     def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray], eta: float) -> str:
         """One plain progress line of at most console.WIDTH characters: what does not fit is
         left out, steps per seed first, then the spread over seeds, the other policy's
-        evaluation, the ETA, the evaluation."""
+        evaluation, the evaluation's policy name ("eval sampled 9.5" -> "eval 9.5"), the ETA,
+        the evaluation."""
         total = f"/{self.num_updates}" if self.num_updates else ""
         head = f"[{self.algo} {self.env}] update {update}{total}"
         speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
         shown, spread, evaluated, other = self._returns(table)
         evals = f"{evaluated} ({other})" if evaluated and other else evaluated
         left = f"ETA {console.clock(eta)}" if math.isfinite(eta) else ""
+        short = evaluated.replace(f"eval {self.eval_policy} ", "eval ")
         return console.fit([head, f"{console.si(steps)} steps/seed", speed, f"{shown} {spread}".strip(), evals, left],
                            [head, speed, f"{shown} {spread}".strip(), evals, left],
                            [head, speed, shown, evals, left],
                            [head, speed, shown, evaluated, left],
+                           [head, speed, shown, short, left],
                            [head, speed, shown, evaluated],
+                           [head, speed, shown, short],
                            [head, speed, shown])
 
     def finish(
@@ -330,7 +341,7 @@ class RunLogger:
             # where no episode ended in the last 10%: the latest that did ([seeds]; null, 0: none at all)
             "latest_return_per_seed": [_finite_or_none(x) for x in latest_ended[0]],
             "latest_return_update_per_seed": [int(u) for u in latest_ended[1]],
-            "eval_return_mean": latest["eval_return"],  # the deterministic policy's
+            "eval_return_deterministic_mean": latest["eval_return"],
             "eval_return_sampled_mean": latest["eval_return_sampled"],
             "eval_policy": self.eval_policy,  # the one the stop conditions read
             "env_steps_per_second": steps_all_seeds / run_seconds,
