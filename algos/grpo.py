@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import (cnn_apply, cnn_init, mask_logits, mlp_apply, mlp_init,
-                                pre_tanh_normal, sample_and_log_prob, squashed_entropy,
-                                tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.nets import (actions_for, cnn_apply, cnn_init, entropy_of, mask_logits,
+                                mlp_apply, mlp_init, pre_tanh_normal, use_cnn)
 from scanrl.common.onpolicy import learn, make_optimizer
 
 import distrax
@@ -287,8 +286,7 @@ def grpo_loss(params: dict, batch: Batch, config: Config,
     surrogate = jnp.minimum(ratio * batch.advantage, clipped * batch.advantage)
     masked_mean = lambda x: (batch.mask * x).sum() * weight
     policy_loss = -masked_mean(surrogate)
-    tanh_normal = config.action_dist == "tanh_normal"
-    entropy = masked_mean(squashed_entropy(dist, batch.noise) if tanh_normal else dist.entropy())
+    entropy = masked_mean(entropy_of(dist, batch.noise))  # tanh_normal: a one-sample estimate
     total = policy_loss - config.ent_coef * entropy
     stats = {"policy_loss": policy_loss, "entropy": entropy,
              "clip_fraction": masked_mean(
@@ -351,24 +349,19 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
-    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
-        low, high = tanh_normal_bounds(vec_env, config.env)
+    act_fn = config.activation
+    # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
+    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
-    # ValueError before compiling for cnn without images
-    image = use_cnn(config.torso, vec_env.obs_shape)
     # a run without a budget has no end to anneal to
     anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    # what the policy sees: flat vectors (a `state` part), or images for the conv torso
-    def observe(stats, obs):
-        obs = vec_env.flat_obs(obs)
-        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return (obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image
-                else obs[..., :vec_env.policy_obs_dim])
+    def observe(stats, obs):  # what the policy sees: flat vectors (a `state` part), or images
+        stats = stats if config.normalize_obs else None
+        return vec_env.observe(obs, stats, image, policy_part=True)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -388,26 +381,19 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         if config.reset_every_rollout:
             obs, env_state = reset_groups(vec_env, k_reset, config)
 
-        # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
-        #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
-        def sample(k, o, m):  # one env's action and its log-prob (of u as stored for tanh_normal)
-            return sample_and_log_prob(dist_of(params, o, m), k, tanh_normal)
-
+        # 1. Rollout: num_steps steps of num_envs envs with the current policy (tanh_normal: the
+        #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions)
         def env_step(carry, step_key):
             env_state, obs = carry
-            if tanh_normal:
-                k_action, k_env, k_noise = jax.random.split(step_key, 3)
-            else:
-                k_action, k_env = jax.random.split(step_key)
+            k_action, k_env, k_noise = actions.step_keys(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs),
-                                                policy_obs, action_mask)
-            env_action = to_bounds(action, low, high) if tanh_normal else action
-            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
-            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
+            action, log_prob = jax.vmap(lambda k, o, m: actions.sample(dist_of(params, o, m), k))(
+                jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+            next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
             return (env_state, next_obs), Transition(obs=policy_obs, action=action,
                                                      log_prob=log_prob, action_mask=action_mask,
-                                                     info=info, noise=noise)
+                                                     info=info,
+                                                     noise=actions.noise(k_noise, action.shape))
 
         (env_state, next_obs), traj = jax.lax.scan(env_step, (env_state, obs),
                                                    jax.random.split(k_rollout, config.num_steps))
@@ -448,8 +434,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         sample (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the
         bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
-        action = dist.mode() if deterministic else dist.sample(seed=key)
-        return to_bounds(action, low, high) if tanh_normal else action
+        return actions.act(dist, key, deterministic)
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn
+from scanrl.common.nets import actions_for, entropy_of, use_cnn
 from scanrl.common.onpolicy import learn, make_optimizer
 from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
                                 actor_critic_value as value)
@@ -260,8 +260,7 @@ def impala_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, 
         advantage = (advantage - mean) / (jnp.sqrt(jnp.maximum(mean_sq - mean**2, 0.0)) + 1e-8)
     policy_loss = -(advantage * log_prob).mean()
     value_loss = 0.5 * ((values - vs) ** 2).mean()
-    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal"
-               else dist.entropy()).mean()
+    entropy = entropy_of(dist, batch.noise).mean()  # tanh_normal: a one-sample estimate
     total = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
     stats = {
         "policy_loss": policy_loss,
@@ -318,22 +317,18 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
-    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
-        low, high = tanh_normal_bounds(vec_env, config.env)
+    act_fn = config.activation
+    # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
+    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
-    # ValueError before compiling for cnn without images
-    image = use_cnn(config.torso, vec_env.obs_shape)
     # a run without a budget has no end to anneal to
     anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
     def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
-        obs = vec_env.flat_obs(obs)
-        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
+        return vec_env.observe(obs, stats if config.normalize_obs else None, image)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -356,26 +351,23 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
                                                                 update_index, config.num_steps))
 
-        # 1. Rollout: num_steps steps of num_envs envs with the behaviour policy. tanh_normal keeps
-        #    the pre-tanh sample u for the importance ratios; the env gets tanh(u) rescaled.
+        # 1. Rollout: num_steps steps of num_envs envs with the behaviour policy (tanh_normal:
+        #    the stored action is the pre-tanh sample u, the env gets tanh(u) rescaled;
+        #    nets.Actions).
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
-            if tanh_normal:
-                k_action, k_env, k_noise = jax.random.split(step_key, 3)
-            else:
-                k_action, k_env = jax.random.split(step_key)
+            k_action, k_env, k_noise = actions.step_keys(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
             action = jax.vmap(lambda k, o, m: dist_of(behaviour, o, m).sample(seed=k))(
                 jax.random.split(k_action, config.num_envs), policy_obs, action_mask
             )
-            env_action = to_bounds(action, low, high) if tanh_normal else action
-            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
+            next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
             discounted_return = discounted_return * config.gamma + info.reward
-            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             transition = Transition(obs=policy_obs,
                                     next_obs=observe(state.obs_stats, info.final_obs),
                                     action=action, action_mask=action_mask, info=info,
-                                    discounted_return=discounted_return, noise=noise)
+                                    discounted_return=discounted_return,
+                                    noise=actions.noise(k_noise, action.shape))
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -425,8 +417,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         sample (tanh_normal: tanh of the pre-tanh normal's mode or sample, rescaled to the
         bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
-        action = dist.mode() if deterministic else dist.sample(seed=key)
-        return to_bounds(action, low, high) if tanh_normal else action
+        return actions.act(dist, key, deterministic)
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,

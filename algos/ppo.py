@@ -24,8 +24,7 @@ from typing import Literal, NamedTuple
 from scanrl.common import algorithm, envs
 # the tanh-normal pieces live in common/nets.py
 # (SQUASH stays importable from here: tests/test_ppo.py)
-from scanrl.common.nets import (SQUASH, sample_and_log_prob, squashed_entropy, tanh_normal_bounds,
-                                to_bounds, use_cnn)
+from scanrl.common.nets import SQUASH, actions_for, entropy_of, use_cnn
 from scanrl.common.nets import (actor_critic_init, actor_critic_policy as policy,
                                 actor_critic_value as value)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer,
@@ -231,8 +230,7 @@ def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dic
     v_clip = config.clip_eps if config.clip_value_loss else None
     v_loss = value_loss(value(params, batch.obs, config.activation, config.critic_obs), batch.value,
                         batch.target, v_clip)
-    entropy = (squashed_entropy(dist, batch.noise) if config.action_dist == "tanh_normal"
-               else dist.entropy()).mean()
+    entropy = entropy_of(dist, batch.noise).mean()  # tanh_normal: a one-sample estimate
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
              "approx_kl": approx_kl(log_ratio),
              "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean()}
@@ -315,33 +313,63 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
+def advantages(config: Config, params: dict, traj: Transition, rewards: jax.Array,
+               final_obs: jax.Array, old_values: jax.Array, v_of) -> tuple:
+    """What the epochs learn from, in one of three forms: (data, its gradient function,
+    `prepare` or None for common/onpolicy.py's `learn`). rewards [T, N] as the losses see them,
+    final_obs [T, N, ...] (the observation each step reached), old_values [T, N]: V_old(obs),
+    v_of(params, obs) -> V [...].
+    - GAE once, with the rollout's value net (PureJaxRL's and CleanRL's PPO): [T * N] samples.
+    - recompute_advantages: GAE again before each epoch with that epoch's value net
+      (Andrychowicz et al. 2021, arXiv:2006.05990).
+    - unroll_length k: whole k-step unrolls, GAE in every minibatch with the current value
+      net (Brax's trainer)."""
+    info = traj.info
+    if config.unroll_length:
+        unrolls = Unroll(obs=traj.obs, final_obs=final_obs, action=traj.action,
+                         log_prob=traj.log_prob, value=old_values, reward=rewards,
+                         terminated=info.terminated, done=info.terminated | info.truncated,
+                         action_mask=traj.action_mask, noise=traj.noise)
+        return to_unrolls(unrolls, config.unroll_length), unroll_gradient, None
+
+    def samples(values: jax.Array, final_values: jax.Array) -> Batch:  # [T * N]
+        advantage, target = gae(rewards, values, final_values, info.terminated,
+                                info.terminated | info.truncated, config.gamma, config.gae_lambda)
+        batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob,
+                      value=old_values, advantage=advantage, target=target,
+                      action_mask=traj.action_mask, noise=traj.noise)
+        return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
+
+    prepare = None
+    if config.recompute_advantages:
+        prepare = lambda epoch_params, _: samples(v_of(epoch_params, traj.obs),  # noqa: E731
+                                                  v_of(epoch_params, final_obs))
+    return samples(old_values, v_of(params, final_obs)), minibatch_gradient, prepare
+
+
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """PPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
-    fresh_stats = config.fresh_obs_stats and config.normalize_obs
-    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
-        low, high = tanh_normal_bounds(vec_env, config.env)
+    act_fn, fresh_stats = config.activation, config.fresh_obs_stats and config.normalize_obs
+    # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
+    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
     if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
         raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no "
                          "privileged_state (Playground's locomotion tasks do); "
                          "leave --critic-obs at state.")
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
-    # ValueError before compiling for cnn without images
-    image = use_cnn(config.torso, vec_env.obs_shape)
+    v_of = lambda params, obs: value(params, obs, act_fn, config.critic_obs)
     # a run without a budget has no end to anneal to
     anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
     def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
-        obs = vec_env.flat_obs(obs)
-        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
+        return vec_env.observe(obs, stats if config.normalize_obs else None, image)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -359,27 +387,20 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
                                                                 update_index, config.num_steps))
 
-        # 1. Rollout: num_steps steps of num_envs envs with the current policy. tanh_normal keeps
-        #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
-        def sample(k, o, m):  # one env's action and its log-prob (of u as stored for tanh_normal)
-            return sample_and_log_prob(dist_of(params, o, m), k, tanh_normal)
-
+        # 1. Rollout: num_steps steps of num_envs envs with the current policy (tanh_normal: the
+        #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions)
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
-            if tanh_normal:
-                k_action, k_env, k_noise = jax.random.split(step_key, 3)
-            else:
-                k_action, k_env = jax.random.split(step_key)
+            k_action, k_env, k_noise = actions.step_keys(step_key)
             policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
-            action, log_prob = jax.vmap(sample)(jax.random.split(k_action, config.num_envs),
-                                                policy_obs, action_mask)
-            env_action = to_bounds(action, low, high) if tanh_normal else action
-            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
+            action, log_prob = jax.vmap(lambda k, o, m: actions.sample(dist_of(params, o, m), k))(
+                jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+            next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
-            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
             transition = Transition(obs=obs if fresh_stats else policy_obs, action=action,
                                     log_prob=log_prob, action_mask=action_mask, info=info,
-                                    discounted_return=discounted_return, noise=noise)
+                                    discounted_return=discounted_return,
+                                    noise=actions.noise(k_noise, action.shape))
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -388,7 +409,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             env_step, carry, jax.random.split(k_rollout, config.num_steps))
         info = traj.info
 
-        # 2. Advantages: V(s'_t) of the final observation, so truncations bootstrap.
+        # 2. Rewards and observations as the losses see them: V(s'_t) is of the final
+        #    observation, so that truncations bootstrap.
         rewards, return_stats, obs_stats = (info.reward * config.reward_scale, state.return_stats,
                                             state.obs_stats)
         if config.normalize_reward:
@@ -400,37 +422,16 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         if fresh_stats:  # the rollout kept raw observations
             traj = traj._replace(obs=observe(obs_stats, traj.obs))
         final_obs = observe(obs_stats if fresh_stats else state.obs_stats, info.final_obs)
-        old_values = value(params, traj.obs, act_fn, config.critic_obs)
+        old_values = v_of(params, traj.obs)
 
-        # [T * N] transitions, GAE with values_params' values
-        def samples_for(values_params: dict) -> Batch:
-            values = (old_values if values_params is params
-                      else value(values_params, traj.obs, act_fn, config.critic_obs))
-            advantages, targets = gae(
-                rewards, values, value(values_params, final_obs, act_fn, config.critic_obs),
-                info.terminated, info.terminated | info.truncated, config.gamma, config.gae_lambda)
-            batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob,
-                          value=old_values, advantage=advantages, target=targets,
-                          action_mask=traj.action_mask, noise=traj.noise)
-            return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
-
-        # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
+        # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate,
+        #    with GAE from the rollout's value net (`advantages`, one of three forms)
         learning_rate = schedule(update_index)
-        if config.unroll_length:  # whole unrolls, GAE in every minibatch (Brax's trainer)
-            unrolls = to_unrolls(Unroll(
-                obs=traj.obs, final_obs=final_obs, action=traj.action, log_prob=traj.log_prob,
-                value=old_values, reward=rewards, terminated=info.terminated,
-                done=info.terminated | info.truncated, action_mask=traj.action_mask,
-                noise=traj.noise), config.unroll_length)
-            params, opt_state, loss_stats = learn(
-                params, state.opt_state, unrolls, k_epochs, config, optimizer, unroll_gradient,
-                learning_rate, target_kl=config.target_kl)
-        else:
-            prepare = ((lambda epoch_params, _: samples_for(epoch_params))
-                       if config.recompute_advantages else None)
-            params, opt_state, loss_stats = learn(
-                params, state.opt_state, samples_for(params), k_epochs, config, optimizer,
-                minibatch_gradient, learning_rate, prepare=prepare, target_kl=config.target_kl)
+        data, gradient, prepare = advantages(config, params, traj, rewards, final_obs,
+                                             old_values, v_of)
+        params, opt_state, loss_stats = learn(params, state.opt_state, data, k_epochs, config,
+                                              optimizer, gradient, learning_rate, prepare=prepare,
+                                              target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
@@ -444,8 +445,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         sample (tanh_normal: tanh of the pre-tanh normal's mode or sample,
         rescaled to the bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
-        action = dist.mode() if deterministic else dist.sample(seed=key)
-        return to_bounds(action, low, high) if tanh_normal else action
+        return actions.act(dist, key, deterministic)
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,

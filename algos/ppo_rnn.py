@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import (ACTIVATIONS, cnn_apply, cnn_init, head_distribution, mlp_apply,
-                                mlp_init, orthogonal, squashed_entropy, tanh_normal_bounds,
-                                to_bounds, use_cnn)
+from scanrl.common.nets import (ACTIVATIONS, actions_for, cnn_apply, cnn_init, entropy_of,
+                                head_distribution, mlp_apply, mlp_init, orthogonal, use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer,
                                     normalize_advantages, value_loss)
 
@@ -361,8 +360,7 @@ def ppo_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, 
     v_clip = config.clip_eps if config.clip_value_loss else None
     values = value(params, states, config.activation).reshape(-1)
     v_loss = value_loss(values, seqs.value.reshape(-1), seqs.target.reshape(-1), v_clip)
-    entropy = (squashed_entropy(dist, seqs.noise) if config.action_dist == "tanh_normal"
-               else dist.entropy()).mean()
+    entropy = entropy_of(dist, seqs.noise).mean()  # tanh_normal: a one-sample estimate
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
              "approx_kl": approx_kl(log_ratio),
              "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_eps).mean(),
@@ -463,26 +461,19 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     optimizer = make_optimizer(config)
-    act_fn, tanh_normal = config.activation, config.action_dist == "tanh_normal"
-    if tanh_normal:  # before compiling: a squashed normal needs a Box with finite bounds
-        low, high = tanh_normal_bounds(vec_env, config.env)
+    act_fn = config.activation
+    # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
+    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
-    # ValueError before compiling for cnn without images
-    image = use_cnn(config.torso, vec_env.obs_shape)
     # a run without a budget has no end to anneal to
     anneal = config.anneal_lr and config.total_timesteps
     schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
         else optax.constant_schedule(config.learning_rate)
 
-    # what the network reads: flat vectors (a `state` part), or images for the conv torso
-    def observe(stats, obs):
-        if image and not config.normalize_obs:
-            return obs
-        obs = vec_env.flat_obs(obs)
-        obs = envs.normalize(stats, obs) if config.normalize_obs else obs
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image \
-            else obs[..., :vec_env.policy_obs_dim]
+    def observe(stats, obs):  # what the network reads: flat vectors (a `state` part), or images
+        stats = stats if config.normalize_obs else None
+        return vec_env.observe(obs, stats, image, policy_part=True)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -502,14 +493,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
                                                                 update_index, config.num_steps))
 
-        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state. tanh_normal keeps
-        #    the pre-tanh sample u (and its log-prob) for the ratio; the env gets tanh(u) rescaled.
+        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state (tanh_normal: the
+        #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions)
         def env_step(carry, step_key):
             env_state, obs, start, hidden, discounted_return = carry
-            if tanh_normal:
-                k_action, k_env, k_noise = jax.random.split(step_key, 3)
-            else:
-                k_action, k_env = jax.random.split(step_key)
+            k_action, k_env, k_noise = actions.step_keys(step_key)
             policy_obs = observe(state.obs_stats, obs)
             new_hidden = core(params, hidden, policy_obs, start, act_fn, config.obs_one_hot)
             action_mask = vec_env.action_mask(env_state)
@@ -518,9 +506,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                 jax.random.split(k_action, config.num_envs), new_hidden, action_mask)
             # as the replay computes it, so that the ratio is exactly 1
             log_prob = dist.log_prob(action)
-            env_action = to_bounds(action, low, high) if tanh_normal else action
-            next_obs, env_state, info = vec_env.step(k_env, env_state, env_action)
-            noise = jax.random.normal(k_noise, action.shape) if tanh_normal else None
+            next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
+            noise = actions.noise(k_noise, action.shape)
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
             transition = Transition(hidden=hidden, state=new_hidden, obs=policy_obs, start=start,
                                     action=action, log_prob=log_prob, action_mask=action_mask,
@@ -571,9 +558,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         obs = observe(policy_params["obs_stats"], obs)
         hidden = core(params, hidden, obs, jnp.zeros(obs.shape[0], bool), act_fn,
                       config.obs_one_hot)
-        dist = dist_of(params, hidden, mask)
-        action = dist.mode() if deterministic else dist.sample(seed=key)
-        return (to_bounds(action, low, high) if tanh_normal else action), hidden
+        return actions.act(dist_of(params, hidden, mask), key, deterministic), hidden
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,

@@ -294,7 +294,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     if not envs.is_discrete(env, env_params):  # before compiling: Q-learning takes an argmax
         raise ValueError(f"PQN needs discrete actions and --env {config.env} has continuous (Box) "
-                         "ones; ppo, ppo_rnn, impala, grpo and sac take continuous actions.")
+                         "ones; ppo, ppo_rnn, impala, grpo, sac and td3 take continuous actions.")
     if not config.decay_updates:  # --total-timesteps 0 alone: epsilon would never decay
         raise ValueError("--total-timesteps 0 (until a stop condition holds) needs "
                          "--decay-timesteps, the steps over which epsilon decays.")
@@ -310,8 +310,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         else optax.constant_schedule(config.learning_rate)
 
     def observe(obs):  # what the network reads: flat vectors, or images for the conv torso
-        obs = vec_env.flat_obs(obs)
-        return obs.reshape(obs.shape[:-1] + vec_env.obs_shape) if image else obs
+        return vec_env.observe(obs, image=image)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

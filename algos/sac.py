@@ -413,9 +413,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         return (unit_action * action_scale + action_offset).reshape((-1, *vec_env.action_shape))
 
     def observe(stats, obs):  # what the networks see: a Playground locomotion task's `state` part
-        obs = vec_env.flat_obs(obs)
-        return (envs.normalize(stats, obs) if config.normalize_obs
-                else obs)[..., :vec_env.policy_obs_dim]
+        return vec_env.observe(obs, stats if config.normalize_obs else None, policy_part=True)
 
     def learning(step_index):
         """Whether vector step `step_index` (from 0) learns: once more than learning_starts

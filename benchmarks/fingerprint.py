@@ -1,8 +1,9 @@
 """The results of short runs of the on-policy algorithms, saved so that two trees can be compared
 bit for bit: did a refactor change what the algorithms compute? 3-update runs of 2 seeds of PPO
-(CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), and PPO,
-IMPALA and GRPO's conv torso (Breakout-MinAtar), evaluating every 2 updates; every final policy
-parameter and every metric.
+(CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), PPO,
+IMPALA and GRPO's conv torso (Breakout-MinAtar), each on-policy file's tanh-squashed normal
+(Pendulum), PPO's recomputed and per-unroll advantages, SAC (Pendulum) and PQN (CartPole,
+Breakout-MinAtar), evaluating every 2 updates; every final policy parameter and every metric.
 
     python benchmarks/fingerprint.py before.npz          # on one tree
     python benchmarks/fingerprint.py after.npz           # on the other
@@ -16,7 +17,14 @@ import numpy as np
 CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02}), ("impala", "CartPole-v1", {}),
          ("grpo", "CartPole-v1", {}), ("ppo_rnn", "CartPole-v1", {}),
          # the conv torso (common/nets.py cnn_apply), with each algorithm's MinAtar preset
-         ("ppo", "Breakout-MinAtar", {}), ("impala", "Breakout-MinAtar", {}), ("grpo", "Breakout-MinAtar", {}))
+         ("ppo", "Breakout-MinAtar", {}), ("impala", "Breakout-MinAtar", {}), ("grpo", "Breakout-MinAtar", {}),
+         # the tanh-squashed normal (common/nets.py Actions) in each file, and PPO's other two
+         # forms of its advantages (ppo.py `advantages`)
+         *((name, "Pendulum-v1", {"action_dist": "tanh_normal"}) for name in ("ppo", "impala", "grpo", "ppo_rnn")),
+         ("ppo", "CartPole-v1", {"recompute_advantages": True}), ("ppo", "Pendulum-v1", {"unroll_length": 8}),
+         # SAC with normalised observations, learning from the first steps; PQN's MLP and conv torso
+         ("sac", "Pendulum-v1", {"learning_starts": 0, "normalize_obs": True}), ("pqn", "CartPole-v1", {}),
+         ("pqn", "Breakout-MinAtar", {}), ("ppo_rnn", "Breakout-MinAtar", {}))
 
 
 def fingerprint(path: str) -> None:
@@ -36,10 +44,11 @@ def fingerprint(path: str) -> None:
         per_update = per_update.total_timesteps // per_update.num_updates
         config = compose(module, env, total_timesteps=3 * per_update, **common)
         result = jax.device_get(loop.build(module.make_algorithm, config).train(devices.seed_keys(0, 2)))  # evaluated
+        case = f"{name}_{env}" + "".join(f"_{k}={v}" for k, v in extra.items())
         for i, leaf in enumerate(jax.tree.leaves(result["policy"])):
-            out[f"{name}_{env}/param{i}"] = np.asarray(leaf)
+            out[f"{case}/param{i}"] = np.asarray(leaf)
         for key, value in result["metrics"].items():
-            out[f"{name}_{env}/{key}"] = np.asarray(value)
+            out[f"{case}/{key}"] = np.asarray(value)
     np.savez(path, **out)
     print(f"{len(out)} arrays in {path}")
 

@@ -156,6 +156,18 @@ class VecEnv:
         """[..., *obs_shape] -> [..., obs_dim], what an MLP takes."""
         return obs.reshape(obs.shape[: obs.ndim - len(self.obs_shape)] + (self.obs_dim,))
 
+    def observe(self, obs: jax.Array, stats: RunningStats | None = None, image: bool = False,
+                policy_part: bool = False) -> jax.Array:
+        """What a network reads of observations [..., *obs_shape]: flat vectors [..., obs_dim],
+        normalised by `stats` where given; then images [..., *obs_shape] for a conv torso
+        (`image`), or with `policy_part` the first policy_obs_dim features (a Playground
+        locomotion task's `state`, before its `privileged_state`)."""
+        obs = self.flat_obs(obs)
+        obs = obs if stats is None else normalize(stats, obs)
+        if image:
+            return obs.reshape(obs.shape[:-1] + self.obs_shape)
+        return obs[..., :self.policy_obs_dim] if policy_part else obs
+
     def clip_action(self, action: jax.Array) -> jax.Array:
         """Continuous actions are clipped to the space's bounds; discrete ones pass through."""
         return action if self.discrete else jnp.clip(action, self.action_low, self.action_high)

@@ -8,7 +8,7 @@ the output layer: 0.01 for policy logits and means, 1 for values); biases start 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import distrax
 import jax
@@ -188,6 +188,56 @@ def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
         raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {env_id}'s are "
                          f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
     return low, high
+
+
+class Actions(NamedTuple):
+    """How an on-policy algorithm samples, stores and hands over its policy's actions, chosen
+    once from --action-dist by `actions_for`. squashed (tanh_normal): the stored action is the
+    pre-tanh sample u with the log-prob of u, the env gets tanh(u) rescaled onto [low, high]
+    [A], and the entropy is estimated from one sample, which needs standard-normal noise
+    (`entropy_of`). Otherwise the stored action is the env's (discrete, or a gaussian sample the env clips)."""
+
+    squashed: bool = False
+    low: jax.Array | None = None
+    high: jax.Array | None = None
+
+    def step_keys(self, key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        """A rollout step's keys: (action, env, entropy noise or None)."""
+        if self.squashed:
+            k_action, k_env, k_noise = jax.random.split(key, 3)
+            return k_action, k_env, k_noise
+        k_action, k_env = jax.random.split(key)
+        return k_action, k_env, None
+
+    def sample(self, dist: distrax.Distribution, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(the action as stored, its log-prob)."""
+        return sample_and_log_prob(dist, key, self.squashed)
+
+    def noise(self, key: jax.Array | None, shape: tuple) -> jax.Array | None:
+        """Standard-normal noise `shape` for `entropy_of`'s estimate; None where it is exact."""
+        return jax.random.normal(key, shape) if self.squashed else None
+
+    def to_env(self, action: jax.Array) -> jax.Array:
+        """Stored actions [..., A] -> what the env takes."""
+        return to_bounds(action, self.low, self.high) if self.squashed else action
+
+    def act(self, dist: distrax.Distribution, key: jax.Array, deterministic: bool) -> jax.Array:
+        """The env's action: of the distribution's mode, or of a sample."""
+        return self.to_env(dist.mode() if deterministic else dist.sample(seed=key))
+
+
+def actions_for(config, vec_env) -> Actions:
+    """Before compiling, from config.action_dist and config.env: ValueError (one sentence) where
+    tanh_normal meets discrete actions or unbounded ones (`tanh_normal_bounds`)."""
+    if config.action_dist != "tanh_normal":
+        return Actions()
+    return Actions(True, *tanh_normal_bounds(vec_env, config.env))
+
+
+def entropy_of(dist: distrax.Distribution, noise: jax.Array | None = None) -> jax.Array:
+    """The policy's entropy [...]: exact, or with a tanh_normal's noise (`Actions.noise`) the
+    one-sample estimate of the squashed action's (`squashed_entropy`)."""
+    return dist.entropy() if noise is None else squashed_entropy(dist, noise)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn
 from scanrl.common import envs, suites
-from scanrl.common.nets import (SQUASH, actor_critic_init, cnn_apply, cnn_init, pre_tanh_normal, squashed_entropy,
-                                tanh_normal_bounds, to_bounds, use_cnn)
+from scanrl.common.nets import (SQUASH, Actions, actions_for, actor_critic_init, cnn_apply, cnn_init, entropy_of,
+                                pre_tanh_normal, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
 
 from conftest import REPO
 
@@ -201,6 +201,60 @@ def test_tanh_normal_bounds_are_checked_before_compiling():
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs finite action bounds and --env Open's are "
                                          r"\[\[-inf, 0.0\], \[inf, 1.0\]\]; use --action-dist gaussian\.$"):
         tanh_normal_bounds(unbounded, "Open")
+
+
+def test_actions_are_chosen_once_from_the_action_dist():
+    """nets.Actions, what every on-policy file does with its policy's actions: gaussian and
+    discrete ones pass to the env as sampled, with two keys per step, no noise and the exact
+    entropy; tanh_normal's stored u goes to the env as to_bounds(u), with a third key for the
+    entropy's noise and the one-sample squashed estimate. The key splits are the ones the files
+    made inline, so their programs are unchanged."""
+    pendulum = envs.VecEnv(*suites.make("Pendulum-v1"), 2)
+    key, u = jax.random.key(3), jnp.array([[-30.0], [0.0], [0.7]])
+    dist = pre_tanh_normal(jnp.array([[0.2, -0.5], [1.0, 0.3]]), 0.001)
+
+    plain = actions_for(types.SimpleNamespace(action_dist="gaussian", env="Pendulum-v1"), pendulum)
+    assert plain == Actions() and not plain.squashed
+    k_action, k_env, k_noise = plain.step_keys(key)
+    np.testing.assert_array_equal(jax.random.key_data(jnp.stack([k_action, k_env])),
+                                  jax.random.key_data(jax.random.split(key)))
+    assert k_noise is None and plain.noise(k_noise, (2, 1)) is None
+    np.testing.assert_array_equal(plain.to_env(u), u)
+    np.testing.assert_array_equal(entropy_of(dist), dist.entropy())
+
+    squashed = actions_for(types.SimpleNamespace(action_dist="tanh_normal", env="Pendulum-v1"), pendulum)
+    assert squashed.squashed
+    np.testing.assert_array_equal(jax.random.key_data(jnp.stack(squashed.step_keys(key))),
+                                  jax.random.key_data(jax.random.split(key, 3)))
+    noise = squashed.noise(jax.random.key(4), (2, 1))
+    np.testing.assert_array_equal(noise, jax.random.normal(jax.random.key(4), (2, 1)))
+    np.testing.assert_array_equal(squashed.to_env(u), to_bounds(u, jnp.array([-2.0]), jnp.array([2.0])))
+    np.testing.assert_array_equal(entropy_of(dist, noise), squashed_entropy(dist, noise))
+    action, log_prob = squashed.sample(dist, key)
+    np.testing.assert_array_equal(log_prob, dist.log_prob(action))  # of u as stored
+    np.testing.assert_array_equal(squashed.act(dist, key, True), to_bounds(dist.mode(), *squashed[1:]))
+    np.testing.assert_array_equal(squashed.act(dist, key, False), to_bounds(dist.sample(seed=key), *squashed[1:]))
+    with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs continuous \(Box\) actions and --env "
+                                         r"CartPole-v1 has discrete ones"):
+        actions_for(types.SimpleNamespace(action_dist="tanh_normal", env="CartPole-v1"),
+                    envs.VecEnv(*suites.make("CartPole-v1"), 2))
+
+
+def test_what_a_network_reads_of_an_observation():
+    """VecEnv.observe: flat, normalised by the statistics where given, reshaped to images, or
+    cut to a split observation's policy part (its first policy_obs_dim features)."""
+    breakout = envs.VecEnv(*suites.make("Breakout-MinAtar"), 2)
+    obs = jax.random.uniform(jax.random.key(0), (3, 2) + breakout.obs_shape)
+    stats = envs.update_stats(envs.init_stats((breakout.obs_dim,)), breakout.flat_obs(obs))
+    np.testing.assert_array_equal(breakout.observe(obs), breakout.flat_obs(obs))
+    np.testing.assert_array_equal(breakout.observe(obs, image=True), obs)
+    normalized = envs.normalize(stats, breakout.flat_obs(obs))
+    np.testing.assert_array_equal(breakout.observe(obs, stats), normalized)
+    np.testing.assert_array_equal(breakout.observe(obs, stats, image=True), normalized.reshape(obs.shape))
+    split = types.SimpleNamespace(flat_obs=lambda o: o, obs_shape=(5,), policy_obs_dim=2)
+    x = jnp.arange(10.0).reshape(2, 5)
+    np.testing.assert_array_equal(envs.VecEnv.observe(split, x, policy_part=True), x[:, :2])
+    np.testing.assert_array_equal(envs.VecEnv.observe(split, x), x)
 
 
 # --- a tiny env for the algorithms' tanh_normal tests (test_impala.py, test_grpo.py, test_ppo_rnn.py) ----
