@@ -14,7 +14,7 @@ import pytest
 
 from conftest import HANG_GUARD, REPO, four_device_snippet, once_per_run, run_python, run_scripts
 
-from scanrl.algos import grpo, impala, ppo, pqn, sac
+from scanrl.algos import grpo, impala, ppo, pqn, sac, td3
 from scanrl.common.harness import provenance, run
 from scanrl.common.harness.runconfig import compose
 
@@ -22,7 +22,7 @@ PPO = "algos/ppo.py"
 
 
 HELP_LINES = {  # every --help below, run as scripts in one process (run_scripts)
-    **{algo.__name__: [algo.__file__, "--help"] for algo in (ppo, impala, grpo, pqn, sac)},
+    **{algo.__name__: [algo.__file__, "--help"] for algo in (ppo, impala, grpo, pqn, sac, td3)},
     "ppo Pendulum": [PPO, "--env", "Pendulum-v1", "--help"],
     **{f"{algo.__name__} MinAtar": [algo.__file__, "--env", "SpaceInvaders-MinAtar", "--help"] for algo in (ppo, impala, grpo, pqn)},
 }
@@ -36,7 +36,7 @@ def help_of(tmp_path_factory):
 
 @pytest.mark.parametrize(
     "algo,phrase", [(ppo, "GAE lambda"), (impala, "V-trace traces"), (grpo, "group std"), (pqn, "Q(lambda)'s lambda"),
-                     (sac, "Polyak rate")]
+                     (sac, "Polyak rate"), (td3, "policy_delay critic steps")]
 )
 @pytest.mark.slow
 def test_help_lists_every_flag_with_its_help(help_of, algo, phrase):

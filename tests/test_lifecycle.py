@@ -16,11 +16,11 @@ import pytest
 
 from conftest import HANG_GUARD, REPO, held, wait_until
 
-from scanrl.algos import grpo, impala, ppo, pqn, sac
+from scanrl.algos import grpo, impala, ppo, pqn, sac, td3
 from scanrl.common.harness import checkpoint, devices, run
 from scanrl.common.harness.runconfig import compose
 
-ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "pqn": pqn, "sac": sac}
+ALGOS = {"ppo": ppo, "impala": impala, "grpo": grpo, "pqn": pqn, "sac": sac, "td3": td3}
 # Small runs with many chunks (one update each) and a checkpoint every 2 updates.
 SMALL = {
     "ppo": ["--total-timesteps", "102400", "--num-seeds", "2", "--eval-every", "20"],
@@ -30,6 +30,9 @@ SMALL = {
     "grpo": ["--num-envs", "16", "--num-steps", "128", "--total-timesteps", "20480", "--eval-every", "5"],
     "pqn": ["--num-envs", "8", "--num-steps", "16", "--num-minibatches", "4", "--hidden", "32",
             "--total-timesteps", "1280", "--eval-every", "5"],
+    "td3": ["--num-envs", "2", "--num-steps", "20", "--total-timesteps", "400", "--learning-starts", "60",
+            "--actor-hidden", "32", "32", "--critic-hidden", "32", "32", "--batch-size", "32",
+            "--exploration-noise-max", "0.3", "--eval-every", "5", "--eval-episodes", "2"],
 }
 LIFECYCLE = ["--log-every", "1", "--checkpoint-every", "2"]
 
@@ -118,10 +121,10 @@ def test_sigterm_exits_143_with_files_written(tmp_path):
     assert summary["stopped_by"] == "interrupt" and (run_dir_of(tmp_path) / "params.npz").exists()
 
 
-@pytest.mark.parametrize("algo", ["impala", "grpo", "pqn"])
+@pytest.mark.parametrize("algo", ["impala", "grpo", "pqn", "td3"])
 @pytest.mark.slow
 def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, algo):
-    """In-process, for the other two: a run cut short (by a tiny --stop-minutes, after its
+    """In-process, for the others: a run cut short (by a tiny --stop-minutes, after its
     first chunk) and resumed ends as the run that never stopped."""
     module = ALGOS[algo]
     args = [*SMALL[algo], *LIFECYCLE]
@@ -270,7 +273,7 @@ BAD_INPUTS = [
 def test_bad_inputs_are_one_sentence_with_exit_2(cli_error, capsys, tmp_path, algo):
     module = ALGOS[algo]
     for args, message in BAD_INPUTS:
-        if algo == "sac" and args[0] == "--env":
+        if algo in ("sac", "td3") and args[0] == "--env":
             args, message = ["--env", "Pendulum-v2"], "Did you mean 'Pendulum-v1'"
         code, err = cli_error(module.main, args)
         assert code == 2 and message in err and err.startswith("error: ") and "Traceback" not in err, (args, err)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from scanrl import algos
-from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, td3
 from scanrl.common.harness import devices, evaluate, loop
 from scanrl.common.harness.runconfig import compose
 from conftest import HANG_GUARD, REPO, run_python
@@ -35,6 +35,12 @@ CONFIGS = {
                         eval_every=2, eval_episodes=2)),
     "sac": (sac, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 40, num_steps=40, learning_starts=60,
                       batch_size=32, eval_every=2, eval_episodes=2)),
+    # 2 envs, each with its own exploration std; the actor learns every second critic step; the
+    # categorical critic with 3-step returns
+    "td3": (td3, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 2 * 20, num_envs=2, num_steps=20,
+                      learning_starts=50, batch_size=32, actor_hidden=(32, 32), critic_hidden=(32, 32),
+                      exploration_noise_min=0.05, exploration_noise_max=0.3, num_atoms=11, v_min=-50.0,
+                      v_max=0.0, n_step=3, eval_every=2, eval_episodes=2)),
     "ppo_rnn": (ppo_rnn, dict(env="CartPole-v1", num_seeds=3, hide_obs=(1, 3), total_timesteps=4 * 32 * 5, num_envs=4,
                               num_steps=32, seq_len=8, burn_in=4, num_minibatches=4, gru_size=16, encoder_hidden=(16,),
                               head_hidden=(16,), eval_every=2, eval_episodes=2)),
@@ -88,7 +94,7 @@ def as_flags(kw: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("name, num_devices", [("ppo", 1), ("ppo", 2), ("impala", 2), ("grpo", 2), ("sac", 2),
-                                               ("ppo_rnn", 2), ("pqn", 2)])
+                                               ("ppo_rnn", 2), ("pqn", 2), ("td3", 2)])
 @pytest.mark.slow
 def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num_devices, tmp_path):
     """The file's own make_train (one scan of its update, seeds vmapped, shard_map over the
@@ -117,7 +123,7 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
         np.testing.assert_array_equal(np.asarray(m, np.float32), metrics[k], err_msg=f"{name}: metric {k}")
 
 
-@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, pqn, sac], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, pqn, sac, td3], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module):
     """No run setting is a field of an algorithm's Config, and default_config refuses one; the
     harness's Job adds them: the file's RUN_DEFAULTS for every env and for the env's preset,
@@ -144,7 +150,8 @@ def test_an_algorithm_file_imports_only_the_kit(python_process):
     """Importing any algorithm file loads scanrl's kit and nothing else: no module of the
     command line's harness (common/harness/), and not the registry of env ids and recipes
     (common/suites/, recipes.py), which loads when an env is named by its id."""
-    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac; "
+    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, "
+                                 "td3; "
                                  "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = eval(proc.stdout.strip().splitlines()[-1])
@@ -196,7 +203,7 @@ def test_the_callback_detector_sees_a_callback():
     assert not has_host_callback(jax.jit(lambda x: x + 1).lower(1.0))
 
 
-@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn", "pqn"])
+@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn", "pqn", "td3"])
 @pytest.mark.slow
 def test_no_training_program_contains_a_host_callback(name):
     """Whole run, start and advance: without callbacks JAX's persistent cache can store them."""
@@ -568,7 +575,7 @@ def test_every_algorithm_file_keeps_its_lines_within_100_columns():
     """An algorithm file is read, and copied, as one page: no line of algos/*.py is wider than
     100 columns."""
     files = sorted((REPO / "algos").glob("*.py"))
-    assert {"ppo.py", "impala.py", "grpo.py", "sac.py", "ppo_rnn.py", "pqn.py"} <= {f.name for f in files}
+    assert {"ppo.py", "impala.py", "grpo.py", "sac.py", "ppo_rnn.py", "pqn.py", "td3.py"} <= {f.name for f in files}
     wide = [f"{f.name}:{n}: {len(line)} columns" for f in files
             for n, line in enumerate(f.read_text().splitlines(), 1) if len(line) > 100]
     assert not wide, wide
