@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo
+from scanrl.common.nets import to_bounds
 from scanrl.common.harness.run import train_and_write
 from conftest import check_run_tools
 from scanrl.common.harness import devices, loop
@@ -130,7 +131,7 @@ def test_tanh_normal_entropy_estimate():
     obs = jnp.ones((n, 3))
     # init: loc 0, raw scale 0 (the actor's output layer starts near 0): scale = softplus(0) + min_std
     dist = _tanh_policy(_tanh_params([0.0], [0.0]), obs)
-    samples = np.asarray(ppo.squashed_entropy(dist, noise), np.float64)
+    samples = np.asarray(ppo.entropy_of(dist, noise), np.float64)
     scale = math.log(2.0) + 0.001
     grid = np.linspace(-12 * scale, 12 * scale, 200_001)
     density = np.exp(-0.5 * (grid / scale) ** 2) / (scale * math.sqrt(2 * math.pi))
@@ -142,11 +143,11 @@ def test_tanh_normal_entropy_estimate():
     assert abs(samples.mean() - expected) < tolerance, (samples.mean(), expected, tolerance)
     assert expected < gaussian_entropy - 0.2  # the Jacobian term matters at the init std
     # a tiny std: the normal's entropy 0.5 log(2 pi e) + log(0.001) = -5.49, tanh adds nearly nothing at 0
-    tiny = ppo.squashed_entropy(_tanh_policy(_tanh_params([0.0], [-100.0]), obs[:100]), noise[:100])
+    tiny = ppo.entropy_of(_tanh_policy(_tanh_params([0.0], [-100.0]), obs[:100]), noise[:100])
     np.testing.assert_allclose(tiny, 0.5 * math.log(2 * math.pi * math.e) + math.log(0.001), atol=1e-3)
     # saturated at tanh(5): another 2 log cosh(5) = 8.6 lower; the gradient in loc points back to 0
     def mean_entropy(loc):
-        return ppo.squashed_entropy(_tanh_policy(_tanh_params(loc, [-100.0]), obs[:100]), noise[:100]).mean()
+        return ppo.entropy_of(_tanh_policy(_tanh_params(loc, [-100.0]), obs[:100]), noise[:100]).mean()
     saturated = float(mean_entropy(jnp.array([5.0])))
     assert saturated == pytest.approx(float(tiny.mean()) - 2 * math.log(math.cosh(5.0)), abs=1e-2)
     assert float(jax.grad(mean_entropy)(jnp.array([5.0]))[0]) < -1.0
@@ -157,7 +158,7 @@ def test_tanh_normal_entropy_estimate():
 def test_tanh_normal_actions_stay_in_the_bounds():
     low, high = jnp.array([-1.0, 0.0]), jnp.array([3.0, 0.5])
     u = jnp.array([[-1e30, -1e30], [-20.0, 20.0], [0.0, 0.0], [1e30, 1e30], [-jnp.inf, jnp.inf]])
-    a = ppo.to_bounds(u, low, high)
+    a = to_bounds(u, low, high)
     assert ((a >= low) & (a <= high)).all()
     np.testing.assert_array_equal(a[0], low)
     np.testing.assert_array_equal(a[3], high)
