@@ -133,9 +133,10 @@ class Bar:
     `label  [bar]  done/total updates  elapsed  ETA  texts...`, laid out for the terminal's
     width at every update. The update count, the elapsed time (rich's, ticking between
     updates), the ETA and the first text (the latest return) stay at any width from 60
-    columns; the label and the word "updates" give way first, then the bar's length, then
-    the texts' compact forms (`compact`, where given), then the last texts one by one (rich
-    would otherwise cut the count and the ETA)."""
+    columns. With the label and then without it, the texts are tried in full and then in
+    their compact forms (`compact`, where given); then the word "updates" gives way, then the
+    bar's length, then the last texts one by one (rich would otherwise cut the count and the
+    ETA)."""
 
     def __init__(self, label: str, total: int | None, done: int, screen: Any = None):
         """screen: a rich Console to draw on (default: the terminal)."""
@@ -159,7 +160,7 @@ class Bar:
         left = f"ETA {clock(eta_seconds)}" if math.isfinite(eta_seconds) else "ETA -:--"
         forms = [[t for t in texts if t]] + ([[t for t in compact if t]] if compact else [])
         texts = forms[0]
-        tries = [(self.label, 24, " updates", texts), ("", 24, " updates", texts)]
+        tries = [(head, 24, " updates", form) for head in (self.label, "") for form in forms]
         tries += [("", bar, "", form[:n]) for n in range(len(texts), 0, -1) for form in forms
                   for bar in (24, 16, 10, 8)]
         for head, bar, word, kept in tries:
