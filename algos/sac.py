@@ -8,8 +8,13 @@ gradient steps each sample a batch and update the twin critics (towards
 r + gamma (1 - terminated) (min Q_target(s', a') - alpha log pi(a'|s'))), the actor, the
 temperature alpha and the Polyak-averaged target critics. A time-limit cut bootstraps from
 the final observation the buffer stores; only a true termination zeroes the bootstrap.
+Three of FastSAC's and FastTD3's knobs, off by default: n-step returns (`n_step`; a window never
+crosses an episode's end), a distributional critic (`num_atoms`: C51's categorical critic on
+[v_min, v_max], trained by cross-entropy to the projected soft target) and AdamW weight decay.
 Papers: Haarnoja et al. 2018 (arXiv:1801.01290), automatic temperature: Haarnoja et al.
-2018 (arXiv:1812.05905); twin critics: Fujimoto et al. 2018 (arXiv:1802.09477).
+2018 (arXiv:1812.05905); twin critics: Fujimoto et al. 2018 (arXiv:1802.09477); C51:
+Bellemare et al. 2017 (arXiv:1707.06887); the fast recipe's knobs: Seo et al. 2025, FastTD3
+(arXiv:2505.22642) and FastSAC (arXiv:2512.01996).
 
     python algos/sac.py --env Pendulum-v1 --num-seeds 4
 
@@ -31,7 +36,11 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import mlp_apply, mlp_init
+from scanrl.common.offpolicy import (ReplayBuffer, Transitions, buffer_add, buffer_init,
+                                     buffer_sample, categorical_projection,
+                                     smaller_mean_distribution, support_of,
+                                     transitions_from_step)
+from scanrl.common.nets import critic_outputs, mlp_apply, mlp_init, q_values
 
 import jax
 import jax.numpy as jnp
@@ -72,8 +81,21 @@ class Config:
     = updates_per_step / num_envs)."""
     learning_rate: float = 1e-3
     """Adam step size of the actor, the critics and the temperature."""
+    weight_decay: float = 0.0
+    """decoupled weight decay of the actor and the critics (AdamW; 0: Adam; FastTD3 and
+    FastSAC use 0.1); never of the temperature."""
     gamma: float = 0.99
     """discount factor."""
+    n_step: int = 1
+    """the critic's target sums up to n_step rewards before it bootstraps (cut short at an
+    episode's end and at the newest stored step; the entropy term enters at the bootstrap
+    only)."""
+    num_atoms: int = 0
+    """0: a scalar critic; else C51's categorical critic with this many atoms."""
+    v_min: float = -10.0
+    """the categorical critic's smallest atom (returns below it count as v_min)."""
+    v_max: float = 10.0
+    """the categorical critic's largest atom."""
     tau: float = 0.005
     """Polyak rate: target <- tau * online + (1 - tau) * target after every gradient step."""
     autotune_alpha: bool = True
@@ -121,15 +143,23 @@ class Config:
     def __post_init__(self):
         algorithm.check_values(
             self, positive=("num_envs", "num_steps", "buffer_size", "batch_size",
-                            "updates_per_step", "learning_rate", "alpha", "target_entropy_scale",
-                            "reward_scale"),
-            nonnegative=("learning_starts", "max_grad_norm"),
+                            "updates_per_step", "n_step", "learning_rate", "alpha",
+                            "target_entropy_scale", "reward_scale"),
+            nonnegative=("learning_starts", "max_grad_norm", "weight_decay"),
             within={"gamma": "(0, 1]", "tau": "(0, 1]"},
         )
         if self.log_std_min >= self.log_std_max:
             raise ValueError(f"--log-std-min {self.log_std_min} must be smaller than "
                              f"--log-std-max {self.log_std_max}.")
+        if self.num_atoms == 1 or self.num_atoms < 0:
+            raise ValueError(f"--num-atoms must be 0 (a scalar critic) or at least 2, got "
+                             f"{self.num_atoms}.")
+        if self.num_atoms and self.v_min >= self.v_max:
+            raise ValueError(f"--v-min {self.v_min} must be smaller than --v-max {self.v_max}.")
         algorithm.check_budget(self, self.steps_per_iteration, "iteration")
+        if self.n_step > self.buffer_rows:
+            raise ValueError(f"--n-step {self.n_step} is longer than the buffer's "
+                             f"{self.buffer_rows} steps per environment.")
         if self.buffer_size < self.num_envs:
             raise ValueError(f"--buffer-size {self.buffer_size} cannot hold one step of "
                              f"{self.num_envs} environments.")
@@ -147,12 +177,13 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
 
 # ---------------------------------------------------------------------------------------------
 # Networks: a tanh-squashed Gaussian actor and two Q networks evaluated as one stacked ensemble
+# (each a scalar Q, or C51's logits over num_atoms atoms; common/nets.py q_values evaluates them)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -> dict:
     """{"actor": MLP obs -> (mean, raw log-std), "critic": two Q MLPs stacked on a leading
-    axis of 2, "log_alpha": scalar}."""
+    axis of 2, each with max(num_atoms, 1) outputs, "log_alpha": scalar}."""
     k_actor, k_critic = jax.random.split(key)
-    critic_sizes = (obs_dim + action_dim, *config.critic_hidden, 1)
+    critic_sizes = (obs_dim + action_dim, *config.critic_hidden, max(config.num_atoms, 1))
     return {
         "actor": mlp_init(k_actor, (obs_dim, *config.actor_hidden, 2 * action_dim),
                           output_gain=0.01),
@@ -170,12 +201,6 @@ def actor_outputs(actor: list, obs: jax.Array, config: Config) -> tuple[jax.Arra
     low, high = config.log_std_min, config.log_std_max
     log_std = low + 0.5 * (high - low) * (jnp.tanh(raw) + 1.0)
     return mean, log_std
-
-
-def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
-    """Twin Q values: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B]."""
-    inputs = jnp.concatenate([obs, action], axis=-1)
-    return jax.vmap(lambda p: mlp_apply(p, inputs, activation)[..., 0])(critic)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,16 +241,18 @@ def sample_action(key: jax.Array, mean: jax.Array,
     return squashed_sample(mean, log_std, jax.random.normal(key, mean.shape))
 
 
-def critic_target(reward, terminated, next_q, next_log_prob, alpha, gamma) -> jax.Array:
+def critic_target(reward, terminated, next_q, next_log_prob, alpha, discount) -> jax.Array:
     """Soft Bellman target
-    y = r + gamma (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')).
+    y = R + discount (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')).
 
-    reward, terminated, next_log_prob [B]; next_q [2, B] from the target critics at the
-    stored next observation s' (the final observation where a time limit cut the episode,
-    so truncated steps bootstrap) and a fresh action a' ~ pi(.|s'). Returns [B].
+    reward R [B]: the window's discounted sum of rewards (r for one step); discount [B] or
+    scalar: gamma ** its length (gamma for one step); terminated [B]: of the window's last
+    step; next_log_prob [B]; next_q [2, B] from the target critics at that step's stored next
+    observation s' (the final observation where a time limit cut the episode, so truncated
+    steps bootstrap) and a fresh action a' ~ pi(.|s'). Returns [B].
     """
     soft_value = next_q.min(axis=0) - alpha * next_log_prob
-    return reward + gamma * (1.0 - terminated.astype(reward.dtype)) * soft_value
+    return reward + discount * (1.0 - terminated.astype(reward.dtype)) * soft_value
 
 
 def critic_loss(critic: list, obs, action, target, activation: str) -> tuple[jax.Array, jax.Array]:
@@ -234,14 +261,37 @@ def critic_loss(critic: list, obs, action, target, activation: str) -> tuple[jax
     return ((q - target) ** 2).mean(axis=1).sum(), q.mean()
 
 
-def actor_loss(actor: list, critic: list, alpha, obs, noise,
-               config: Config) -> tuple[jax.Array, jax.Array]:
-    """mean(alpha log pi(a~|s) - min_j Q_j(s, a~)) with a~ = tanh(mean + std * noise) [B, A];
-    returns (loss, log-probs [B]). Only the actor is differentiated (critic and alpha held
-    constant)."""
+def categorical_target(reward, terminated, next_logits, next_log_prob, alpha, discount,
+                       support) -> jax.Array:
+    """The categorical critics' soft target distribution [B, K]: of the two target critics'
+    distributions at (s', a') (next_logits [2, B, K]), the one with the smaller expected value
+    (clipped double-Q), its atoms z moved to R + discount (1 - terminated)
+    (z - alpha log pi(a'|s')) and projected onto the support [K]; the other inputs [B] as
+    `critic_target`'s."""
+    chosen = smaller_mean_distribution(next_logits, support)  # [B, K]
+    bootstrap = discount * (1.0 - terminated.astype(reward.dtype))  # [B]
+    atoms = support - (alpha * next_log_prob)[:, None]  # [B, K]
+    return categorical_projection(reward[:, None] + bootstrap[:, None] * atoms, chosen, support)
+
+
+def categorical_loss(critic: list, obs, action, target, activation: str,
+                     support: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Sum over the two critics of the mean cross-entropy to the (constant) target
+    distribution [B, K]; also the mean expected Q."""
+    log_probs = jax.nn.log_softmax(critic_outputs(critic, obs, action, activation))  # [2, B, K]
+    loss = -(target * log_probs).sum(-1).mean(axis=1).sum()
+    return loss, (jnp.exp(log_probs) @ support).mean()
+
+
+def actor_loss(actor: list, critic: list, alpha, obs, noise, config: Config,
+               support: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    """mean(alpha log pi(a~|s) - min_j Q_j(s, a~)) with a~ = tanh(mean + std * noise) [B, A]
+    (a categorical critic: its expected value); returns (loss, log-probs [B]). Only the actor
+    is differentiated (critic and alpha held constant)."""
     mean, log_std = actor_outputs(actor, obs, config)
     action, log_prob = squashed_sample(mean, log_std, noise)
-    q = q_values(jax.lax.stop_gradient(critic), obs, action, config.activation).min(axis=0)
+    q = q_values(jax.lax.stop_gradient(critic), obs, action, config.activation,
+                 support).min(axis=0)
     return (jax.lax.stop_gradient(alpha) * log_prob - q).mean(), log_prob
 
 
@@ -257,74 +307,16 @@ def polyak(online, target, tau: float):
 
 
 # ---------------------------------------------------------------------------------------------
-# Replay buffer: a circular buffer per seed, pure JAX, part of the train state
-# ---------------------------------------------------------------------------------------------
-class Transitions(NamedTuple):
-    """Transitions, leaves [..., ...]: one step of every environment is [N, ...]."""
-
-    obs: jax.Array  # [..., obs_dim] raw observation the action was taken in
-    action: jax.Array  # [..., A] action in [-1, 1] (before rescaling to the env's bounds)
-    reward: jax.Array  # [...]
-    next_obs: jax.Array  # [..., obs_dim] observation reached, before any auto-reset
-    terminated: jax.Array  # [...] bool: a true end (truncations are not stored as ends)
-
-
-class ReplayBuffer(NamedTuple):
-    """`rows` rows of `num_envs` transitions each (data leaves [rows, N, ...])."""
-
-    data: Transitions
-    next_row: jax.Array  # int32 scalar: the row the next insertion overwrites
-    filled_rows: jax.Array  # int32 scalar: rows written so far, at most rows
-
-
-def transitions_from_step(obs: jax.Array, action: jax.Array, info: envs.StepInfo) -> Transitions:
-    """What the buffer stores for one step of every environment (leaves [N, ...]).
-
-    The next observation is `info.final_obs`, the observation the step reached *before*
-    any auto-reset, and the end flag is `terminated` only: a time-limit cut keeps
-    terminated False, so its target bootstraps from the state it reached.
-    """
-    flat = lambda x: x.reshape(x.shape[0], -1)
-    return Transitions(flat(obs), action, info.reward, flat(info.final_obs), info.terminated)
-
-
-def buffer_init(rows: int, num_envs: int, obs_dim: int, action_dim: int) -> ReplayBuffer:
-    data = Transitions(
-        obs=jnp.zeros((rows, num_envs, obs_dim)),
-        action=jnp.zeros((rows, num_envs, action_dim)),
-        reward=jnp.zeros((rows, num_envs)),
-        next_obs=jnp.zeros((rows, num_envs, obs_dim)),
-        terminated=jnp.zeros((rows, num_envs), bool),
-    )
-    return ReplayBuffer(data, jnp.int32(0), jnp.int32(0))
-
-
-def buffer_add(buffer: ReplayBuffer, step: Transitions) -> ReplayBuffer:
-    """Write one step of every environment (leaves [N, ...]) over the oldest row."""
-    data = jax.tree.map(lambda all_rows, row: all_rows.at[buffer.next_row].set(row),
-                        buffer.data, step)
-    rows = buffer.data.reward.shape[0]
-    return ReplayBuffer(data, (buffer.next_row + 1) % rows,
-                        jnp.minimum(buffer.filled_rows + 1, rows))
-
-
-def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Transitions:
-    """`batch_size` transitions drawn uniformly, with replacement, from the written rows
-    only (leaves [batch_size, ...]). The buffer must hold at least one row."""
-    k_row, k_env = jax.random.split(key)
-    num_envs = buffer.data.reward.shape[1]
-    row = jax.random.randint(k_row, (batch_size,), 0, buffer.filled_rows)
-    env = jax.random.randint(k_env, (batch_size,), 0, num_envs)
-    return jax.tree.map(lambda x: x[row, env], buffer.data)
-
-
-# ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
     # 0 turns clipping off as an infinite bound, not a Python branch: a sweep can trace it
     max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-    return optax.chain(optax.clip_by_global_norm(max_norm), optax.adam(config.learning_rate))
+    # weight decay skips scalars: the temperature log_alpha shares this optimizer
+    decayed = lambda params: jax.tree.map(lambda x: x.ndim > 0, params)
+    return optax.chain(optax.clip_by_global_norm(max_norm),
+                       optax.adamw(config.learning_rate, weight_decay=config.weight_decay,
+                                   mask=decayed))
 
 
 class Learner(NamedTuple):
@@ -333,18 +325,21 @@ class Learner(NamedTuple):
     opt_states: tuple  # (actor, critic, alpha) optimizer states
 
 
-def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Config,
-               optimizer: optax.GradientTransformation,
+def sac_update(learner: Learner, batch: Transitions, discount: jax.Array, key: jax.Array,
+               config: Config, optimizer: optax.GradientTransformation,
                target_entropy: float) -> tuple[Learner, dict]:
     """One gradient step: the critics, then the actor (against the updated critics), then
     the temperature, then the Polyak-averaged target critics.
 
-    batch: leaves [B, ...] with observations as the networks see them.
+    batch: leaves [B, ...] with observations as the networks see them, rewards summed over
+    each n-step window; discount [B]: gamma ** each window's length (gamma itself for
+    one-step windows).
     Returns the new learner and the step's stats (scalars).
     """
     params, target_critic, (actor_opt, critic_opt, alpha_opt) = learner
     k_next, k_actor = jax.random.split(key)
     act, alpha = config.activation, jnp.exp(params["log_alpha"])
+    support = support_of(config.num_atoms, config.v_min, config.v_max)
 
     def noise(k):  # standard-normal noise [B, A] for the reparameterised samples
         return jax.random.normal(k, batch.action.shape)
@@ -355,17 +350,23 @@ def sac_update(learner: Learner, batch: Transitions, key: jax.Array, config: Con
 
     next_mean, next_log_std = actor_outputs(params["actor"], batch.next_obs, config)
     next_action, next_log_prob = squashed_sample(next_mean, next_log_std, noise(k_next))
-    next_q = q_values(target_critic, batch.next_obs, next_action, act)
-    target = critic_target(batch.reward * config.reward_scale, batch.terminated, next_q,
-                           next_log_prob, alpha, config.gamma)
-    (c_loss, q_mean), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
-        # target: computed outside the gradient
-        params["critic"], batch.obs, batch.action, target, act
-    )
+    reward = batch.reward * config.reward_scale
+    # the target (a value or a distribution) is computed outside the gradient
+    if support is None:
+        y = critic_target(reward, batch.terminated,
+                          q_values(target_critic, batch.next_obs, next_action, act),
+                          next_log_prob, alpha, discount)
+        loss = lambda critic: critic_loss(critic, batch.obs, batch.action, y, act)
+    else:
+        y = categorical_target(reward, batch.terminated,
+                               critic_outputs(target_critic, batch.next_obs, next_action, act),
+                               next_log_prob, alpha, discount, support)
+        loss = lambda critic: categorical_loss(critic, batch.obs, batch.action, y, act, support)
+    (c_loss, q_mean), c_grads = jax.value_and_grad(loss, has_aux=True)(params["critic"])
     critic, critic_opt = apply(c_grads, params["critic"], critic_opt)
 
     (a_loss, log_prob), a_grads = jax.value_and_grad(actor_loss, has_aux=True)(
-        params["actor"], critic, alpha, batch.obs, noise(k_actor), config
+        params["actor"], critic, alpha, batch.obs, noise(k_actor), config, support
     )
     actor, actor_opt = apply(a_grads, params["actor"], actor_opt)
 
@@ -437,10 +438,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         def learn(learner, buffer, obs_stats, key):  # stats averaged over the gradient steps
             def update_minibatch(learner, step_key):
                 k_sample, k_update = jax.random.split(step_key)
-                batch = buffer_sample(buffer, k_sample, config.batch_size)
+                batch, discount = buffer_sample(buffer, k_sample, config.batch_size,
+                                                config.n_step, config.gamma)
                 batch = batch._replace(obs=observe(obs_stats, batch.obs),
                                        next_obs=observe(obs_stats, batch.next_obs))
-                return sac_update(learner, batch, k_update, config, optimizer, target_entropy)
+                return sac_update(learner, batch, discount, k_update, config, optimizer,
+                                  target_entropy)
 
             learner, stats = jax.lax.scan(update_minibatch, learner,
                                           jax.random.split(key, config.updates_per_step))

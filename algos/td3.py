@@ -35,7 +35,11 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import mlp_apply, mlp_init
+from scanrl.common.offpolicy import (ReplayBuffer, Transitions, buffer_add, buffer_init,
+                                     buffer_sample, categorical_projection,
+                                     smaller_mean_distribution, support_of,
+                                     transitions_from_step)
+from scanrl.common.nets import critic_outputs, mlp_apply, mlp_init, q_values
 
 import jax
 import jax.numpy as jnp
@@ -168,7 +172,7 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
 
 # ---------------------------------------------------------------------------------------------
 # Networks: a deterministic tanh actor and two Q networks evaluated as one stacked ensemble
-# (each a scalar Q, or C51's logits over num_atoms atoms)
+# (each a scalar Q, or C51's logits over num_atoms atoms; common/nets.py q_values evaluates them)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -> dict:
     """{"actor": MLP obs -> action (before tanh), "critic": two Q MLPs stacked on a leading
@@ -187,21 +191,6 @@ def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -
 def policy_action(actor: list, obs: jax.Array, activation: str) -> jax.Array:
     """The deterministic policy: obs [..., obs_dim] -> action [..., A] in [-1, 1]."""
     return jnp.tanh(mlp_apply(actor, obs, activation))
-
-
-def critic_outputs(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
-    """Both critics' outputs: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B, K]
-    (K = 1: Q; K = num_atoms: logits)."""
-    inputs = jnp.concatenate([obs, action], axis=-1)
-    return jax.vmap(lambda p: mlp_apply(p, inputs, activation))(critic)
-
-
-def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str,
-             support: jax.Array | None = None) -> jax.Array:
-    """Twin Q values [2, B]: the scalar critics', or (support [K]: the atoms) each categorical
-    critic's expected value."""
-    out = critic_outputs(critic, obs, action, activation)
-    return out[..., 0] if support is None else jax.nn.softmax(out) @ support
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,25 +227,12 @@ def critic_loss(critic: list, obs, action, target, activation: str) -> tuple[jax
     return ((q - target) ** 2).mean(axis=1).sum(), q.mean()
 
 
-def categorical_projection(atoms: jax.Array, probs: jax.Array, support: jax.Array) -> jax.Array:
-    """C51's projection: the distribution with probabilities probs [B, K] at atoms [B, K] onto
-    the evenly spaced support [K]. Atoms are clipped to [support[0], support[-1]]; each one's
-    mass is split between its two neighbouring support atoms in proportion to nearness (the
-    hat function max(0, 1 - |b - i|), b the atom's position in units of the spacing)."""
-    k = support.shape[0]
-    position = (jnp.clip(atoms, support[0], support[-1]) - support[0]) / (support[1] - support[0])
-    hat = jnp.clip(1.0 - jnp.abs(position[..., None, :] - jnp.arange(k)[:, None]), 0.0, 1.0)
-    return (hat * probs[..., None, :]).sum(-1)  # [B, K]: support atom i from every atom j
-
-
 def categorical_target(reward, terminated, next_logits, discount, support) -> jax.Array:
     """The categorical critics' target distribution [B, K]: of the two target critics'
     distributions at (s', a') (next_logits [2, B, K]), the one with the smaller expected value
     (clipped double-Q, as FastTD3), its atoms moved to R + discount (1 - terminated) z and
     projected onto the support [K]; reward, terminated and discount [B] as `critic_target`'s."""
-    probs = jax.nn.softmax(next_logits)  # [2, B, K]
-    smaller = (probs @ support).argmin(axis=0)  # [B]
-    chosen = jnp.where(smaller[:, None] == 0, probs[0], probs[1])
+    chosen = smaller_mean_distribution(next_logits, support)  # [B, K]
     bootstrap = discount * (1.0 - terminated.astype(reward.dtype))  # [B]
     return categorical_projection(reward[:, None] + bootstrap[:, None] * support, chosen, support)
 
@@ -285,87 +261,6 @@ def polyak(online, target, tau: float):
 
 
 # ---------------------------------------------------------------------------------------------
-# Replay buffer: a circular buffer per seed, pure JAX, part of the train state
-# ---------------------------------------------------------------------------------------------
-class Transitions(NamedTuple):
-    """Transitions, leaves [..., ...]: one step of every environment is [N, ...]."""
-
-    obs: jax.Array  # [..., obs_dim] raw observation the action was taken in
-    action: jax.Array  # [..., A] action in [-1, 1] (before rescaling to the env's bounds)
-    reward: jax.Array  # [...]
-    next_obs: jax.Array  # [..., obs_dim] observation reached, before any auto-reset
-    terminated: jax.Array  # [...] bool: a true end
-    truncated: jax.Array  # [...] bool: a time-limit cut (an n-step window stops there too)
-
-
-class ReplayBuffer(NamedTuple):
-    """`rows` rows of `num_envs` transitions each (data leaves [rows, N, ...])."""
-
-    data: Transitions
-    next_row: jax.Array  # int32 scalar: the row the next insertion overwrites
-    filled_rows: jax.Array  # int32 scalar: rows written so far, at most rows
-
-
-def transitions_from_step(obs: jax.Array, action: jax.Array, info: envs.StepInfo) -> Transitions:
-    """What the buffer stores for one step of every environment (leaves [N, ...]): the next
-    observation is `info.final_obs`, the one the step reached before any auto-reset, so a
-    time-limit cut (truncated, not terminated) bootstraps from the state it reached."""
-    flat = lambda x: x.reshape(x.shape[0], -1)
-    return Transitions(flat(obs), action, info.reward, flat(info.final_obs), info.terminated,
-                       info.truncated)
-
-
-def buffer_init(rows: int, num_envs: int, obs_dim: int, action_dim: int) -> ReplayBuffer:
-    data = Transitions(
-        obs=jnp.zeros((rows, num_envs, obs_dim)),
-        action=jnp.zeros((rows, num_envs, action_dim)),
-        reward=jnp.zeros((rows, num_envs)),
-        next_obs=jnp.zeros((rows, num_envs, obs_dim)),
-        terminated=jnp.zeros((rows, num_envs), bool),
-        truncated=jnp.zeros((rows, num_envs), bool),
-    )
-    return ReplayBuffer(data, jnp.int32(0), jnp.int32(0))
-
-
-def buffer_add(buffer: ReplayBuffer, step: Transitions) -> ReplayBuffer:
-    """Write one step of every environment (leaves [N, ...]) over the oldest row."""
-    data = jax.tree.map(lambda all_rows, row: all_rows.at[buffer.next_row].set(row),
-                        buffer.data, step)
-    rows = buffer.data.reward.shape[0]
-    return ReplayBuffer(data, (buffer.next_row + 1) % rows,
-                        jnp.minimum(buffer.filled_rows + 1, rows))
-
-
-def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int, n_step: int,
-                  gamma: float) -> tuple[Transitions, jax.Array]:
-    """`batch_size` n-step transitions from starts drawn uniformly, with replacement, from the
-    written rows only (the buffer must hold at least one): (transitions, discount), leaves
-    [batch_size, ...]. A start's window is its environment's next n_step stored steps, cut
-    after the first that ended an episode (terminated or truncated) and at the newest
-    stored step; its reward is the window's sum of gamma^k r_k, its next_obs, terminated and
-    truncated are the last step's, and discount = gamma ** the window's length."""
-    k_row, k_env = jax.random.split(key)
-    rows, num_envs = buffer.data.reward.shape
-    row = jax.random.randint(k_row, (batch_size,), 0, buffer.filled_rows)
-    env = jax.random.randint(k_env, (batch_size,), 0, num_envs)
-    k = jnp.arange(n_step)
-    window = (row[:, None] + k) % rows  # [B, n]: the start and the steps after it
-    available = (buffer.next_row - 1 - row) % rows + 1  # steps stored from the start on
-    ended = (buffer.data.terminated | buffer.data.truncated)[window, env[:, None]]
-    ended_before = (jnp.cumsum(ended, axis=1) - ended) > 0
-    used = (k < available[:, None]) & ~ended_before  # [B, n]: never a step of a later episode
-    length = used.sum(axis=1)  # [B], at least 1
-    last = window[jnp.arange(batch_size), length - 1]  # [B]: the window's last row
-    rewards = buffer.data.reward[window, env[:, None]]  # [B, n]
-    first = jax.tree.map(lambda x: x[row, env], buffer.data)
-    final = jax.tree.map(lambda x: x[last, env], buffer.data)
-    batch = first._replace(reward=(jnp.where(used, gamma ** k, 0.0) * rewards).sum(axis=1),
-                           next_obs=final.next_obs, terminated=final.terminated,
-                           truncated=final.truncated)
-    return batch, gamma ** length.astype(jnp.float32)
-
-
-# ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
@@ -381,12 +276,6 @@ class Learner(NamedTuple):
     opt_states: tuple  # (actor, critic) optimizer states
 
 
-def support_of(config: Config) -> jax.Array | None:
-    """The categorical critic's atoms [num_atoms], evenly spaced on [v_min, v_max]; None for a
-    scalar critic."""
-    return jnp.linspace(config.v_min, config.v_max, config.num_atoms) if config.num_atoms else None
-
-
 def td3_update(learner: Learner, batch: Transitions, discount: jax.Array, key: jax.Array,
                actor_step: jax.Array, config: Config,
                optimizer: optax.GradientTransformation) -> tuple[Learner, dict]:
@@ -395,11 +284,13 @@ def td3_update(learner: Learner, batch: Transitions, discount: jax.Array, key: j
     critics and the Polyak step of both targets.
 
     batch: leaves [B, ...] with observations as the networks see them, rewards summed over
-    each n-step window; discount [B]: gamma ** each window's length.
+    each n-step window; discount [B]: gamma ** each window's length (gamma itself for
+    one-step windows).
     Returns the new learner and the step's stats (scalars; actor_loss NaN without an actor step).
     """
     params, target, (actor_opt, critic_opt) = learner
-    act, support = config.activation, support_of(config)
+    act = config.activation
+    support = support_of(config.num_atoms, config.v_min, config.v_max)
 
     def apply(grads, params, opt_state):
         updates, opt_state = optimizer.update(grads, opt_state, params)

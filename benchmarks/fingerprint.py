@@ -1,9 +1,10 @@
-"""The results of short runs of the on-policy algorithms, saved so that two trees can be compared
+"""The results of short runs of every algorithm, saved so that two trees can be compared
 bit for bit: did a refactor change what the algorithms compute? 3-update runs of 2 seeds of PPO
 (CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), PPO,
 IMPALA and GRPO's conv torso (Breakout-MinAtar), each on-policy file's tanh-squashed normal
-(Pendulum), PPO's recomputed and per-unroll advantages, SAC (Pendulum) and PQN (CartPole,
-Breakout-MinAtar), evaluating every 2 updates; every final policy parameter and every metric.
+(Pendulum), PPO's recomputed and per-unroll advantages, SAC and TD3 (Pendulum, each also with
+a categorical critic, 3-step returns and AdamW) and PQN (CartPole, Breakout-MinAtar), evaluating
+every 2 updates; every final policy parameter and every metric.
 
     python benchmarks/fingerprint.py before.npz          # on one tree
     python benchmarks/fingerprint.py after.npz           # on the other
@@ -24,7 +25,12 @@ CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02})
          ("ppo", "CartPole-v1", {"recompute_advantages": True}), ("ppo", "Pendulum-v1", {"unroll_length": 8}),
          # SAC with normalised observations, learning from the first steps; PQN's MLP and conv torso
          ("sac", "Pendulum-v1", {"learning_starts": 0, "normalize_obs": True}), ("pqn", "CartPole-v1", {}),
-         ("pqn", "Breakout-MinAtar", {}), ("ppo_rnn", "Breakout-MinAtar", {}))
+         ("pqn", "Breakout-MinAtar", {}), ("ppo_rnn", "Breakout-MinAtar", {}),
+         # SAC's and TD3's fast knobs (common/offpolicy.py): a categorical critic, 3-step returns,
+         # AdamW; TD3 at its defaults
+         ("sac", "Pendulum-v1", {"learning_starts": 0, "n_step": 3, "num_atoms": 11, "weight_decay": 0.1}),
+         ("td3", "Pendulum-v1", {"learning_starts": 0, "normalize_obs": True}),
+         ("td3", "Pendulum-v1", {"learning_starts": 0, "n_step": 3, "num_atoms": 11, "weight_decay": 0.1}))
 
 
 def fingerprint(path: str) -> None:

@@ -33,8 +33,10 @@ CONFIGS = {
                             actor_lag=2, eval_every=2, eval_episodes=2)),
     "grpo": (grpo, dict(env="SpaceInvaders-MinAtar", num_seeds=2, total_timesteps=16 * 16 * 5, num_envs=16, num_steps=16,
                         eval_every=2, eval_episodes=2)),
+    # SAC with FastSAC's knobs: a categorical critic, 3-step returns, AdamW
     "sac": (sac, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 40, num_steps=40, learning_starts=60,
-                      batch_size=32, eval_every=2, eval_episodes=2)),
+                      batch_size=32, num_atoms=11, v_min=-50.0, v_max=0.0, n_step=3, weight_decay=0.01,
+                      eval_every=2, eval_episodes=2)),
     # 2 envs, each with its own exploration std; the actor learns every second critic step; the
     # categorical critic with 3-step returns
     "td3": (td3, dict(env="Pendulum-v1", num_seeds=2, total_timesteps=5 * 2 * 20, num_envs=2, num_steps=20,
@@ -156,7 +158,7 @@ def test_an_algorithm_file_imports_only_the_kit(python_process):
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = eval(proc.stdout.strip().splitlines()[-1])
     kit = ["scanrl.common", "scanrl.common.algorithm", "scanrl.common.cores", "scanrl.common.envs",
-           "scanrl.common.nets", "scanrl.common.onpolicy"]
+           "scanrl.common.nets", "scanrl.common.offpolicy", "scanrl.common.onpolicy"]
     assert loaded == kit, loaded
 
 

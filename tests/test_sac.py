@@ -12,101 +12,20 @@ import optax
 import pytest
 
 from scanrl.algos import sac
+from scanrl.common import offpolicy
 from scanrl.common.harness import devices, loop, sweeps
 from scanrl.common.harness.runconfig import compose
 from conftest import assert_shards_match_one_device, check_run_tools, four_device_snippet
 
 
-# --- replay buffer ------------------------------------------------------------------------------
-def _step(i: int, num_envs: int = 3, obs_dim: int = 2, action_dim: int = 1) -> sac.Transitions:
-    """Step i of num_envs environments, every value encoding (i, env)."""
-    code = i * 10.0 + jnp.arange(num_envs, dtype=jnp.float32)
-    return sac.Transitions(
-        obs=jnp.repeat(code[:, None], obs_dim, 1),
-        action=jnp.repeat(-code[:, None], action_dim, 1),
-        reward=code + 0.5,
-        next_obs=jnp.repeat(code[:, None] + 0.25, obs_dim, 1),
-        terminated=(jnp.arange(num_envs) + i) % 2 == 0,
-    )
-
-
-def test_buffer_holds_exactly_the_latest_steps_after_wrapping_around():
-    rows, inserted = 5, 13
-    buffer = sac.buffer_init(rows, 3, 2, 1)
-    for i in range(inserted):
-        buffer = sac.buffer_add(buffer, _step(i))
-    assert int(buffer.filled_rows) == rows and int(buffer.next_row) == inserted % rows
-    for row in range(rows):
-        latest = max(i for i in range(inserted) if i % rows == row)  # 10, 11, 12, 8, 9
-        for name, stored, expected in zip(sac.Transitions._fields, buffer.data, _step(latest)):
-            np.testing.assert_array_equal(stored[row], expected, err_msg=f"{name}, row {row}")
-
-
-@pytest.mark.slow
-def test_buffer_samples_only_written_slots_and_covers_them_uniformly():
-    buffer = sac.buffer_init(10, 3, 2, 1)
-    for i in range(4):
-        buffer = sac.buffer_add(buffer, _step(i + 1))  # codes 10..42, never 0 like the empty rows
-    batch = sac.buffer_sample(buffer, jax.random.key(0), 24_000)
-    codes = np.asarray(batch.obs[:, 0])
-    written = {i * 10.0 + e for i in range(1, 5) for e in range(3)}
-    assert set(np.unique(codes)) == written  # every written slot, nothing else
-    counts = np.array([np.sum(codes == c) for c in sorted(written)])
-    np.testing.assert_allclose(counts / len(codes), 1 / 12, rtol=0.1)
-    # fields of one sampled transition stay together
-    np.testing.assert_array_equal(batch.next_obs[:, 0], batch.obs[:, 0] + 0.25)
-    np.testing.assert_array_equal(batch.reward, batch.obs[:, 0] + 0.5)
-
-
+# --- replay buffer (the kit's: tests/test_offpolicy.py) ------------------------------------
 def test_buffer_capacity_is_capped_by_the_run_and_memory_is_reported():
     config = sac.Config(total_timesteps=20_000, num_envs=4, num_steps=50, buffer_size=1_000_000)
     assert config.buffer_rows * config.num_envs == 20_000
-    # Pendulum: 3 floats obs and next obs, 1 action, 1 reward (float32) + 1 bool terminated
+    # Pendulum: 3 floats obs and next obs, 1 action, 1 reward (float32) + bools terminated, truncated
     buffer = jax.eval_shape(lambda: sac.buffer_init(config.buffer_rows, config.num_envs, 3, 1))
-    assert sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(buffer.data)) == 20_000 * (4 * (3 + 3 + 1 + 1) + 1)
+    assert sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(buffer.data)) == 20_000 * (4 * (3 + 3 + 1 + 1) + 2)
     assert sac.Config(buffer_size=1_000, num_envs=4, num_steps=50).buffer_rows == 250
-
-
-@pytest.mark.slow
-def test_buffer_stores_the_final_observation_and_only_true_terminations():
-    """Pendulum's 200-step time limit: the step that hits it stores the observation it
-    reached (not the reset one) with terminated False, so its target bootstraps."""
-    from scanrl.common import envs, suites
-
-    env, env_params = suites.make("Pendulum-v1")
-    vec_env = envs.VecEnv(env, env_params, 2)
-    obs, state = vec_env.reset(jax.random.key(0))
-    buffer = sac.buffer_init(256, 2, 3, 1)
-    for t in range(200):
-        action = jnp.full((2, 1), 0.5)
-        next_obs, state, info = vec_env.step(jax.random.key(t + 1), state, action * 2.0)
-        buffer = sac.buffer_add(buffer, sac.transitions_from_step(obs, action, info))
-        previous_obs, obs = obs, next_obs
-    assert bool(info.truncated.all()) and not bool(info.terminated.any())
-    last = jax.tree.map(lambda x: x[199], buffer.data)
-    np.testing.assert_array_equal(last.next_obs, info.final_obs)
-    assert not np.allclose(last.next_obs, obs)  # obs is already the reset observation
-    np.testing.assert_array_equal(last.obs, previous_obs)
-    assert not bool(buffer.data.terminated[:200].any())
-    # consecutive stored steps chain: next_obs of step t is obs of step t + 1 within the episode
-    np.testing.assert_array_equal(buffer.data.next_obs[:198], buffer.data.obs[1:199])
-
-
-def test_a_true_termination_is_stored_as_terminated():
-    """MountainCarContinuous ends for real at the goal: that step is stored as terminated."""
-    from scanrl.common import envs, suites
-
-    env, env_params = suites.make("MountainCarContinuous-v0")
-    vec_env = envs.VecEnv(env, env_params, 1)
-    _, state = vec_env.reset(jax.random.key(0))
-    # start just below the goal, moving right: the first full-throttle step terminates
-    state = state._replace(env_state=state.env_state.replace(
-        position=jnp.array([0.449]), velocity=jnp.array([0.05])))
-    obs = jnp.array([[0.449, 0.05]])
-    _, _, info = vec_env.step(jax.random.key(1), state, jnp.ones((1, 1)))
-    step = sac.transitions_from_step(obs, jnp.ones((1, 1)), info)
-    assert bool(step.terminated[0]) and not bool(info.truncated[0])
-    assert float(step.next_obs[0, 0]) >= 0.45  # the goal position it reached, not a reset
 
 
 # --- the squashed Gaussian ----------------------------------------------------------------------
@@ -158,13 +77,64 @@ def test_critic_target_by_hand_bootstraps_unless_terminated():
     terminated = jnp.array([False, True, False])  # step 2 may be a time-limit cut: still bootstraps
     next_q = jnp.array([[3.0, 5.0, 0.0], [4.0, 2.0, 1.0]])
     next_log_prob = jnp.array([-1.0, 0.5, 2.0])
-    target = sac.critic_target(reward, terminated, next_q, next_log_prob, alpha=0.5, gamma=0.9)
+    target = sac.critic_target(reward, terminated, next_q, next_log_prob, alpha=0.5, discount=0.9)
     expected = [1.0 + 0.9 * (3.0 + 0.5), 1.0, -2.0 + 0.9 * (0.0 - 1.0)]
     np.testing.assert_allclose(target, expected, rtol=1e-6)
     # the target takes the smaller critic: swapping the two changes nothing
     np.testing.assert_array_equal(
         target, sac.critic_target(reward, terminated, next_q[::-1], next_log_prob, 0.5, 0.9)
     )
+
+
+def test_categorical_target_is_the_smaller_mean_distribution_with_the_entropy_term():
+    """Of the two target critics' distributions, per sample the one with the smaller expected
+    value, its atoms z moved to R + discount (z - alpha log pi(a'|s')) and projected; a
+    termination leaves all mass at R."""
+    support = jnp.linspace(-1.0, 1.0, 5)
+    high, low = jnp.array([0.0, 0.0, 0.0, 0.0, 5.0]), jnp.array([5.0, 0.0, 0.0, 0.0, 0.0])
+    next_logits = jnp.stack([jnp.stack([high, low]), jnp.stack([low, high])])  # [2 critics, 2 samples, 5]
+    reward, terminated, discount = jnp.array([0.5, 0.25]), jnp.array([False, True]), jnp.array([0.5, 0.5])
+    next_log_prob = jnp.array([-1.0, 3.0])
+    got = sac.categorical_target(reward, terminated, next_logits, next_log_prob, 0.2, discount, support)
+    shifted = 0.5 + 0.5 * (support + 0.2)  # z - alpha log pi = z + 0.2
+    want = offpolicy.categorical_projection(shifted[None], jax.nn.softmax(low)[None], support)[0]
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)
+    np.testing.assert_allclose(got[1], [0.0, 0.0, 0.5, 0.5, 0.0], atol=1e-6)  # all mass at 0.25
+
+
+def test_weight_decay_is_adamw_on_the_networks_and_never_on_the_temperature():
+    config, learner, batch, _ = _setup()
+    params = {"actor": learner.params["actor"], "log_alpha": jnp.float32(0.3)}
+    grads = jax.tree.map(lambda x: jnp.full_like(x, 0.5), params)
+    for decay in (0.0, 0.1):
+        ours = sac.make_optimizer(sac.Config(weight_decay=decay))
+        got, _ = ours.update(grads, ours.init(params), params)
+        adamw, adam = optax.adamw(1e-3, weight_decay=decay), optax.adam(1e-3)
+        want_actor, _ = adamw.update(grads["actor"], adamw.init(params["actor"]), params["actor"])
+        want_alpha, _ = adam.update(grads["log_alpha"], adam.init(params["log_alpha"]), params["log_alpha"])
+        for a, b in zip(jax.tree.leaves((got["actor"], got["log_alpha"])), jax.tree.leaves((want_actor, want_alpha))):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_a_categorical_n_step_update_learns_towards_its_projected_target():
+    """With num_atoms the critic's loss is the cross-entropy to the projected soft target, and a
+    few steps on one batch lower it; n-step discounts enter per sample."""
+    config, learner, batch, _ = _setup(num_atoms=11, v_min=-5.0, v_max=5.0, weight_decay=0.1)
+    optimizer = sac.make_optimizer(config)
+    opt_states = tuple(optimizer.init(learner.params[k]) for k in ("actor", "critic", "log_alpha"))
+    learner = sac.Learner(learner.params, learner.target_critic, opt_states)
+    assert learner.params["critic"][-1]["w"].shape[-1] == 11
+    discount = jnp.where(jnp.arange(32) % 2 == 0, 0.99, 0.99**3)
+    step = jax.jit(lambda learner, key: sac.sac_update(learner, batch, discount, key, config, optimizer, -1.0))
+    losses = []
+    for i in range(30):
+        learner, stats = step(learner, jax.random.key(i))
+        losses.append(float(stats["critic_loss"]))
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+    support = jnp.linspace(-5.0, 5.0, 11)
+    q = sac.q_values(learner.params["critic"], batch.obs, batch.action, config.activation, support)
+    assert q.shape == (2, 32) and bool(jnp.all((q >= -5.0) & (q <= 5.0)))
 
 
 def _setup(batch_size=32, seed=0, **overrides):
@@ -183,6 +153,7 @@ def _setup(batch_size=32, seed=0, **overrides):
         reward=jax.random.normal(k[2], (batch_size,)),
         next_obs=jax.random.normal(k[3], (batch_size, obs_dim)),
         terminated=jnp.arange(batch_size) % 5 == 0,
+        truncated=jnp.arange(batch_size) % 7 == 0,
     )
     return config, learner, batch, optimizer
 
@@ -293,7 +264,7 @@ def test_polyak_by_hand():
 @pytest.mark.slow
 def test_update_moves_targets_by_polyak_and_fixed_alpha_stays_fixed():
     config, learner, batch, optimizer = _setup(tau=0.05, autotune_alpha=False, alpha=0.2)
-    new, stats = sac.sac_update(learner, batch, jax.random.key(5), config, optimizer, target_entropy=-1.0)
+    new, stats = sac.sac_update(learner, batch, 0.99, jax.random.key(5), config, optimizer, target_entropy=-1.0)
     expected = jax.tree.map(lambda o, t: 0.05 * o + 0.95 * t, new.params["critic"], learner.target_critic)
     for got, want in zip(jax.tree.leaves(new.target_critic), jax.tree.leaves(expected)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
@@ -334,13 +305,14 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 sys.path.insert(0, "tests")
 from test_sac import _setup
 from scanrl.algos import sac
+from scanrl.common import offpolicy
 
 config, learner, batch, optimizer = _setup(batch_size=32)
 results = {}
 for shards in (1, 2, 4):
     mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))
     def step(batch):
-        new, stats = sac.sac_update(learner, batch, jax.random.key(7), config, optimizer, -1.0)
+        new, stats = sac.sac_update(learner, batch, 0.99, jax.random.key(7), config, optimizer, -1.0)
         return new.params, stats
     # the batch split over the devices; XLA's partitioner places the rest
     params, stats = jax.jit(step)(jax.device_put(batch, NamedSharding(mesh, P("data"))))
@@ -368,6 +340,7 @@ SHORT_RUNS_SCRIPT = r"""
 import json
 import jax
 from scanrl.algos import sac
+from scanrl.common import offpolicy
 from scanrl.common.harness import devices, loop
 from scanrl.common.harness.runconfig import compose
 results = {}
@@ -405,6 +378,10 @@ def test_data_parallel_runs_equal_one_device(four_devices):
         (["--tau", "0"], "--tau must lie in (0, 1], got 0.0"),
         (["--total-timesteps", "100"], "smaller than one iteration"),
         (["--batch-size", "0"], "--batch-size must be at least 1"),
+        (["--num-atoms", "1"], "--num-atoms must be 0 (a scalar critic) or at least 2, got 1"),
+        (["--num-atoms", "51", "--v-min", "5", "--v-max", "5"], "--v-min 5.0 must be smaller than --v-max 5.0"),
+        (["--n-step", "300", "--total-timesteps", "200", "--num-steps", "200"],
+         "--n-step 300 is longer than the buffer's 200 steps per environment"),
     ],
 )
 def test_user_errors_exit_2_before_compiling(cli_error, args, message):
@@ -423,8 +400,8 @@ def test_cli_run_writes_the_run_folder(python_process, tmp_path):
     assert {"config.json", "progress.jsonl", "metrics.npz", "params.npz", "summary.json"} <= {p.name for p in run_dir.iterdir()}
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["algo"] == "sac" and summary["total_timesteps"] == 400 and len(summary["final_return_per_seed"]) == 2
-    # per seed: 400 transitions of 33 bytes (the test above), and the buffer's two int32 counters
-    assert summary["replay_buffer_bytes"] == 2 * summary["replay_buffer_bytes_per_seed"] == 2 * (400 * 33 + 8)
+    # per seed: 400 transitions of 34 bytes (the capacity test), and the buffer's two int32 counters
+    assert summary["replay_buffer_bytes"] == 2 * summary["replay_buffer_bytes_per_seed"] == 2 * (400 * 34 + 8)
     progress = [json.loads(l) for l in (run_dir / "progress.jsonl").read_text().splitlines()]
     assert [p["update"] for p in progress] == [1, 2, 3, 4]
     params = np.load(run_dir / "params.npz")

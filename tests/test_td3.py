@@ -10,6 +10,7 @@ import optax
 import pytest
 
 from scanrl.algos import td3
+from scanrl.common import offpolicy
 from scanrl.common.harness import devices, loop
 from scanrl.common.harness.runconfig import compose
 from conftest import check_run_tools
@@ -44,21 +45,6 @@ def test_exploration_scales_each_environments_noise_by_its_own_std():
     np.testing.assert_allclose(got, [[0.1, -0.2], [1.0, -0.3], [0.2, 0.2]], rtol=1e-6)
 
 
-def test_categorical_projection_equals_rlax():
-    """Random atoms, some at and beyond the support's ends, and random probabilities, onto 11
-    evenly spaced atoms on [-2, 3]: rlax's categorical_l2_project, row by row; mass kept."""
-    rlax = pytest.importorskip("rlax")
-    support = jnp.linspace(-2.0, 3.0, 11)
-    keys = jax.random.split(jax.random.key(0), 2)
-    atoms = jax.random.uniform(keys[0], (32, 7), minval=-4.0, maxval=5.0)
-    atoms = atoms.at[0, :3].set(jnp.array([-2.0, 3.0, 0.5]))  # exactly on support atoms and ends
-    probs = jax.nn.softmax(jax.random.normal(keys[1], (32, 7)) * 2)
-    got = td3.categorical_projection(atoms, probs, support)
-    want = jax.vmap(rlax.categorical_l2_project, in_axes=(0, 0, None))(atoms, probs, support)
-    np.testing.assert_allclose(got, want, atol=1e-6)
-    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-6)
-
-
 def test_categorical_target_takes_the_distribution_with_the_smaller_mean():
     """Of the two target critics' distributions, per sample the one with the smaller expected
     value, shifted to R + discount z (R alone where terminated) and projected."""
@@ -68,63 +54,9 @@ def test_categorical_target_takes_the_distribution_with_the_smaller_mean():
     reward, terminated, discount = jnp.array([0.5, 0.25]), jnp.array([False, True]), jnp.array([0.5, 0.5])
     got = td3.categorical_target(reward, terminated, next_logits, discount, support)
     low_probs = jax.nn.softmax(low)
-    np.testing.assert_allclose(got[0], td3.categorical_projection((0.5 + 0.5 * support)[None], low_probs[None],
+    np.testing.assert_allclose(got[0], offpolicy.categorical_projection((0.5 + 0.5 * support)[None], low_probs[None],
                                                                   support)[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], [0.0, 0.0, 0.5, 0.5, 0.0], atol=1e-6)  # all mass at 0.25
-
-
-def _episodes_buffer(rows=12, num_envs=2):
-    """A buffer of `rows` steps of 2 environments, step t of env e with reward 10 e + t + 1,
-    next_obs (t, e); env 0 terminates at step 3, is truncated at step 7; env 1 terminates at
-    step 5. Written in order, wrapping once when rows < 12 (then the oldest are overwritten)."""
-    buffer = td3.buffer_init(rows, num_envs, 2, 1)
-    steps = []
-    for t in range(12):
-        e = jnp.arange(num_envs)
-        step = td3.Transitions(obs=jnp.stack([jnp.full(num_envs, t - 0.5), e], 1).astype(jnp.float32),
-                               action=jnp.zeros((num_envs, 1)), reward=(10.0 * e + t + 1),
-                               next_obs=jnp.stack([jnp.full(num_envs, float(t)), e], 1).astype(jnp.float32),
-                               terminated=(e == 0) & (t == 3) | (e == 1) & (t == 5),
-                               truncated=(e == 0) & (t == 7))
-        buffer = td3.buffer_add(buffer, step)
-        steps.append(jax.tree.map(np.asarray, step))
-    return buffer, steps
-
-
-def _n_step_by_hand(steps, t, e, n, gamma):
-    """The window from step t of env e as a Python loop: (reward, next_obs, terminated, discount)."""
-    total, k = 0.0, 0
-    while True:
-        s = steps[t + k]
-        total += gamma**k * float(s.reward[e])
-        k += 1
-        if s.terminated[e] or s.truncated[e] or k == n or t + k == len(steps):
-            return total, s.next_obs[e], bool(s.terminated[e]), gamma**k
-
-
-@pytest.mark.parametrize("rows", [12, 9])
-def test_n_step_windows_equal_a_python_loop_and_never_cross_an_episode_end(rows):
-    """Every start of both environments with n = 4 (sampled 1,000 times): the window's
-    discounted rewards, its last step's next observation and end flag, and gamma ** its length,
-    as a Python loop over the stored steps that stops after a termination, a truncation, n
-    steps or the newest step. With 9 rows the 3 oldest steps were overwritten: none is drawn."""
-    buffer, steps = _episodes_buffer(rows)
-    batch, discount = jax.tree.map(np.asarray, td3.buffer_sample(buffer, jax.random.key(0), 1000, 4, 0.9))
-    starts = set()
-    for i in range(1000):
-        t, e = int(round(float(batch.obs[i, 0]) + 0.5)), int(batch.obs[i, 1])
-        starts.add((t, e))
-        reward, next_obs, terminated, disc = _n_step_by_hand(steps, t, e, 4, 0.9)
-        np.testing.assert_allclose(batch.reward[i], reward, rtol=1e-6, err_msg=(t, e))
-        np.testing.assert_array_equal(batch.next_obs[i], next_obs, err_msg=str((t, e)))
-        assert bool(batch.terminated[i]) == terminated, (t, e)
-        np.testing.assert_allclose(discount[i], disc, rtol=1e-6, err_msg=(t, e))
-    assert starts == {(t, e) for t in range(12 - rows, 12) for e in range(2)}
-    one, one_discount = td3.buffer_sample(buffer, jax.random.key(0), 1000, 1, 0.9)  # n = 1: one step
-    t1, e1 = np.round(np.asarray(one.obs[:, 0]) + 0.5).astype(int), np.asarray(one.obs[:, 1]).astype(int)
-    np.testing.assert_array_equal(one.reward, [steps[t].reward[e] for t, e in zip(t1, e1)])
-    np.testing.assert_array_equal(one.next_obs, [steps[t].next_obs[e] for t, e in zip(t1, e1)])
-    np.testing.assert_allclose(one_discount, 0.9, rtol=1e-7)
 
 
 def _setup(**overrides):
