@@ -47,8 +47,9 @@ CHOICES = ("auto", "published", "cpu", "none")
 
 class Recipe(NamedTuple):
     source: str  # where the values are published
-    # "ppo" or "sac": which of Brax's trainers `args` are for; "fields": `args` are scanrl's
-    # Config fields already (a PureJaxRL-style script's settings, translated name by name)
+    # "ppo" or "sac": which of Brax's trainers `args` are for; "fast_td3": FastTD3's arguments;
+    # "fields": `args` are scanrl's Config fields already (a PureJaxRL-style script's settings,
+    # translated name by name)
     trainer: str
     args: dict  # the trainer's own arguments as published (its names: num_envs, unroll_length, ...)
     fields: dict  # scanrl Config fields beyond what `args` give (env_options)
@@ -95,7 +96,9 @@ def trainer_args(recipe: Recipe, form: str) -> dict:
     args = dict(recipe.args)
     if form == "cpu":
         counts = {"ppo": ("num_envs", "batch_size", "num_timesteps"), "fields": ("num_envs", "total_timesteps"),
-                  "sac": ("num_envs", "grad_updates_per_step", "min_replay_size", "num_timesteps")}[recipe.trainer]
+                  "sac": ("num_envs", "grad_updates_per_step", "min_replay_size", "num_timesteps"),
+                  # FastTD3 counts its budget in vector steps: fewer envs are fewer env steps
+                  "fast_td3": ("num_envs", "batch_size")}[recipe.trainer]
         args.update({name: max(1, args[name] // cpu_factor(recipe)) for name in counts})
         if recipe.trainer != "fields":
             args["num_eval_envs"] = CPU_EVAL_ENVS
@@ -132,10 +135,10 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     args = trainer_args(recipe, form)
     if recipe.trainer == "fields":
         translate = dict
-    else:  # Brax's trainers' arguments, translated where they are defined (the recipe's adapter imported it)
-        from scanrl.common.suites import brax_args
+    else:  # a trainer's arguments, translated where they are defined (the recipe's adapter imported it)
+        from scanrl.common.suites import brax_args, fasttd3_args
 
-        translate = brax_args.FIELDS[recipe.trainer]
+        translate = {**brax_args.FIELDS, **fasttd3_args.FIELDS}[recipe.trainer]
     return form, {**translate(args), **recipe.fields, "recipe": form}
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from scanrl import algos
-from scanrl.algos import ppo, ppo_rnn, sac
+from scanrl.algos import ppo, ppo_rnn, sac, td3
 from scanrl.common import recipes
 from scanrl.common.harness import run
 from scanrl.common.harness.runconfig import compose
@@ -35,6 +35,8 @@ def test_every_recipe_builds_a_valid_config_in_both_forms():
     keeps the rest: PPO's rollout per env, minibatch count, epochs and number of updates;
     SAC's replay ratio (gradient steps per env step) and minibatch."""
     for (algo, env), recipe in EXACT.items():
+        if recipe.trainer == "fast_td3":
+            continue  # FastTD3's arguments: the next test
         module = ppo if algo == "ppo" else sac
         forms = {}
         for form in ("published", "cpu"):
@@ -269,3 +271,37 @@ def test_playground_sac_recipes_layer_norm_their_q_networks():
         published = dm_control_suite_params.brax_sac_config(task).network_factory.q_network_layer_norm
         assert compose(sac, f"playground/{task}", "cpu").critic_layer_norm is published is True
     assert compose(sac, "brax/hopper", "cpu").critic_layer_norm is False
+
+
+def test_td3_recipes_are_fasttd3_s_published_arguments_and_keep_the_replay_ratio_on_a_cpu():
+    """Every Playground task's TD3 recipe is FastTD3's MuJoCoPlaygroundArgs with the task's class
+    (DM Control: CheetahRunArgs), its vector-step counts multiplied by the environments; the cpu
+    form divides the environments and the batch by CPU_FACTOR and keeps the vector steps, the
+    rows per environment and the gradient steps per vector step, so the replay ratio too."""
+    from scanrl.common.suites import fasttd3_args, playground
+
+    tasks = {env.split("/", 1)[1] for (algo, env) in EXACT if algo == "td3"}
+    assert tasks == set(playground.DMC_TASKS) | set(playground.LOCOMOTION)
+    for task in ("CheetahRun", "WalkerWalk", "T1JoystickFlatTerrain", "Go1Getup", "SpotGetup"):
+        env = f"playground/{task}"
+        assert recipes.source("td3", env) == "younggyoseo/FastTD3 fast_td3/hyperparams.py"
+        pub, cpu = compose(td3, env, "published"), compose(td3, env, "cpu")
+        assert (pub.num_envs, pub.batch_size, pub.gamma, pub.tau, pub.weight_decay) == (1024, 32768, 0.97, 0.1, 0.1)
+        assert (pub.num_atoms, pub.policy_delay, pub.learning_rate) == (101, 2, 3e-4) and pub.normalize_obs
+        assert pub.critic_hidden == (1024, 512, 256) and pub.actor_hidden == (512, 256, 128)
+        assert pub.buffer_rows == 10240 and pub.learning_starts == 10 * 1024 and pub.run.eval_episodes == 1024
+        dmc, go1 = task in playground.DMC_TASKS, task.startswith("Go1")
+        vector_steps = {"T1JoystickFlatTerrain": 100_000, "Go1Getup": 50_000}.get(task, 1_500_000)
+        assert pub.total_timesteps == vector_steps * 1024
+        assert (pub.n_step, pub.v_min, pub.v_max) == ((3, -500.0, 500.0) if dmc else (1, -10.0, 10.0))
+        assert (pub.exploration_noise_min, pub.exploration_noise_max, pub.target_noise) == (
+            (0.1, 0.4, 0.1) if dmc else (0.2, 0.8, 0.2) if go1 else (0.001, 0.4, 0.001))
+        assert pub.updates_per_step == (8 if go1 else 2)
+        factor = recipes.CPU_FACTOR
+        assert (cpu.num_envs, cpu.batch_size) == (pub.num_envs // factor, pub.batch_size // factor)
+        assert cpu.total_timesteps // cpu.num_envs == pub.total_timesteps // pub.num_envs  # the vector steps
+        assert cpu.buffer_rows == pub.buffer_rows and cpu.updates_per_step == pub.updates_per_step
+        assert cpu.updates_per_step * cpu.batch_size / cpu.num_envs == pub.updates_per_step * pub.batch_size / pub.num_envs
+        assert cpu.run.eval_episodes == recipes.CPU_EVAL_ENVS and cpu.n_step == pub.n_step
+    with pytest.raises(ValueError, match="one learning rate"):
+        fasttd3_args.td3_fields(dict(fasttd3_args.PLAYGROUND, actor_learning_rate=1e-4))

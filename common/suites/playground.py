@@ -25,6 +25,7 @@ from typing import Any
 
 from scanrl.common.recipes import Recipe
 from scanrl.common.suites.brax_args import ppo_args, sac_args
+from scanrl.common.suites.fasttd3_args import SOURCE as FASTTD3, fasttd3_args
 from scanrl.common.suites.base import RawStateEnv
 
 ACTIONS = "box"  # every env of the suite: suites.is_continuous answers without building one
@@ -188,7 +189,14 @@ def steps_between_resets(num_timesteps: int, num_evals: int, resets_per_eval: in
     return per_env * -(-num_timesteps // ((num_evals - 1) * max(resets_per_eval, 1) * per_iteration))
 
 
+# TD3: FastTD3's published arguments (common/suites/fasttd3_args.py), for DM Control its
+# CheetahRunArgs, which it says work for most DM Control tasks
+def fast_td3(task: str) -> Recipe:
+    return Recipe(FASTTD3, "fast_td3", fasttd3_args(task, dm_control=task in DMC_TASKS), {})
+
+
 # (algorithm, env name) -> its recipe (common/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
     **{("ppo", task): dmc_ppo(task) for task in DMC_TASKS}, **{("sac", task): dmc_sac(task) for task in DMC_TASKS},
-    **{("ppo", task): loco_ppo(task) for task in LOCOMOTION}}
+    **{("ppo", task): loco_ppo(task) for task in LOCOMOTION},
+    **{("td3", task): fast_td3(task) for task in DMC_TASKS + tuple(LOCOMOTION)}}
