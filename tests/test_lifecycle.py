@@ -30,7 +30,7 @@ SMALL = {
     "grpo": ["--num-envs", "16", "--num-steps", "128", "--total-timesteps", "20480", "--eval-every", "5"],
     "pqn": ["--num-envs", "8", "--num-steps", "16", "--num-minibatches", "4", "--hidden", "32",
             "--total-timesteps", "1280", "--eval-every", "5"],
-    "td3": ["--num-envs", "2", "--num-steps", "20", "--total-timesteps", "400", "--learning-starts", "60",
+    "td3": ["--num-seeds", "2", "--num-envs", "2", "--num-steps", "20", "--total-timesteps", "400", "--learning-starts", "60",
             "--actor-hidden", "32", "32", "--critic-hidden", "32", "32", "--batch-size", "32",
             "--exploration-noise-max", "0.3", "--eval-every", "5", "--eval-episodes", "2"],
 }
@@ -70,12 +70,12 @@ def signal_after_checkpoint(proc, out, sig, after=0):
 
 def resume(run_dir, after=None):
     """`python -m scanrl.algos.ALGO --resume RUN_DIR`; held as `start` is unless `after` is None."""
-    command = ["-m", "scanrl.algos.ppo" if "ppo__" in run_dir.name else "scanrl.algos.sac", "--resume", str(run_dir)]
+    command = ["-m", f"scanrl.algos.{run_dir.name.split('__')[0]}", "--resume", str(run_dir)]
     command = held(after, *command) if after is not None else [sys.executable, *command]
     return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("algo", ["ppo", "sac"])
+@pytest.mark.parametrize("algo", ["ppo", "sac", "td3"])
 @pytest.mark.slow
 def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
     """Ctrl-C after the first checkpoint (exit 130, every file written, one sentence on how to
@@ -121,7 +121,7 @@ def test_sigterm_exits_143_with_files_written(tmp_path):
     assert summary["stopped_by"] == "interrupt" and (run_dir_of(tmp_path) / "params.npz").exists()
 
 
-@pytest.mark.parametrize("algo", ["impala", "grpo", "pqn", "td3"])
+@pytest.mark.parametrize("algo", ["impala", "grpo", "pqn"])
 @pytest.mark.slow
 def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, algo):
     """In-process, for the others: a run cut short (by a tiny --stop-minutes, after its
