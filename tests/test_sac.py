@@ -102,16 +102,18 @@ def test_categorical_target_is_the_smaller_mean_distribution_with_the_entropy_te
     np.testing.assert_allclose(got[1], [0.0, 0.0, 0.5, 0.5, 0.0], atol=1e-6)  # all mass at 0.25
 
 
+def _first_update(optimizer, params, grads):
+    """The optimizer's first update of `params` for `grads`, as one compiled program."""
+    return jax.jit(lambda p, g: optimizer.update(g, optimizer.init(p), p)[0])(params, grads)
+
+
 def test_weight_decay_is_adamw_on_the_networks_and_never_on_the_temperature():
-    config, learner, batch, _ = _setup()
-    params = {"actor": learner.params["actor"], "log_alpha": jnp.float32(0.3)}
+    params = {"actor": [{"w": jnp.full((3, 4), 0.7), "b": jnp.full(4, -0.2)}], "log_alpha": jnp.float32(0.3)}
     grads = jax.tree.map(lambda x: jnp.full_like(x, 0.5), params)
     for decay in (0.0, 0.1):
-        ours = sac.make_optimizer(sac.Config(weight_decay=decay))
-        got, _ = ours.update(grads, ours.init(params), params)
-        adamw, adam = optax.adamw(1e-3, weight_decay=decay), optax.adam(1e-3)
-        want_actor, _ = adamw.update(grads["actor"], adamw.init(params["actor"]), params["actor"])
-        want_alpha, _ = adam.update(grads["log_alpha"], adam.init(params["log_alpha"]), params["log_alpha"])
+        got = _first_update(sac.make_optimizer(sac.Config(weight_decay=decay)), params, grads)
+        want_actor = _first_update(optax.adamw(1e-3, weight_decay=decay), params["actor"], grads["actor"])
+        want_alpha = _first_update(optax.adam(1e-3), params["log_alpha"], grads["log_alpha"])
         for a, b in zip(jax.tree.leaves((got["actor"], got["log_alpha"])), jax.tree.leaves((want_actor, want_alpha))):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
 

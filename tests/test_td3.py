@@ -1,6 +1,7 @@
 """TD3: target-policy smoothing, the clipped double-Q target, the delayed actor and target
 steps, per-environment exploration noise, update bookkeeping, errors and learning."""
 
+import functools
 import json
 
 import jax
@@ -59,12 +60,15 @@ def test_categorical_target_takes_the_distribution_with_the_smaller_mean():
     np.testing.assert_allclose(got[1], [0.0, 0.0, 0.5, 0.5, 0.0], atol=1e-6)  # all mass at 0.25
 
 
+@functools.lru_cache
 def _setup(**overrides):
-    """A Config, a learner, a batch of 16 Pendulum-shaped transitions and the optimizer."""
+    """A Config, a learner, a batch of 16 Pendulum-shaped transitions and the optimizer (built
+    once per set of overrides; jitted: one compile instead of one per operation)."""
     config = td3.Config(actor_hidden=(8,), critic_hidden=(8,), **overrides)
-    params = td3.init_params(jax.random.key(0), config, obs_dim=3, action_dim=1)
+    params = jax.jit(lambda k: td3.init_params(k, config, obs_dim=3, action_dim=1))(jax.random.key(0))
     optimizer = td3.make_optimizer(config)
-    learner = td3.Learner(params, params, tuple(optimizer.init(params[k]) for k in ("actor", "critic")))
+    learner = td3.Learner(params, params, jax.jit(lambda p: tuple(optimizer.init(p[k]) for k in ("actor", "critic")))(
+        params))
     keys = jax.random.split(jax.random.key(1), 4)
     batch = td3.Transitions(obs=jax.random.normal(keys[0], (16, 3)),
                             action=jax.random.uniform(keys[1], (16, 1), minval=-1, maxval=1),
@@ -76,11 +80,15 @@ def _setup(**overrides):
 
 def test_actor_loss_is_minus_the_first_critics_q_and_leaves_the_critics_alone():
     config, learner, batch, _ = _setup()
-    actor, critic = learner.params["actor"], learner.params["critic"]
-    action = td3.policy_action(actor, batch.obs, config.activation)
-    want = -td3.q_values(critic, batch.obs, action, config.activation)[0].mean()
-    np.testing.assert_allclose(td3.actor_loss(actor, critic, batch.obs, config.activation), want, rtol=1e-6)
-    critic_grads = jax.grad(td3.actor_loss, argnums=1)(actor, critic, batch.obs, config.activation)
+    obs, act = batch.obs, config.activation
+
+    @jax.jit
+    def loss_want_and_critic_grads(actor, critic):
+        want = -td3.q_values(critic, obs, td3.policy_action(actor, obs, act), act)[0].mean()
+        return td3.actor_loss(actor, critic, obs, act), want, jax.grad(td3.actor_loss, argnums=1)(actor, critic, obs, act)
+
+    loss, want, critic_grads = loss_want_and_critic_grads(learner.params["actor"], learner.params["critic"])
+    np.testing.assert_allclose(loss, want, rtol=1e-6)
     assert all(bool((g == 0).all()) for g in jax.tree.leaves(critic_grads))
 
 
@@ -112,23 +120,27 @@ def test_the_critic_learns_towards_the_smoothed_target_of_the_target_networks():
     min_j Q'_j(s', a'), a' the target actor's action with the clipped noise of the step's key."""
     config, learner, batch, optimizer = _setup(target_noise=0.3, target_noise_clip=0.4)
     key = jax.random.key(3)
-    _, stats = td3.td3_update(learner, batch, jnp.full(16, 0.99), key, jnp.bool_(False), config, optimizer)
-    next_action = jnp.clip(td3.policy_action(learner.target["actor"], batch.next_obs, "relu")
-                           + jnp.clip(0.3 * jax.random.normal(key, (16, 1)), -0.4, 0.4), -1, 1)
-    next_q = td3.q_values(learner.target["critic"], batch.next_obs, next_action, "relu").min(axis=0)
-    y = batch.reward + 0.99 * (1 - batch.terminated) * next_q
-    q = td3.q_values(learner.params["critic"], batch.obs, batch.action, "relu")
-    np.testing.assert_allclose(stats["critic_loss"], ((q - y) ** 2).mean(axis=1).sum(), rtol=1e-5)
+
+    @jax.jit
+    def loss_and_by_hand(learner):
+        _, stats = td3.td3_update(learner, batch, jnp.full(16, 0.99), key, jnp.bool_(False), config, optimizer)
+        next_action = jnp.clip(td3.policy_action(learner.target["actor"], batch.next_obs, "relu")
+                               + jnp.clip(0.3 * jax.random.normal(key, (16, 1)), -0.4, 0.4), -1, 1)
+        next_q = td3.q_values(learner.target["critic"], batch.next_obs, next_action, "relu").min(axis=0)
+        y = batch.reward + 0.99 * (1 - batch.terminated) * next_q
+        q = td3.q_values(learner.params["critic"], batch.obs, batch.action, "relu")
+        return stats["critic_loss"], ((q - y) ** 2).mean(axis=1).sum()
+
+    np.testing.assert_allclose(*loss_and_by_hand(learner), rtol=1e-5)
 
 
 def test_weight_decay_is_adamw_and_zero_is_adam():
     config, learner, batch, _ = _setup()
     grads = jax.grad(td3.actor_loss)(learner.params["actor"], learner.params["critic"], batch.obs, "relu")
     params = learner.params["actor"]
+    first_update = lambda opt: jax.jit(lambda p, g: opt.update(g, opt.init(p), p)[0])(params, grads)
     for decay, reference in ((0.0, optax.adam(1e-3)), (0.1, optax.adamw(1e-3, weight_decay=0.1))):
-        ours = td3.make_optimizer(td3.Config(weight_decay=decay))
-        got, _ = ours.update(grads, ours.init(params), params)
-        want, _ = reference.update(grads, reference.init(params), params)
+        got, want = first_update(td3.make_optimizer(td3.Config(weight_decay=decay))), first_update(reference)
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
 
