@@ -291,6 +291,7 @@ def test_bad_inputs_are_one_sentence_with_exit_2(cli_error, capsys, tmp_path, al
 @pytest.mark.parametrize("algo,args", [
     ("ppo", ["--num-envs", "1000000", "--total-timesteps", "128000000"]),
     ("sac", ["--buffer-size", "300000000", "--total-timesteps", "300000000", "--num-seeds", "4"]),
+    ("td3", ["--buffer-size", "300000000", "--total-timesteps", "300000000", "--num-seeds", "4"]),
 ])
 def test_a_run_too_big_for_memory_is_refused_with_the_estimate(cli_error, algo, args):
     code, err = cli_error(ALGOS[algo].main, args)
