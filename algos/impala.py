@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
 from scanrl.common.nets import actions_for, entropy_of, use_cnn
-from scanrl.common.onpolicy import learn, make_optimizer
+from scanrl.common.onpolicy import learn, lr_schedule, make_optimizer
 from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
                                 actor_critic_value as value)
 
@@ -322,10 +322,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
-    # a run without a budget has no end to anneal to
-    anneal = config.anneal_lr and config.total_timesteps
-    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
-        else optax.constant_schedule(config.learning_rate)
+    schedule = lr_schedule(config)
 
     def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
         return vec_env.observe(obs, stats if config.normalize_obs else None, image)

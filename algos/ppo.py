@@ -27,8 +27,8 @@ from scanrl.common import algorithm, envs
 from scanrl.common.nets import SQUASH, actions_for, entropy_of, use_cnn
 from scanrl.common.nets import (actor_critic_init, actor_critic_policy as policy,
                                 actor_critic_value as value)
-from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer,
-                                    normalize_advantages, value_loss)
+from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, lr_schedule,
+                                    make_optimizer, normalize_advantages, value_loss)
 
 import jax
 import jax.numpy as jnp
@@ -313,6 +313,28 @@ class TrainState(NamedTuple):
     key: jax.Array
 
 
+def loss_inputs(config: Config, traj: Transition, obs_stats: envs.RunningStats,
+                return_stats: envs.RunningStats, observe, flat_obs) -> tuple:
+    """A rollout as the losses see it, and the statistics for the next one: rewards [T, N]
+    scaled (normalize_reward: divided by the running discounted return's spread), observation
+    statistics updated with the rollout (fresh_obs_stats: these epochs read them too, the rollout
+    kept raw observations), and final_obs [T, N, ...], the observation each step reached, as
+    the networks read it: V(s'_t) is of it, so that truncations bootstrap. observe(stats, obs)
+    and flat_obs(obs) are make_algorithm's. Returns (traj, rewards, final_obs, obs_stats,
+    return_stats)."""
+    info, fresh_stats = traj.info, config.fresh_obs_stats and config.normalize_obs
+    rewards, new_obs_stats = info.reward * config.reward_scale, obs_stats
+    if config.normalize_reward:
+        return_stats = envs.update_stats(return_stats, traj.discounted_return)
+        rewards = envs.scale(return_stats, rewards)
+    if config.normalize_obs:
+        new_obs_stats = envs.update_stats(obs_stats, flat_obs(info.final_obs))
+    if fresh_stats:
+        traj = traj._replace(obs=observe(new_obs_stats, traj.obs))
+    final_obs = observe(new_obs_stats if fresh_stats else obs_stats, info.final_obs)
+    return traj, rewards, final_obs, new_obs_stats, return_stats
+
+
 def advantages(config: Config, params: dict, traj: Transition, rewards: jax.Array,
                final_obs: jax.Array, old_values: jax.Array, v_of) -> tuple:
     """What the epochs learn from, in one of three forms: (data, its gradient function,
@@ -347,6 +369,14 @@ def advantages(config: Config, params: dict, traj: Transition, rewards: jax.Arra
     return samples(old_values, v_of(params, final_obs)), minibatch_gradient, prepare
 
 
+def check_critic_obs(config: Config, vec_env: envs.VecEnv) -> None:
+    """Before compiling: a value net cannot read a privileged_state the env does not observe."""
+    if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
+        raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no "
+                         "privileged_state (Playground's locomotion tasks do); "
+                         "leave --critic-obs at state.")
+
+
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """PPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
@@ -356,17 +386,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     act_fn, fresh_stats = config.activation, config.fresh_obs_stats and config.normalize_obs
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
     actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
-    if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
-        raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no "
-                         "privileged_state (Playground's locomotion tasks do); "
-                         "leave --critic-obs at state.")
+    check_critic_obs(config, vec_env)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
     v_of = lambda params, obs: value(params, obs, act_fn, config.critic_obs)
-    # a run without a budget has no end to anneal to
-    anneal = config.anneal_lr and config.total_timesteps
-    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
-        else optax.constant_schedule(config.learning_rate)
+    schedule = lr_schedule(config)
 
     def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
         return vec_env.observe(obs, stats if config.normalize_obs else None, image)
@@ -407,21 +431,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         carry = (state.env_state, state.obs, state.discounted_return)
         (env_state, next_obs, discounted_return), traj = jax.lax.scan(
             env_step, carry, jax.random.split(k_rollout, config.num_steps))
-        info = traj.info
 
-        # 2. Rewards and observations as the losses see them: V(s'_t) is of the final
-        #    observation, so that truncations bootstrap.
-        rewards, return_stats, obs_stats = (info.reward * config.reward_scale, state.return_stats,
-                                            state.obs_stats)
-        if config.normalize_reward:
-            return_stats = envs.update_stats(return_stats, traj.discounted_return)
-            rewards = envs.scale(return_stats, rewards)
-        # new statistics: for the next rollout, and with fresh_obs_stats for these epochs
-        if config.normalize_obs:
-            obs_stats = envs.update_stats(obs_stats, vec_env.flat_obs(info.final_obs))
-        if fresh_stats:  # the rollout kept raw observations
-            traj = traj._replace(obs=observe(obs_stats, traj.obs))
-        final_obs = observe(obs_stats if fresh_stats else state.obs_stats, info.final_obs)
+        # 2. Rewards and observations as the losses see them, new statistics (`loss_inputs`)
+        traj, rewards, final_obs, obs_stats, return_stats = loss_inputs(
+            config, traj, state.obs_stats, state.return_stats, observe, vec_env.flat_obs)
         old_values = v_of(params, traj.obs)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate,
@@ -434,16 +447,15 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                                               target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(traj.info), learning_rate=learning_rate)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
                           obs_stats=obs_stats, return_stats=return_stats,
                           discounted_return=discounted_return, key=key), metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False,
             mask=None) -> jax.Array:
-        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the mode of the policy, or a
-        sample (tanh_normal: tanh of the pre-tanh normal's mode or sample,
-        rescaled to the bounds)."""
+        """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the policy's mode or a
+        sample (tanh_normal: tanh of the pre-tanh normal's, rescaled to the bounds)."""
         dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
         return actions.act(dist, key, deterministic)
 
@@ -451,8 +463,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
         env=env, env_params=env_params, num_updates=config.num_updates,
-        steps_per_update=config.batch_size,
-    )
+        steps_per_update=config.batch_size)
 
 
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):

@@ -33,8 +33,8 @@ from typing import Literal, NamedTuple
 from scanrl.common import algorithm, envs
 from scanrl.common.nets import (ACTIVATIONS, actions_for, cnn_apply, cnn_init, entropy_of,
                                 head_distribution, mlp_apply, mlp_init, orthogonal, use_cnn)
-from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, make_optimizer,
-                                    normalize_advantages, value_loss)
+from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, lr_schedule,
+                                    make_optimizer, normalize_advantages, value_loss)
 
 import distrax
 import jax
@@ -466,10 +466,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
-    # a run without a budget has no end to anneal to
-    anneal = config.anneal_lr and config.total_timesteps
-    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.num_updates) if anneal \
-        else optax.constant_schedule(config.learning_rate)
+    schedule = lr_schedule(config)
 
     def observe(stats, obs):  # what the network reads: flat vectors (a `state` part), or images
         stats = stats if config.normalize_obs else None

@@ -36,10 +36,10 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
 from scanrl.common.offpolicy import (ReplayBuffer, Transitions, buffer_add, buffer_init,
-                                     buffer_sample, categorical_projection,
-                                     smaller_mean_distribution, support_of,
+                                     buffer_sample, categorical_projection, critic_outputs,
+                                     q_values, smaller_mean_distribution, support_of,
                                      transitions_from_step)
-from scanrl.common.nets import critic_outputs, mlp_apply, mlp_init, q_values
+from scanrl.common.nets import mlp_apply, mlp_init
 
 import jax
 import jax.numpy as jnp
@@ -172,7 +172,7 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
 
 # ---------------------------------------------------------------------------------------------
 # Networks: a deterministic tanh actor and two Q networks evaluated as one stacked ensemble
-# (each a scalar Q, or C51's logits over num_atoms atoms; common/nets.py q_values evaluates them)
+# (each a scalar Q, or C51's logits over num_atoms atoms; common/offpolicy.py q_values reads them)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -> dict:
     """{"actor": MLP obs -> action (before tanh), "critic": two Q MLPs stacked on a leading

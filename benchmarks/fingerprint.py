@@ -2,7 +2,7 @@
 bit for bit: did a refactor change what the algorithms compute? 3-update runs of 2 seeds of PPO
 (CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), PPO,
 IMPALA and GRPO's conv torso (Breakout-MinAtar), each on-policy file's tanh-squashed normal
-(Pendulum), PPO's recomputed and per-unroll advantages, SAC and TD3 (Pendulum, each also with
+(Pendulum), PPO's recomputed and per-unroll advantages and fresh observation statistics, SAC and TD3 (Pendulum, each also with
 a categorical critic, 3-step returns and AdamW) and PQN (CartPole, Breakout-MinAtar), evaluating
 every 2 updates; every final policy parameter and every metric.
 
@@ -23,6 +23,8 @@ CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02})
          # forms of its advantages (ppo.py `advantages`)
          *((name, "Pendulum-v1", {"action_dist": "tanh_normal"}) for name in ("ppo", "impala", "grpo", "ppo_rnn")),
          ("ppo", "CartPole-v1", {"recompute_advantages": True}), ("ppo", "Pendulum-v1", {"unroll_length": 8}),
+         # the epochs reading the rollout's new observation statistics (ppo.py `loss_inputs`)
+         ("ppo", "Pendulum-v1", {"fresh_obs_stats": True}),
          # SAC with normalised observations, learning from the first steps; PQN's MLP and conv torso
          ("sac", "Pendulum-v1", {"learning_starts": 0, "normalize_obs": True}), ("pqn", "CartPole-v1", {}),
          ("pqn", "Breakout-MinAtar", {}), ("ppo_rnn", "Breakout-MinAtar", {}),

@@ -309,22 +309,3 @@ def actor_critic_value(params: dict, obs: jax.Array, activation: str, critic_obs
     the observation's privileged part (`actor_critic_init`)."""
     features = actor_critic_features(params, obs, activation, "critic", critic_obs == "privileged_state")
     return mlp_apply(params["critic"], features, activation)[..., 0]
-
-
-# ---------------------------------------------------------------------------------------------
-# Twin Q critics (sac.py, td3.py): two Q MLPs stacked on a leading axis of 2, evaluated as one
-# ensemble; each outputs a scalar Q, or a categorical critic's logits over its atoms
-# ---------------------------------------------------------------------------------------------
-def critic_outputs(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
-    """Both critics' outputs: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B, K]
-    (K = 1: Q; K = num_atoms: logits)."""
-    inputs = jnp.concatenate([obs, action], axis=-1)
-    return jax.vmap(lambda p: mlp_apply(p, inputs, activation))(critic)
-
-
-def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str,
-             support: jax.Array | None = None) -> jax.Array:
-    """Twin Q values [2, B]: the scalar critics', or (support [K]: the atoms) each categorical
-    critic's expected value."""
-    out = critic_outputs(critic, obs, action, activation)
-    return out[..., 0] if support is None else jax.nn.softmax(out) @ support

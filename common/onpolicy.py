@@ -74,6 +74,15 @@ def make_optimizer(config) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps))
 
 
+def lr_schedule(config) -> optax.Schedule:
+    """Update index -> learning rate: config.learning_rate decayed linearly to 0 over the run's
+    config.num_updates with config.anneal_lr, else constant (and constant for a run without a
+    budget, config.total_timesteps 0, which has no end to anneal to)."""
+    if config.anneal_lr and config.total_timesteps:
+        return optax.linear_schedule(config.learning_rate, 0.0, config.num_updates)
+    return optax.constant_schedule(config.learning_rate)
+
+
 def learn(params, opt_state, samples, key, config, optimizer, gradient, learning_rate, prepare=None,
           target_kl=None):
     """config.num_epochs epochs of config.num_minibatches Adam steps of size `learning_rate` over
