@@ -256,6 +256,32 @@ def test_checkpoint_round_trip_keys_shardings_and_keep_last(tmp_path):
         checkpoint.load(checkpoint.all_checkpoints(tmp_path)[-1], {**template, "w": jax.ShapeDtypeStruct((n, 4), jnp.float32)})
 
 
+
+def test_a_list_of_runs_starts_skips_resumes_or_restarts_each_folder_by_what_it_holds(tmp_path):
+    """checkpoint.run_state, which a loop-mode sweep's configs and a suite's cells both follow."""
+    def folder(name, summary=None, checkpoints=0, budget=1000):
+        d = tmp_path / name
+        (d / "checkpoints").mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"total_timesteps": budget}))
+        if summary:
+            (d / "summary.json").write_text(json.dumps(summary))
+        for u in range(checkpoints):
+            (d / "checkpoints" / f"update_{u}.npz").write_bytes(b"")
+        return d
+
+    assert checkpoint.run_state(None) == checkpoint.run_state(tmp_path / "absent") == "start"
+    assert checkpoint.run_state(folder("no_checkpoint")) == "restart"
+    assert checkpoint.run_state(folder("interrupted", checkpoints=2,
+                                       summary={"stopped_by": "interrupt", "total_timesteps": 400, "updates": 4})) == "resume"
+    for reason in ("budget", "non-finite", "stop_return", "stop_minutes"):
+        assert checkpoint.run_state(folder(reason, {"stopped_by": reason, "total_timesteps": 400, "updates": 4})) == "finished"
+    # interrupted with less than one update of the budget left: a resume would refuse it, it is done
+    last = folder("last", checkpoints=1, summary={"stopped_by": "interrupt", "total_timesteps": 960, "updates": 16})
+    assert checkpoint.finished(last) and checkpoint.run_state(last) == "finished"
+    # an indefinite run (budget 0) that was interrupted always resumes
+    assert checkpoint.run_state(folder("indefinite", checkpoints=1, budget=0,
+                                       summary={"stopped_by": "interrupt", "total_timesteps": 950, "updates": 19})) == "resume"
+
 # --- bad inputs: one sentence, exit 2, before compiling, no run folder -------------------------
 BAD_INPUTS = [
     (["--learning-rate", "inf"], "--learning-rate must be a finite number, got inf"),

@@ -252,20 +252,6 @@ def run_folders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*") if (p / "config.json").is_file()) if folder.is_dir() else []
 
 
-def finished(run_dir: Path) -> bool:
-    """Whether a run folder holds a finished run: a summary.json, not stopped by an interrupt
-    (or interrupted with no whole update of its budget left, which a resume would refuse)."""
-    path = run_dir / "summary.json"
-    if not path.is_file():
-        return False
-    s = json.loads(path.read_text())
-    if s["stopped_by"] != "interrupt":
-        return True
-    budget = json.loads((run_dir / "config.json").read_text()).get("total_timesteps", 0)
-    per_update = s["total_timesteps"] / max(s["updates"], 1)
-    return bool(budget) and s["total_timesteps"] + per_update > budget
-
-
 def _parse(module: Any, argv: list[str]) -> Any:
     """The algorithm's own parse of argv -> its Job; ValueError with the parser's one sentence."""
     from scanrl.common.harness import run
@@ -282,7 +268,7 @@ def _parse(module: Any, argv: list[str]) -> Any:
 def check_cells(suite: Suite) -> None:
     """Every cell's command line as its algorithm parses it, its programs built (not compiled)
     and its folder's state; fail() with one sentence naming the cell for the first problem."""
-    from scanrl.common.harness import loop
+    from scanrl.common.harness import checkpoint, loop
 
     for cell in suite.cells:
         module, folder = suite.algorithms.get(cell.algo), suite.folder(cell)
@@ -294,18 +280,13 @@ def check_cells(suite: Suite) -> None:
                                  f"that are not this cell's.")
             config = _parse(module, argv)
             loop.build(module.make_algorithm, config, chunk=config.run.log_every or None)
-            if existing and finished(existing[0]):
+            state = checkpoint.run_state(existing[0] if existing else None)
+            if state == "finished":
                 _check_unchanged(existing[0], config)
-            elif existing and _checkpoints(existing[0]):
+            elif state == "resume":
                 _parse(module, ["--resume", str(existing[0]), *argv])  # the run's own resume checks
         except ValueError as e:
             fail(f"{suite.path}: {cell.where} ({cell}): {e}")
-
-
-def _checkpoints(run_dir: Path) -> list[Path]:
-    from scanrl.common.harness import checkpoint
-
-    return checkpoint.all_checkpoints(run_dir / "checkpoints")
 
 
 def _check_unchanged(run_dir: Path, config: Any) -> None:
@@ -348,20 +329,23 @@ def run_cell(module: str, argv: list[str]) -> int:
 def run_suite(suite: Suite) -> int:
     """Each cell in turn: skip, resume or start it. Returns the exit code: 0, 128 + signal when
     a cell was interrupted (the cells after it did not run), 1 when a cell failed."""
+    from scanrl.common.harness import checkpoint
+
     failed = []
     for i, cell in enumerate(suite.cells):
         folder = suite.folder(cell)
         existing = run_folders(folder)
+        state = checkpoint.run_state(existing[0] if existing else None)
         head = f"cell {i + 1}/{len(suite.cells)}: {cell}"
-        if existing and finished(existing[0]):
+        if state == "finished":
             print(f"{head}: finished, skipped ({existing[0]})", flush=True)
             continue
         argv = cell.argv(folder)
-        if existing and _checkpoints(existing[0]):
+        if state == "resume":
             print(f"{head}: resuming {existing[0]}", flush=True)
             argv = ["--resume", str(existing[0]), *argv]
         else:
-            if existing:  # started, but stopped before its first checkpoint: start it again
+            if state == "restart":
                 shutil.rmtree(existing[0])
             print(f"{head}: {cell.seeds} seeds" + (f", {cell.total_timesteps:,} env steps per seed"
                                                     if cell.total_timesteps else ""), flush=True)
@@ -384,10 +368,12 @@ def run_suite(suite: Suite) -> int:
 # ---------------------------------------------------------------------------------------------
 def collect(suite: Suite) -> list[dict[str, Any]]:
     """`stats.run_scores` of every finished cell, in the suite's order."""
+    from scanrl.common.harness import checkpoint
+
     out = []
     for cell in suite.cells:
         existing = run_folders(suite.folder(cell))
-        if existing and finished(existing[0]):
+        if existing and checkpoint.finished(existing[0]):
             out.append(stats.run_scores(existing[0]))
     return out
 
@@ -599,10 +585,11 @@ def main(argv: list[str] | None, algorithms: Any) -> None:
         if not args.report_only:
             check_cells(suite)
         if args.dry_run:
+            from scanrl.common.harness import checkpoint
+
             for i, cell in enumerate(suite.cells):
                 existing = run_folders(suite.folder(cell))
-                state = ("finished" if finished(existing[0]) else "resume" if _checkpoints(existing[0]) else
-                         "restart") if existing else "start"
+                state = checkpoint.run_state(existing[0] if existing else None)
                 print(f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}): python -m {suite.module(cell)} "
                       + " ".join(cell.argv(suite.folder(cell))))
             return

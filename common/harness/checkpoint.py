@@ -92,6 +92,32 @@ def all_checkpoints(folder: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def finished(run_dir: Path) -> bool:
+    """Whether a run folder holds a finished run: a summary.json, not stopped by an interrupt
+    (or interrupted with no whole update of its budget left, which a resume would refuse)."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return False
+    s = json.loads(path.read_text())
+    if s["stopped_by"] != "interrupt":
+        return True
+    budget = json.loads((Path(run_dir) / "config.json").read_text()).get("total_timesteps", 0)
+    per_update = s["total_timesteps"] / max(s["updates"], 1)
+    return bool(budget) and s["total_timesteps"] + per_update > budget
+
+
+def run_state(run_dir: Path | None) -> str:
+    """What a list of runs that resumes (a loop-mode sweep's configs, a suite's cells) does with
+    one entry's run folder: "start" (there is none), "finished" (skip it), "resume" (continue
+    from its last checkpoint) or "restart" (it stopped before its first checkpoint: delete the
+    folder and start again)."""
+    if run_dir is None or not Path(run_dir).exists():
+        return "start"
+    if finished(run_dir):
+        return "finished"
+    return "resume" if all_checkpoints(Path(run_dir) / "checkpoints") else "restart"
+
+
 def update_of(path: Path) -> int:
     return int(NAME.match(Path(path).name).group(1))
 

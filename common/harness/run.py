@@ -849,13 +849,13 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
     summaries, exit_code = [], 0
     for c, setting in enumerate(settings):
         sub = sweep_dir / f"config_{c}"
-        finished = sub / "summary.json"
-        if finished.is_file() and json.loads(finished.read_text())["stopped_by"] != "interrupt":
-            summaries.append(json.loads(finished.read_text()))
+        state = checkpoint.run_state(sub)
+        if state == "finished":
+            summaries.append(json.loads((sub / "summary.json").read_text()))
             continue
-        if checkpoint.all_checkpoints(sub / "checkpoints"):
+        if state == "resume":
             setting = setting.replace(resume=str(sub))
-        elif sub.exists():  # started, but stopped before its first checkpoint: start it again
+        elif state == "restart":
             shutil.rmtree(sub)
         print(f"sweep config {c + 1}/{sweep.size}: "
               + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()), flush=True)
@@ -874,7 +874,7 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
         if summary["exit_code"]:
             exit_code = summary["exit_code"]
             break
-    done = [s for s in summaries if s["stopped_by"] != "interrupt"]
+    done = [s for c, s in enumerate(summaries) if checkpoint.run_state(sweep_dir / f"config_{c}") == "finished"]
     if done:
         _report_loop_sweep(sweep_dir, sweep, done, config)
     summary = {
