@@ -178,6 +178,11 @@ def test_integer_flags_take_1e6_and_underscores(text, value):
 @pytest.mark.parametrize("text", [
     "Value error\n" + "-" * 40 + "\nError parsing Config: --x must be 1\n" + "-" * 40 + "\nFor full helptext, see x --help.",
     "╭─ Parsing error ───────╮\n│ Error parsing run: --x must be 1 │\n│ ─────────── │\n│ For full helptext, run x │\n╰───────╯",
+    # as tyro draws it at a terminal: in colour
+    "\x1b[31m╭─\x1b[0m \x1b[31mValue error\x1b[0m \x1b[31m───────╮\x1b[0m\n\x1b[31m│\x1b[0m \x1b[91;1mError parsing "
+    "config:\x1b[0m \x1b[m--x must\x1b[0m \x1b[31m│\x1b[0m\n\x1b[31m│\x1b[0m \x1b[mbe 1\x1b[0m \x1b[31m│\x1b[0m\n"
+    "\x1b[31m│ ─────────── │\x1b[0m\n\x1b[31m│\x1b[0m For full helptext, see \x1b[1mx --help\x1b[0m \x1b[31m│\x1b[0m\n"
+    "\x1b[31m╰───────╯\x1b[0m",
 ])
 def test_tyro_boxes_become_one_sentence(text):
     from scanrl.common.harness.configs import tyro_error_sentence

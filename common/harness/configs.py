@@ -293,7 +293,9 @@ def check_flag_names(argv: list[str], config_cls: type) -> None:
 
 
 def tyro_error_sentence(text: str) -> str:
-    """tyro draws its errors in a box with the flag's help: the message alone, on one line."""
+    """tyro draws its errors in a box with the flag's help: the message alone, on one line. At a
+    terminal the box comes in colour: its escape codes go first."""
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
     lines = [line.strip(" │╭╮╰╯|") for line in text.splitlines()]
     sections, current = [], []
     for line in lines:  # separators: rules of box-drawing or ASCII dashes (no terminal)
