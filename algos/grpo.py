@@ -147,12 +147,17 @@ PRESETS = {
     "minatar": dict(total_timesteps=2_000_000, num_steps=128, reset_every_rollout=False,
                     truncate_at_first_done=False, learning_rate=6e-3, activation="relu",
                     actor_hidden=(64,)),
+    # Catch's episodes are 9 steps: a 512-step window keeps each env's first 9 steps and makes
+    # 5e5 steps 15 updates (-0.586); a 16-step window makes them 488 updates (0.992 over 10
+    # seeds; benchmarks/RESULTS.md, "The core table's weak cells")
+    "Catch-bsuite": dict(num_steps=16),
 }
 
 
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the CartPole-tuned defaults, or PRESETS["continuous"] for Box actions,
-    PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: no suite publishes
+    PRESETS["minatar"] for MinAtar, PRESETS[env] for an env with its own; `overrides`
+    (hyperparameters) win. `recipe`: no suite publishes
     one for grpo, so any choice leaves these defaults."""
     # the env ids' registry and the suites' recipe tables load only here
     from scanrl.common import recipes

@@ -163,6 +163,19 @@ def test_the_recipe_follows_env_and_a_flag_wins():
                                                                                                recipe="none")
 
 
+def test_an_env_ids_own_preset_goes_over_its_kinds_and_under_the_recipe_and_the_flags():
+    """default_config layers: the file's defaults, the preset of the env's kind, the preset of
+    the env id itself (GRPO's Catch-bsuite), the suite's recipe, then the flags."""
+    presets = {"continuous": {"gamma": 0.9, "num_steps": 8}, "Pendulum-v1": {"num_steps": 16, "ent_coef": 0.5}}
+    assert recipes.config_fields("grpo", "Pendulum-v1", "auto", presets) == {"gamma": 0.9, "num_steps": 16,
+                                                                            "ent_coef": 0.5}
+    assert recipes.config_fields("grpo", "MountainCarContinuous-v0", "auto", presets) == presets["continuous"]
+    grpo = algos.get("grpo")
+    assert grpo.default_config("Catch-bsuite").num_steps == 16 == run.parse_config(grpo, ["--env", "Catch-bsuite"]).num_steps
+    assert grpo.default_config("CartPole-v1").num_steps == 512
+    assert run.parse_config(grpo, ["--env", "Catch-bsuite", "--num-steps", "32"]).num_steps == 32
+
+
 def test_auto_means_published_with_an_accelerator_and_cpu_without(monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     assert recipes.resolve("auto") == "cpu"
