@@ -581,3 +581,18 @@ def test_every_algorithm_file_keeps_its_lines_within_100_columns():
     wide = [f"{f.name}:{n}: {len(line)} columns" for f in files
             for n, line in enumerate(f.read_text().splitlines(), 1) if len(line) > 100]
     assert not wide, wide
+
+
+def test_the_design_page_names_every_module_with_its_lines():
+    """docs/design.md's file tables name every module of algos/ and common/ (a new module gets its
+    row and its one job), and each row's line count is within 10% of the file's (a table that
+    says what the code is)."""
+    import re
+
+    rows = dict(re.findall(r"^\| `([\w/]+\.py)` \| ([\d,]+) \|", (REPO / "docs/design.md").read_text(), re.M))
+    modules = {str(f.relative_to(REPO)) for folder in ("algos", "common") for f in (REPO / folder).rglob("*.py")}
+    assert set(rows) == modules, (sorted(modules - set(rows)), sorted(set(rows) - modules))
+    lines = {name: len((REPO / name).read_text().splitlines()) for name in modules}
+    off = {name: (int(rows[name].replace(",", "")), lines[name]) for name in modules
+           if abs(int(rows[name].replace(",", "")) - lines[name]) > 0.1 * lines[name]}
+    assert not off, f"docs/design.md's (table, file) line counts: {off}"
