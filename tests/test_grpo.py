@@ -271,9 +271,11 @@ def test_data_parallel_matches_one_device(four_devices):
 
 @pytest.mark.slow
 def test_cartpole_learns(tmp_path):
-    """Default (EmbodiChain-style) groups, the documented budget of 3e6 steps per seed."""
-    config = compose(grpo, "CartPole-v1", num_seeds=4, log_every=0, out_dir=str(tmp_path))
-    assert config.total_timesteps <= 5_000_000
+    """Default (EmbodiChain-style) groups at 2e6 of the documented 3e6 steps per seed. Over 10
+    seeds at 2e6 (benchmarks/RESULTS.md) every final return was 480 to 487: the mean of 4
+    must reach 475."""
+    assert compose(grpo, "CartPole-v1").total_timesteps <= 5_000_000  # the documented budget
+    config = compose(grpo, "CartPole-v1", num_seeds=4, total_timesteps=2_000_000, log_every=0, out_dir=str(tmp_path))
     summary = train_and_write("grpo", config, grpo.make_algorithm)
     assert summary["final_return_mean"] >= 475, summary["final_return_per_seed"]
     check_run_tools(summary["run_dir"])

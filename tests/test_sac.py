@@ -413,13 +413,14 @@ def test_cli_run_writes_the_run_folder(python_process, tmp_path):
 
 # --- learning -----------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_learns_pendulum_in_20k_steps(python_process, tmp_path):
-    """Default config, seeds 0-3, 2e4 env steps each: final mean return >= -200."""
-    proc = python_process(["algos/sac.py", "--num-seeds", "4", "--log-every", "0", "--out-dir", str(tmp_path)])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = next(tmp_path.iterdir())
-    summary = json.loads(run_dir.joinpath("summary.json").read_text())
-    assert summary["total_timesteps"] == 20_000
+def test_learns_pendulum_in_10k_steps(tmp_path):
+    """Default config, seeds 0-3, 1e4 env steps each. Over 10 seeds (benchmarks/RESULTS.md) the
+    final returns were -97 to -212 (mean -150): the mean of 4 must reach -200 and every seed
+    -300."""
+    summary = sac.main(["--num-seeds", "4", "--total-timesteps", "10000", "--log-every", "0",
+                        "--out-dir", str(tmp_path)])
+    run_dir = summary["run_dir"]
+    assert summary["total_timesteps"] == 10_000
     assert summary["final_return_mean"] >= -200, summary["final_return_per_seed"]
     assert min(summary["final_return_per_seed"]) >= -300, summary["final_return_per_seed"]
     check_run_tools(run_dir)  # SAC's deterministic action is tanh(mean), scaled to the bounds

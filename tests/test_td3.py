@@ -2,7 +2,6 @@
 steps, per-environment exploration noise, update bookkeeping, errors and learning."""
 
 import functools
-import json
 
 import jax
 import jax.numpy as jnp
@@ -206,31 +205,29 @@ def test_user_errors_exit_2_before_compiling(cli_error, args, message):
 
 # --- learning -----------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_learns_pendulum_in_20k_steps(python_process, tmp_path):
-    """Default config, seeds 0-3, 2e4 env steps each. Over 10 seeds (benchmarks/RESULTS.md) the
-    final returns were -117 to -171 (mean -148, std 20): the mean of 4 must reach -200 and
-    every seed -250."""
-    proc = python_process(["algos/td3.py", "--num-seeds", "4", "--log-every", "0", "--out-dir", str(tmp_path)])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = next(tmp_path.iterdir())
-    summary = json.loads(run_dir.joinpath("summary.json").read_text())
-    assert summary["total_timesteps"] == 20_000
+def test_learns_pendulum_in_15k_steps(tmp_path):
+    """Default config, seeds 0-3, 1.5e4 env steps each. Over 10 seeds (benchmarks/RESULTS.md)
+    the final returns were -119 to -197 (mean -155; at 1e4 two of 10 were below -500): the
+    mean of 4 must reach -200 and every seed -250."""
+    summary = td3.main(["--num-seeds", "4", "--total-timesteps", "15000", "--log-every", "0",
+                        "--out-dir", str(tmp_path)])
+    run_dir = summary["run_dir"]
+    assert summary["total_timesteps"] == 15_000
     assert summary["final_return_mean"] >= -200, summary["final_return_per_seed"]
     assert min(summary["final_return_per_seed"]) >= -250, summary["final_return_per_seed"]
     check_run_tools(run_dir)
 
 
 @pytest.mark.slow
-def test_learns_brax_inverted_pendulum_in_40k_steps(python_process, tmp_path):
+def test_learns_brax_inverted_pendulum_in_40k_steps(tmp_path):
     """`brax/inverted_pendulum` (1,000 steps of reward 1 unless the pole falls), the default
     config, seeds 0-3, 4e4 env steps each. Over 10 seeds (benchmarks/RESULTS.md) every final
     return was 1,000 (at 2e4 steps only 3 of 10 were): the mean of 4 must reach 800 and every
-    seed 500."""
+    seed 500. No evaluation: the test reads the training returns, and Brax's 1000-step
+    evaluation loop would double the compile."""
     pytest.importorskip("brax.envs", reason='the brax suite is not installed: pip install -e ".[envs]"')
-    proc = python_process(["algos/td3.py", "--env", "brax/inverted_pendulum", "--total-timesteps", "40000",
-                           "--num-seeds", "4", "--log-every", "0", "--out-dir", str(tmp_path)])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
+    summary = td3.main(["--env", "brax/inverted_pendulum", "--total-timesteps", "40000", "--num-seeds", "4",
+                        "--eval-every", "0", "--log-every", "0", "--out-dir", str(tmp_path)])
     assert summary["total_timesteps"] == 40_000
     assert summary["final_return_mean"] >= 800, summary["final_return_per_seed"]
     assert min(summary["final_return_per_seed"]) >= 500, summary["final_return_per_seed"]

@@ -247,6 +247,13 @@ def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout
     return seed_map(init_block, in_specs=(P("seed"), P("seed")), out_specs=P("seed")), updates
 
 
+def strong(x):
+    """x without JAX's weak type (a key array as it is)."""
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return x
+    return jax.lax.convert_element_type(x, x.dtype)
+
+
 def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
           sweep: Any = None) -> Program:
     """Programs for `config` (a Job: an algorithm's Config and the run settings); raises ValueError with one
@@ -302,7 +309,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
 
     @partial(jit, in_shardings=(replicated,), out_shardings=state_sharding)
     def start(keys):
-        return init_all(*padded(keys))
+        # Weak types dropped: `advance` returns every leaf strongly typed, so a weakly typed
+        # leaf here (a Python scalar's zeros) would make the second chunk a new program.
+        return jax.tree.map(strong, init_all(*padded(keys)))
 
     @partial(jit, donate_argnums=0, out_shardings=(state_sharding, None))  # None: metrics as XLA lays them out
     def advance(states, first, n):
