@@ -124,15 +124,17 @@ def run_scripts(command_lines, env_extra=None):
 
 
 # --- every snippet that runs on 4 CPU devices, in one process --------------------------------------
-# A test module registers its snippet at import (`four_device_snippet`); the `four_devices`
-# fixture runs every registered snippet, case by case, in ONE process with 4 CPU devices, once
-# per test run, and hands each test its own results. A snippet that fails fails only its test.
+# A test module registers its snippet at import (`four_device_snippet`). When a run holds tests
+# of the `four_devices` fixture, the first worker to start its first test starts ONE process
+# with 4 CPU devices that runs every registered snippet, case by case, in the background; the
+# tests that read its results run last, so no worker sits waiting for it while there is other
+# work. A snippet that fails fails only its own test.
 FOUR_DEVICES: dict[str, tuple[str, list[list[str]]]] = {}
-
+STARTED: list = []
 FOUR_DEVICE_RUNNER = """
-import contextlib, io, json, sys, traceback
-results = {}
-for name, (script, cases) in json.loads(open(sys.argv[1]).read()).items():
+import contextlib, io, json, os, sys, traceback
+snippets, path, results = sys.argv[1], sys.argv[2], {}
+for name, (script, cases) in json.loads(open(snippets).read()).items():
     results[name] = []
     for args in cases:
         sys.argv, out = ["case", *args], io.StringIO()
@@ -143,7 +145,9 @@ for name, (script, cases) in json.loads(open(sys.argv[1]).read()).items():
             results[name].append(json.loads(line[len("RESULT"):]))
         except BaseException:
             results[name].append({"__failed__": traceback.format_exc() + out.getvalue()[-2000:]})
-print("RESULT" + json.dumps(results))
+with open(path + ".part", "w") as f:
+    json.dump(results, f)
+os.replace(path + ".part", path)  # whole, or not there
 """
 
 
@@ -154,15 +158,64 @@ def four_device_snippet(name, script, *cases):
     return name
 
 
-@pytest.fixture
-def four_devices(tmp_path_factory):
-    """`four_devices(name)`: that snippet's results, one per case, in order."""
-    def compute():
-        path = tmp_path_factory.mktemp("four-devices") / "snippets.json"
-        path.write_text(json.dumps(FOUR_DEVICES))
-        return run_on_devices(FOUR_DEVICE_RUNNER, str(path), num_devices=4)
+def run_folder(tmp_path_factory):
+    """A folder the whole test run shares (every xdist worker's temp folder is in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_TESTRUNUID") else base
 
-    results = once_per_run(tmp_path_factory, "four_devices", compute)
+
+def reads_four_devices(item):
+    return "four_devices" in getattr(item, "fixturenames", ())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def four_device_process(request, tmp_path_factory):
+    """Start the 4-device process, once per test run (whichever worker comes first), when a
+    test that runs reads it; returns its folder."""
+    from filelock import FileLock
+
+    folder = run_folder(tmp_path_factory) / "four-devices"
+    if not any(map(reads_four_devices, request.session.items)):
+        return folder
+    folder.mkdir(exist_ok=True)
+    with FileLock(str(folder / "start.lock")):
+        if (folder / "pid").exists():
+            return folder
+        (folder / "snippets.json").write_text(json.dumps(FOUR_DEVICES))
+        env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+        with open(folder / "stderr.txt", "w") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", FOUR_DEVICE_RUNNER, str(folder / "snippets.json"), str(folder / "results.json")],
+                stdout=subprocess.DEVNULL, stderr=err, cwd=REPO, env=env)
+        (folder / "pid").write_text(str(proc.pid))
+        STARTED.append(proc)  # held, so that it is not collected (and warned about) while it runs
+    return folder
+
+
+def running(pid):
+    """Whether process `pid` still runs (an exited child not yet reaped counts as ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
+
+
+@pytest.fixture
+def four_devices(four_device_process):
+    """`four_devices(name)`: that snippet's results, one per case, in order."""
+    folder = four_device_process
+    results_path, pid = folder / "results.json", int((folder / "pid").read_text())
+    hang = time.monotonic() + HANG_GUARD
+    while not results_path.exists():
+        if not running(pid) and not results_path.exists():
+            raise AssertionError("the 4-device process ended without results: "
+                                 + (folder / "stderr.txt").read_text()[-3000:])
+        if time.monotonic() > hang:
+            raise TimeoutError(f"hung: the 4-device process gave no results in {HANG_GUARD} s")
+        time.sleep(0.1)
+    results = json.loads(results_path.read_text())
 
     def of(name):
         for result in results[name]:
@@ -179,9 +232,7 @@ def once_per_run(tmp_path_factory, name, compute):
     from filelock import FileLock
 
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    base = tmp_path_factory.getbasetemp()
-    folder = base.parent if run_id else base  # the workers' temp folders share their parent
-    path = folder / f"once-{run_id or 'main'}-{name}.pkl"
+    path = run_folder(tmp_path_factory) / f"once-{run_id or 'main'}-{name}.pkl"
     with FileLock(f"{path}.lock"):
         if path.is_file():
             return pickle.loads(path.read_bytes())
@@ -196,8 +247,10 @@ def once_per_run(tmp_path_factory, name, compute):
 DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected: only the tests that run
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: -DURATIONS.get(item.nodeid, 1.0))
+    # The 4-device process's readers last: by the time a worker reaches them it has ended.
+    items.sort(key=lambda item: (reads_four_devices(item), -DURATIONS.get(item.nodeid, 1.0)))
 
 
 def assert_shards_match_one_device(results, keys, rtol=2e-5, atol=1e-6):
