@@ -127,8 +127,8 @@ def run_scripts(command_lines, env_extra=None):
 # A test module registers its snippet at import (`four_device_snippet`). When a run holds tests
 # of the `four_devices` fixture, the first worker to start its first test starts ONE process
 # with 4 CPU devices that runs every registered snippet, case by case, in the background; the
-# tests that read its results run last, so no worker sits waiting for it while there is other
-# work. A snippet that fails fails only its own test.
+# tests that read its results come last in the order. A snippet that fails fails only its own
+# test.
 FOUR_DEVICES: dict[str, tuple[str, list[list[str]]]] = {}
 STARTED: list = []
 FOUR_DEVICE_RUNNER = """
@@ -249,7 +249,7 @@ DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected: only the tests that run
 def pytest_collection_modifyitems(items):
-    # The 4-device process's readers last: by the time a worker reaches them it has ended.
+    # The 4-device process's readers last (a worker that reaches them earlier waits for it).
     items.sort(key=lambda item: (reads_four_devices(item), -DURATIONS.get(item.nodeid, 1.0)))
 
 
