@@ -44,12 +44,14 @@ def run_python(args, env_extra=None, timeout=HANG_GUARD, cwd=None):
 
 
 def wait_until(found, procs, what):
-    """Poll `found()` until it is true, while every process in `procs` still runs; a process
-    that ends first fails the test with its stderr. Only a hang reaches HANG_GUARD."""
+    """Poll `found()` until it is true, while every process in `procs` (each with `poll()` and
+    `communicate()`, as a Popen) still runs; a process that ends before `found()` fails the
+    test with its stderr. Only a hang reaches HANG_GUARD."""
     hang = time.monotonic() + HANG_GUARD
     while not found():
         for proc in procs:
-            assert proc.poll() is None, f"ended before {what}: " + proc.communicate()[1][-3000:]
+            ended = proc.poll() is not None and not found()  # not found, nor ever will be
+            assert not ended, f"ended before {what}: " + proc.communicate()[1][-3000:]
         if time.monotonic() > hang:
             raise TimeoutError(f"hung: no {what} in {HANG_GUARD} s")
         time.sleep(0.01)  # a busy wait would take a core from the processes it waits for
@@ -84,18 +86,6 @@ def cli_error(capsys, tmp_path):
 @pytest.fixture
 def python_process():
     return run_python
-
-
-def run_on_devices(script, *args, num_devices=4):
-    """Run a Python snippet in a new process with `num_devices` CPU devices. The snippet
-    prints one line `RESULT<json>`; returns the parsed JSON."""
-    proc = run_python(
-        ["-c", script, *map(str, args)],
-        env_extra={"XLA_FLAGS": f"--xla_force_host_platform_device_count={num_devices}"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
 
 
 SCRIPTS_RUNNER = """
@@ -192,29 +182,30 @@ def four_device_process(request, tmp_path_factory):
     return folder
 
 
-def running(pid):
-    """Whether process `pid` still runs (an exited child not yet reaped counts as ended)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
+class Started:
+    """The 4-device process, as `wait_until` sees it, from any worker (only one started it)."""
+
+    def __init__(self, folder):
+        self.pid, self.stderr = int((folder / "pid").read_text()), folder / "stderr.txt"
+
+    def poll(self):  # None while it runs; an exited child not yet reaped counts as ended
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return 1
+        stat = Path(f"/proc/{self.pid}/stat")
+        zombie = stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+        return 1 if zombie else None
+
+    def communicate(self):
+        return "", self.stderr.read_text()
 
 
 @pytest.fixture
 def four_devices(four_device_process):
     """`four_devices(name)`: that snippet's results, one per case, in order."""
-    folder = four_device_process
-    results_path, pid = folder / "results.json", int((folder / "pid").read_text())
-    hang = time.monotonic() + HANG_GUARD
-    while not results_path.exists():
-        if not running(pid) and not results_path.exists():
-            raise AssertionError("the 4-device process ended without results: "
-                                 + (folder / "stderr.txt").read_text()[-3000:])
-        if time.monotonic() > hang:
-            raise TimeoutError(f"hung: the 4-device process gave no results in {HANG_GUARD} s")
-        time.sleep(0.1)
+    results_path = four_device_process / "results.json"
+    wait_until(results_path.exists, [Started(four_device_process)], "the 4-device results")
     results = json.loads(results_path.read_text())
 
     def of(name):
@@ -241,16 +232,35 @@ def once_per_run(tmp_path_factory, name, compute):
         return value
 
 
-# The longest tests first (seconds each, measured with benchmarks/suite_compiles.py and kept in
-# tests/durations.json): with `--dist worksteal` a worker that runs out takes half of the
-# other's queue, so both stay busy and the run ends on short tests.
+# The order the workers get the tests in, from each test's seconds (measured with
+# benchmarks/suite_compiles.py and kept in tests/durations.json). `--dist worksteal` hands
+# worker j the next len(left) // (workers - j) tests of this order, and a worker that runs out
+# takes the second half of the other's queue. So the order is one block per worker, of those
+# counts, with about equal seconds, each longest first; the tests that read the 4-device
+# process end the last block, long after that process has written its results.
 DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
+
+
+def seconds(item):
+    return DURATIONS.get(item.nodeid, 1.0)
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected: only the tests that run
 def pytest_collection_modifyitems(items):
-    # The 4-device process's readers last (a worker that reaches them earlier waits for it).
-    items.sort(key=lambda item: (reads_four_devices(item), -DURATIONS.get(item.nodeid, 1.0)))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    readers = [item for item in items if reads_four_devices(item)]
+    rest = sorted((item for item in items if not reads_four_devices(item)), key=seconds, reverse=True)
+    sizes, left = [], len(items)
+    for j in range(workers):
+        sizes.append(left // (workers - j))
+        left -= sizes[-1]
+    sizes[-1] -= len(readers)
+    blocks, load = [[] for _ in sizes], [0.0] * workers
+    for item in rest:  # longest first, each to the block with the fewest seconds and room left
+        j = min((j for j in range(workers) if len(blocks[j]) < sizes[j]), key=load.__getitem__)
+        blocks[j].append(item)
+        load[j] += seconds(item)
+    items[:] = [item for block in blocks for item in block] + readers
 
 
 def assert_shards_match_one_device(results, keys, rtol=2e-5, atol=1e-6):
