@@ -233,6 +233,25 @@ def benchmark_paths(text: str) -> list[str]:
     return re.findall(r"benchmarks/[A-Za-z0-9_./-]*[A-Za-z0-9_/]", text)
 
 
+def test_every_side_by_side_row_of_the_results_names_raw_data_that_exists():
+    """benchmarks/RESULTS.md's side-by-side table (section 1): each row has a row of the same
+    number in the sittings table after it, whose raw-data column names at least one path under
+    benchmarks/reference*, and every path that column names exists."""
+    import re
+
+    text = (REPO / "benchmarks" / "RESULTS.md").read_text()
+    section = text[text.index("## 1."):text.index("## 2.")]
+    rows, sittings = section.split("**Sittings, versions, raw data and commands.**")
+    cells = lambda table: {int(c[1]): c for c in (  # noqa: E731
+        [x.strip() for x in line.split("|")] for line in table.splitlines() if re.match(r"\| \d+ \|", line))}
+    numbered, raw = cells(rows), cells(sittings)
+    assert len(numbered) >= 20 and sorted(numbered) == sorted(raw), (sorted(numbered), sorted(raw))
+    for number, row in raw.items():
+        named = re.findall(r"`(benchmarks/reference[^`]*)`", row[4])
+        assert named, f"row {number} names no raw data: {row[4]!r}"
+        assert all((REPO / path).exists() for path in named), (number, named)
+
+
 def test_every_table_of_the_benchmarks_page_names_raw_data_that_exists():
     """docs/benchmarks.md names only files and folders that exist under benchmarks/, and each of
     its tables names, between the table before it and the table after it, the raw data its
