@@ -148,7 +148,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     PRESETS["minatar"] for MinAtar; `overrides` (hyperparameters) win. `recipe`: no suite publishes
     one for impala, so any choice leaves these defaults."""
     # the env ids' registry and the suites' recipe tables load only here
-    from scanrl.common import recipes
+    from scanrl.common.suites import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 

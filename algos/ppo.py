@@ -183,7 +183,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     its suite publishes one (`recipe`: auto, published, cpu, none); `overrides`
     (hyperparameters) win."""
     # the env ids' registry and the suites' recipe tables load only here
-    from scanrl.common import recipes
+    from scanrl.common.suites import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 

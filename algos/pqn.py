@@ -144,7 +144,8 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
     """Config for `env`: purejaxql's CartPole settings, or PRESETS["minatar"] for MinAtar, then
     the suite's published recipe for `env` where one exists (`recipe`: auto, published, cpu,
     none); `overrides` (hyperparameters) win."""
-    from scanrl.common import recipes  # the env ids' registry and the recipe tables load only here
+    # the env ids' registry and the recipe tables load only here
+    from scanrl.common.suites import recipes
 
     return Config(**{**recipes.config_fields(ALGO, env, recipe, PRESETS), **overrides, "env": env})
 

@@ -165,7 +165,7 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
     recipe for `env` where there is one (`recipe`: auto, published, cpu, none);
     `overrides` (hyperparameters) win."""
     # the env ids' registry and the suites' recipe tables load only here
-    from scanrl.common import recipes
+    from scanrl.common.suites import recipes
 
     return Config(**{**recipes.hyperparameters(ALGO, env, recipe), **overrides, "env": env})
 

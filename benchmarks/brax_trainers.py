@@ -2,7 +2,7 @@
 Brax or MuJoCo Playground task, side by side: the same recipe, the same env steps, the same
 evaluation protocol, the same seeds, in one sitting.
 
-Both sides take the task's recipe (common/recipes.py, the suite's table) in its `cpu` form (or `--form
+Both sides take the task's recipe (common/suites/recipes.py, the suite's table) in its `cpu` form (or `--form
 published`): Brax's trainer gets the recipe's own arguments (`recipes.trainer_args`), scanrl
 the Config fields they translate to, and both the networks of Brax's defaults. Evaluation on
 both sides samples actions (Brax's `deterministic_eval=False`) over the recipe's evaluation
@@ -126,7 +126,7 @@ def run_brax_parallel(algo: str, env: str, backend: str, args: dict, seeds: int,
 def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals: int, flags: list[str],
                run_dir: Path | None = None) -> dict:
     """scanrl's side of a cell; `run_dir`: read a finished run folder made with the same command instead."""
-    from scanrl.common import recipes
+    from scanrl.common.suites import recipes
 
     fields = recipes.lookup(algo, env, form)[1]
     per_update = fields["num_envs"] * (fields.get("num_steps") or 200)
@@ -151,7 +151,7 @@ def run_scanrl(algo: str, env: str, form: str, timesteps: int, seeds: int, evals
 
 
 def cell(args: argparse.Namespace) -> dict:
-    from scanrl.common import recipes
+    from scanrl.common.suites import recipes
 
     recipe = recipes.recipe_for(args.algo, args.env)
     trainer = recipes.trainer_args(recipe, args.form)

@@ -95,7 +95,7 @@ def run_scanrl(env: str, timesteps: int, seeds: int, num_devices: int) -> dict:
 def cell(args: argparse.Namespace) -> dict:
     from importlib.metadata import version
 
-    from scanrl.common import recipes
+    from scanrl.common.suites import recipes
 
     fields = recipes.lookup("ppo", args.env, "published")[1]
     timesteps = args.timesteps or fields["total_timesteps"]

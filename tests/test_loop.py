@@ -151,7 +151,7 @@ def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module
 def test_an_algorithm_file_imports_only_the_kit(python_process):
     """Importing any algorithm file loads scanrl's kit and nothing else: no module of the
     command line's harness (common/harness/), and not the registry of env ids and recipes
-    (common/suites/, recipes.py), which loads when an env is named by its id."""
+    (common/suites/, its recipes.py), which loads when an env is named by its id."""
     proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, "
                                  "td3; "
                                  "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
@@ -174,8 +174,7 @@ from scanrl.algos import ppo
 from scanrl.common import cores
 cores.use_cpu_cores()
 import gymnax
-loaded = lambda: sorted(m for m in sys.modules if m.startswith(('scanrl.common.harness', 'scanrl.common.suites',
-                                                              'scanrl.common.recipes')))
+loaded = lambda: sorted(m for m in sys.modules if m.startswith(('scanrl.common.harness', 'scanrl.common.suites')))
 env, params = gymnax.make("CartPole-v1")
 own = ppo.Config(env="my-cartpole", total_timesteps=512, num_envs=4, num_steps=16)
 out = ppo.make_train(own, env, params)(jax.random.split(jax.random.key(0), 2))
@@ -188,7 +187,7 @@ print(jax.tree.leaves(named["metrics"])[0].shape, same, loaded())
     assert proc.returncode == 0, proc.stderr[-2000:]
     own, named = proc.stdout.strip().splitlines()[-2:]
     assert own == "(2, 8) []"  # 2 seeds x 512 / (4 x 16) updates; no harness module, no registry
-    assert named == "(2, 8) True ['scanrl.common.recipes', 'scanrl.common.suites']"  # the same run, by its id
+    assert named == "(2, 8) True ['scanrl.common.suites', 'scanrl.common.suites.recipes']"  # the same run, by its id
 
 
 def has_host_callback(lowered) -> bool:
@@ -546,7 +545,8 @@ def scanrl_imports() -> dict[str, set[str]]:
 
 def test_no_import_circles_and_no_algorithm_file_imported_by_the_kit_or_the_harness():
     """The modules import each other without a circle (lazy imports inside functions count), no
-    algorithm file imports another, and neither the kit nor the harness imports an algorithm
+    algorithm file imports another, the suites and their recipes import nothing above the kit's
+    envs and cores, and neither the kit nor the harness imports an algorithm
     file or the scanrl.algos registry: the console scripts that find algorithms by name
     (scanrl-eval, scanrl-bench) live in the registry and hand it to the harness."""
     graph = scanrl_imports()
@@ -568,6 +568,12 @@ def test_no_import_circles_and_no_algorithm_file_imported_by_the_kit_or_the_harn
     algorithm_files = {m for m in graph if m.startswith("scanrl.algos.")}
     for module, targets in graph.items():
         assert not targets & algorithm_files, (module, targets & algorithm_files)
+    # the suites (their adapters and recipes) sit on the kit: no import out of suites/ goes higher
+    kit = {"scanrl.common.cores", "scanrl.common.envs"}
+    for module, targets in graph.items():
+        if module.startswith("scanrl.common.suites"):
+            upward = {t for t in targets if not t.startswith("scanrl.common.suites")} - kit
+            assert not upward, (module, upward)
     registry_users = {m for m, targets in graph.items() if "scanrl.algos" in targets}
     assert not {m for m in registry_users if m.startswith("scanrl.common.")}, registry_users
     assert {"scanrl.common.harness.evaluate", "scanrl.common.harness.bench"} <= graph["scanrl.algos"]

@@ -1,4 +1,4 @@
-"""Recipes (common/recipes.py, each suite's table in its adapter's RECIPES): each suite's
+"""Recipes (common/suites/recipes.py, each suite's table in its adapter's RECIPES): each suite's
 published configuration picked by --env, its translation into scanrl's fields, the one CPU scaling rule, flags over recipes, and the
 errors of --recipe and --env-options."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from scanrl import algos
 from scanrl.algos import ppo, ppo_rnn, sac, td3
-from scanrl.common import recipes
+from scanrl.common.suites import recipes
 from scanrl.common.harness import run
 from scanrl.common.harness.runconfig import compose
 
@@ -163,6 +163,18 @@ def test_the_recipe_follows_env_and_a_flag_wins():
                                                                                                recipe="none")
 
 
+@pytest.mark.parametrize("algo, env, applied", [("ppo", "navix/Navix-DoorKey-5x5-v0", "published"),
+                                               ("grpo", "Catch-bsuite", "none")])  # an env id's preset, no recipe
+def test_a_command_line_looks_its_recipe_up_once_and_builds_default_configs_config(monkeypatch, algo, env, applied):
+    """A parse of the command line looks the recipe up once, for its hyperparameters and its
+    run settings alike, and its Config is the algorithm's own default_config(env)."""
+    module, real, looked_up = algos.get(algo), recipes.recipe_for, []
+    monkeypatch.setattr(recipes, "recipe_for", lambda *args: looked_up.append(args) or real(*args))
+    job = run.parse_config(module, ["--env", env, "--recipe", "published"])
+    assert looked_up == [(algo, env)]
+    assert job.config == module.default_config(env, recipe="published") and job.run.recipe == applied
+
+
 def test_an_env_ids_own_preset_goes_over_its_kinds_and_under_the_recipe_and_the_flags():
     """default_config layers: the file's defaults, the preset of the env's kind, the preset of
     the env id itself (GRPO's Catch-bsuite), the suite's recipe, then the flags."""
@@ -222,9 +234,10 @@ def test_each_suite_keeps_its_recipes_and_looking_one_up_imports_no_suite():
     only, never the suite's package, and a gymnax env loads no adapter at all."""
     code = """
 import sys
-from scanrl.common import recipes
+from scanrl.common.suites import recipes
 assert recipes.recipe_for("ppo", "CartPole-v1") is None
-assert not [m for m in sys.modules if m.startswith("scanrl.common.suites.")], sorted(sys.modules)
+adapters = [m for m in sys.modules if m.startswith("scanrl.common.suites.") and m != recipes.__name__]
+assert not adapters, adapters
 from scanrl.common.suites import brax, craftax, navix, playground, xminigrid
 assert recipes.recipe_for("ppo", "brax/ant") is brax.RECIPES[("ppo", "ant")]
 assert recipes.recipe_for("sac", "playground/CheetahRun") is playground.RECIPES[("sac", "CheetahRun")]

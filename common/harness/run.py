@@ -37,13 +37,14 @@ import jax
 import numpy as np
 import tyro
 
-from scanrl.common import algorithm, recipes
+from scanrl.common import algorithm
 from scanrl.common.harness import checkpoint, console, devices, loop, pbt, programs, sweeps
 from scanrl.common.harness.configs import (
     LAUNCH_FIELDS, RESUMABLE, Job, RunConfig, check_algorithm, check_flag_names, check_pairs, compose, fail, flag,
     flag_value, grouped_help, read_config_file, tyro_error_sentence, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
+from scanrl.common.suites import recipes
 
 
 def config_dict(job: Job) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from scanrl.common import recipes, suites
+from scanrl.common import suites
 from scanrl.common.algorithm import check_values, flag
+from scanrl.common.suites import recipes
 
 
 @dataclass(frozen=True)
@@ -211,8 +212,9 @@ def compose(module: Any, env: str | None = None, recipe: str = "auto", **values:
     alike) over both. ValueError or TypeError for a bad value."""
     env = env or module.Config.__dataclass_fields__["env"].default
     name = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])
-    applied = recipes.lookup(name, env, recipe)[1]  # its run settings; default_config applies the rest
-    config = module.default_config(env, recipe=recipe, **{k: v for k, v in values.items() if k not in RUN_FIELDS})
+    applied = recipes.lookup(name, env, recipe)[1]  # looked up once: its hyperparameters and run settings
+    hyper = {k: v for k, v in {**applied, **values}.items() if k not in RUN_FIELDS}
+    config = module.default_config(env, recipe="none", **hyper)  # presets, then the recipe's, then values
     by_preset = getattr(module, "RUN_DEFAULTS", {})
     settings = {**by_preset.get(None, {}), **by_preset.get(suites.preset_name(env), {}),
                 **{k: v for k, v in {**applied, **values}.items() if k in RUN_FIELDS}}

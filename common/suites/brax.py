@@ -19,7 +19,7 @@ import io
 import warnings
 from typing import Any
 
-from scanrl.common.recipes import Recipe
+from scanrl.common.suites.recipes import Recipe
 from scanrl.common.suites.brax_args import ppo_args, sac_args
 from scanrl.common.suites.base import RawStateEnv
 
@@ -85,7 +85,7 @@ def notebook(trainer: str, args: dict, note: str = "") -> Recipe:
     return Recipe(NOTEBOOK + note, trainer, args, POSITIONAL)
 
 
-# (algorithm, env name) -> its recipe (common/recipes.py applies it)
+# (algorithm, env name) -> its recipe (common/suites/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("ppo", "inverted_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 2_000_000)),
     ("ppo", "inverted_double_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10,

@@ -1,6 +1,6 @@
 """Brax's trainers' published arguments (`brax.training.agents.ppo.train` and `.sac.train`), as
 the Brax and MuJoCo Playground adapters' recipes hold them, and their translation into scanrl's
-Config fields (common/recipes.py's `lookup` applies it; its docstring gives the size mapping)."""
+Config fields (common/suites/recipes.py's `lookup` applies it; its docstring gives the size mapping)."""
 
 from __future__ import annotations
 

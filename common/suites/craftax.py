@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from gymnax.environments import environment, spaces
 
-from scanrl.common.recipes import Recipe
+from scanrl.common.suites.recipes import Recipe
 
 ACTIONS = "discrete"  # every env of the suite: suites.is_continuous answers without building one
 
@@ -153,7 +153,7 @@ PPO = dict(num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_
            max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True, normalize_obs=False,
            normalize_reward=False)
 PUREJAXQL = "mttga/purejaxql @ 47af6d7"
-# (algorithm, fnmatch pattern of env names) -> its recipe (common/recipes.py applies it)
+# (algorithm, fnmatch pattern of env names) -> its recipe (common/suites/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("ppo", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo.py", "fields", dict(
         PPO, actor_hidden=(512, 512, 512), critic_hidden=(512, 512, 512), activation="tanh"), {}),

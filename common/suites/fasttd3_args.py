@@ -1,14 +1,14 @@
 """FastTD3's published arguments for MuJoCo Playground (Seo et al. 2025, arXiv:2505.22642;
 younggyoseo/FastTD3 `fast_td3/hyperparams.py`, its networks in `fast_td3/fast_td3.py`), as the
 Playground adapter's TD3 recipes hold them, and their translation into scanrl's TD3 fields
-(common/recipes.py's `lookup` applies it).
+(common/suites/recipes.py's `lookup` applies it).
 
 FastTD3 counts in vector steps (one step of every environment): `total_timesteps`,
 `learning_starts` and `buffer_size` (rows per environment) are vector steps; scanrl's fields
 count env steps per seed, so the translation multiplies them by `num_envs`. Its `num_steps` is
 the n-step horizon and `num_updates` the gradient steps per vector step.
 
-The `cpu` form (common/recipes.py) divides `num_envs` and `batch_size` by the same factor and
+The `cpu` form (common/suites/recipes.py) divides `num_envs` and `batch_size` by the same factor and
 keeps everything else: the vector steps, the rows per environment, the gradient steps per
 vector step, so the replay ratio (samples per env step, 2 x 32,768 / 1,024 = 64) stays as
 published. Not translated: bf16 autocast (`amp`; scanrl computes in float32), `init_scale`

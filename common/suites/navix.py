@@ -23,7 +23,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from scanrl.common.recipes import Recipe
+from scanrl.common.suites.recipes import Recipe
 
 ACTIONS = "discrete"  # every env of the suite: suites.is_continuous answers without building one
 

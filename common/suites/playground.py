@@ -23,7 +23,7 @@ import contextlib
 import io
 from typing import Any
 
-from scanrl.common.recipes import Recipe
+from scanrl.common.suites.recipes import Recipe
 from scanrl.common.suites.brax_args import ppo_args, sac_args
 from scanrl.common.suites.fasttd3_args import SOURCE as FASTTD3, fasttd3_args
 from scanrl.common.suites.base import RawStateEnv
@@ -195,7 +195,7 @@ def fast_td3(task: str) -> Recipe:
     return Recipe(FASTTD3, "fast_td3", fasttd3_args(task, dm_control=task in DMC_TASKS), {})
 
 
-# (algorithm, env name) -> its recipe (common/recipes.py applies it)
+# (algorithm, env name) -> its recipe (common/suites/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
     **{("ppo", task): dmc_ppo(task) for task in DMC_TASKS}, **{("sac", task): dmc_sac(task) for task in DMC_TASKS},
     **{("ppo", task): loco_ppo(task) for task in LOCOMOTION},

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from gymnax.environments import environment, spaces
 
-from scanrl.common.recipes import Recipe
+from scanrl.common.suites.recipes import Recipe
 
 ACTIONS = "discrete"  # every env of the suite: suites.is_continuous answers without building one
 

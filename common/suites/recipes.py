@@ -129,8 +129,8 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     table has no entry or the choice is `none`. The fields include `recipe`, so that config.json
     records which form applied."""
     form = resolve(choice)
-    recipe = recipe_for(algo, env)
-    if recipe is None or form == "none":
+    recipe = None if form == "none" else recipe_for(algo, env)
+    if recipe is None:
         return "none", {"recipe": "none"}
     args = trainer_args(recipe, form)
     if recipe.trainer == "fields":
