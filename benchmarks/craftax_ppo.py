@@ -25,7 +25,8 @@ is seed k. `run_ppo` returns before its program has finished (it times only the 
 then waits with `jax.effects_barrier()`, after which every update's callback has run.
 
 scanrl's side is `python -m scanrl.algos.ALGO --env craftax/NAME --recipe published` with
---num-envs, its seeds in one program; without evaluation by default, since the baseline's side
+--num-envs, its seeds in one program on --scanrl-devices devices (default 1: the baseline's
+program, and on a CPU each of its processes, has one device); without evaluation by default, since the baseline's side
 has none (--episodes N adds scanrl's evaluation in N fresh episodes after the last update).
 
 Per cell, each seed's training score is the same statistic on both sides: the mean return of
@@ -176,12 +177,14 @@ def run_baseline(algo: str, name: str, timesteps: int, seeds: int, num_envs: int
             "curves": returns.tolist(), "stdout": stdout[-1500:], **results[0]}
 
 
-def run_scanrl(algo: str, env: str, timesteps: int, seeds: int, num_envs: int, episodes: int) -> dict:
-    """scanrl's side; with `episodes` > 0 it also evaluates each seed's sampled and deterministic
-    policy in that many fresh episodes after the last update, inside its run (the baseline's
-    side has no evaluation, so 0 compares the same work)."""
+def run_scanrl(algo: str, env: str, timesteps: int, seeds: int, num_envs: int, episodes: int,
+               num_devices: int) -> dict:
+    """scanrl's side, its seeds over `num_devices` CPU devices; with `episodes` > 0 it also
+    evaluates each seed's sampled and deterministic policy in that many fresh episodes after the
+    last update, inside its run (the baseline's side has no evaluation, so 0 compares the same
+    work)."""
     flags = ["--env", env, "--recipe", "published", "--num-envs", str(num_envs), "--total-timesteps", str(timesteps),
-             "--num-seeds", str(seeds)]
+             "--num-seeds", str(seeds), "--num-devices", str(num_devices)]
     if episodes:
         updates = timesteps // (num_envs * 64)
         return sidebyside.run_scanrl(algo, [*flags, "--eval-every", str(updates), "--eval-episodes", str(episodes)])
@@ -203,7 +206,8 @@ def cell(args: argparse.Namespace) -> dict:
         raise SystemExit(f"--baseline {args.baseline} has no {script} (the docstring says how to export it)")
     name = args.env.split("/", 1)[1]
     started = time.strftime("%Y-%m-%d %H:%M")
-    scanrl = run_scanrl(args.algo, args.env, args.timesteps, args.seeds, args.num_envs, args.episodes)
+    scanrl = run_scanrl(args.algo, args.env, args.timesteps, args.seeds, args.num_envs, args.episodes,
+                        args.scanrl_devices)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     theirs = run_baseline(args.algo, name, args.timesteps, args.seeds, args.num_envs, args.baseline.resolve(),
@@ -214,6 +218,7 @@ def cell(args: argparse.Namespace) -> dict:
               "env steps per seed: --timesteps should be a multiple of --num-envs x 64", flush=True)
     return {"algo": args.algo, "seeds_apart": args.seeds_apart, "env": args.env, "timesteps": args.timesteps,
             "seeds": args.seeds, "num_envs": args.num_envs,
+            "devices": {"scanrl": args.scanrl_devices, "baseline": 1},
             "eval_episodes": args.episodes, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"),
             "baseline_commit": BASELINE_COMMIT, "versions": {p: version(p) for p in ("craftax", "jax")},
             "scanrl": scanrl, "baseline": theirs}
@@ -233,6 +238,8 @@ def table(out: Path) -> str:
         share = "-" if top is None else (f"{100 * np.mean(s['training_scores']) / top:.1f} / "
                                          f"{100 * np.mean(b['training_scores']) / top:.1f}")
         algo = c.get("algo", "ppo") + (" (baseline's seeds apart)" if c.get("seeds_apart") else "")
+        if "devices" in c:  # cells from before --scanrl-devices do not record it
+            algo += f" (scanrl on {c['devices']['scanrl']} device(s), the baseline on 1)"
         rows.append(f"| {algo} | {c['env']} | {s['env_steps']:,} | {c['seeds']} | {c['num_envs']} | "
                     f"{fmt(s['training_scores'], 2)} | {fmt(b['training_scores'], 2)} | {share} | "
                     f"{fmt(s['final_returns'], 2)} | {s['wall']:,.0f} / {b['wall']:,.0f} | "
@@ -252,6 +259,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="an export of Craftax_Baselines (docstring)")
     parser.add_argument("--algo", choices=sorted(SCRIPTS), default="ppo",
                         help="scanrl's algorithm, against the baseline's script of the same kind")
+    parser.add_argument("--scanrl-devices", type=int, default=1,
+                        help="devices for scanrl's seeds (1: the same hardware as the baseline's one device)")
     parser.add_argument("--seeds-apart", action="store_true", help="run the baseline once per seed, one process "
                         "each (on a CPU its vmapped seeds never finish: docstring)")
     args = parser.parse_args()
