@@ -14,11 +14,11 @@ import runpy
 import sys
 import time
 
-from scanrl.common.harness import checkpoint, run
+from scanrl.common.harness import checkpoint, signals
 
 after, target, *rest = sys.argv[1:]
 received, held = [], []
-save, handle = checkpoint.save, run.Signals._handle
+save, handle = checkpoint.save, signals.Signals._handle
 
 
 def handle_and_note(self, sig, frame):
@@ -35,7 +35,7 @@ def save_and_hold(folder, update, *args, **kwargs):
     return path
 
 
-run.Signals._handle = handle_and_note
+signals.Signals._handle = handle_and_note
 checkpoint.save = save_and_hold
 if target == "-m":
     module, *args = rest

@@ -329,11 +329,13 @@ def test_a_run_whose_compiled_programs_do_not_fit_is_refused_before_its_folder(c
     """The check before compiling is a lower bound (the state and the largest array); XLA's count
     of the compiled programs, temporaries included, is checked after compiling and before the
     run folder (XLand's recipe at 5 seeds passed the first and was OOM-killed while running)."""
+    from scanrl.common.harness import memory
+
     needed = []
-    real = run.check_compiled_memory
-    monkeypatch.setattr(run, "check_memory", lambda *args: None)  # the lower bound passes
-    monkeypatch.setattr(run, "_available_memory", lambda: (2**16, "available RAM"))
-    monkeypatch.setattr(run, "check_compiled_memory", lambda *args: needed.append(args[1]) or real(*args))
+    real = memory.check_compiled_memory
+    monkeypatch.setattr(memory, "check_memory", lambda *args: None)  # the lower bound passes
+    monkeypatch.setattr(memory, "_available_memory", lambda: (2**16, "available RAM"))
+    monkeypatch.setattr(memory, "check_compiled_memory", lambda *args: needed.append(args[1]) or real(*args))
     code, err = cli_error(ppo.main, ["--total-timesteps", "2048", "--no-compile-cache"])
     assert code == 2 and "of memory (XLA's count for the compiled programs) but there is 64 KiB of" in err, err
     assert "--num-envs" in err and len(needed) == 1
@@ -444,27 +446,28 @@ def test_ctrl_c_after_the_first_progress_line_keeps_the_run(tmp_path):
 
 def test_a_second_signal_exits_at_once(monkeypatch):
     """The first signal only asks for a stop; the second leaves at once with 128 + signal."""
-    from scanrl.common.harness import run
+    from scanrl.common.harness import signals as handling
+    from scanrl.common.harness.signals import Interrupted, Signals, interruptible
 
     exits = []
-    monkeypatch.setattr(run.os, "_exit", exits.append)
-    signals = run.Signals(say=lambda text: None, training=True)
+    monkeypatch.setattr(handling.os, "_exit", exits.append)
+    signals = Signals(say=lambda text: None, training=True)
     signals._handle(signal.SIGINT, None)
     assert signals.received == signal.SIGINT and exits == []
     signals._handle(signal.SIGINT, None)
     assert exits == [130]
-    signals = run.Signals(say=lambda text: None, training=True)
+    signals = Signals(say=lambda text: None, training=True)
     signals._handle(signal.SIGTERM, None)
     signals._handle(signal.SIGTERM, None)
     assert exits == [130, 143]
-    signals = run.Signals()  # before training: the handler only records; the waiting thread stops the start
+    signals = Signals()  # before training: the handler only records; the waiting thread stops the start
     signals._handle(signal.SIGTERM, None)
-    with pytest.raises(run.Interrupted) as raised:
+    with pytest.raises(Interrupted) as raised:
         signals.check()
     assert raised.value.sig == signal.SIGTERM and isinstance(raised.value, KeyboardInterrupt)
-    signals = run.Signals()
-    with pytest.raises(run.Interrupted):  # a signal during the work: interruptible raises it at once
-        run.interruptible(lambda: (signals._handle(signal.SIGINT, None), time.sleep(30)), signals)
+    signals = Signals()
+    with pytest.raises(Interrupted):  # a signal during the work: interruptible raises it at once
+        interruptible(lambda: (signals._handle(signal.SIGINT, None), time.sleep(30)), signals)
 
 
 def test_a_checkpoint_fingerprint_leaves_out_object_addresses(tmp_path):

@@ -71,7 +71,7 @@ class Entry:
     advance: Any
     state: Any  # the state's pytree of ShapeDtypeStructs, without shardings (None: the caller traced its own)
     metric_names: list[str]
-    largest_array_bytes: int  # for run.check_memory
+    largest_array_bytes: int  # for memory.check_memory
 
 
 def folder() -> Path | None:

@@ -25,9 +25,7 @@ import re
 import signal
 import sys
 import tempfile
-import threading
 import time
-import typing
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +36,13 @@ import numpy as np
 import tyro
 
 from scanrl.common import algorithm
-from scanrl.common.harness import checkpoint, console, devices, loop, pbt, programs, sweeps
+from scanrl.common.harness import checkpoint, console, devices, loop, memory, pbt, programs, sweeps
 from scanrl.common.harness.configs import (
     LAUNCH_FIELDS, RESUMABLE, Job, RunConfig, check_algorithm, check_flag_names, check_pairs, compose, fail, flag,
     flag_value, grouped_help, read_config_file, tyro_error_sentence, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
+from scanrl.common.harness.signals import Interrupted, Signals, interruptible, stop_before_training
 from scanrl.common.suites import recipes
 
 
@@ -177,7 +176,7 @@ def main(module: Any, argv: list[str] | None = None) -> dict:
                 summary = execute(algo, config, prepared, signals=signals, algo_file=algo_file)
         except Interrupted as e:
             stop_before_training(e.sig)
-        except TooBigForMemory as e:
+        except memory.TooBigForMemory as e:
             fail(str(e))
         finally:
             console.COMPILING.stop()  # an error before training: its sentence after the spinner's line
@@ -243,95 +242,6 @@ def _check_out_dir(out_dir: str) -> None:
         raise ValueError(f"--out-dir {out_dir} is not writable ({existing}: {e.strerror}).") from None
 
 
-def _available_memory() -> tuple[int, str]:
-    """Bytes this run can use on one host, and what they are."""
-    device = jax.local_devices()[0]
-    if device.platform != "cpu":
-        stats = device.memory_stats() or {}
-        if "bytes_limit" in stats:
-            return stats["bytes_limit"] * jax.local_device_count(), f"{device.platform} memory"
-    try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        return int(info["MemAvailable"].split()[0]) * 1024, "available RAM"
-    except (OSError, KeyError):
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"), "available RAM"
-
-
-ITEMSIZE = {"f64": 8, "i64": 8, "ui64": 8, "f32": 4, "i32": 4, "ui32": 4, "bf16": 2, "f16": 2, "i16": 2, "ui16": 2,
-            "i8": 1, "ui8": 1, "i1": 1}
-
-
-def largest_array_bytes(lowered: Any) -> int:
-    """Bytes of the largest array any operation of a lowered program produces (per device)."""
-    largest = 0
-    for dims, kind in re.findall(r"tensor<((?:\d+x)+)([a-z]+\d+)>", lowered.as_text()):
-        largest = max(largest, math.prod(int(d) for d in dims[:-1].split("x")) * ITEMSIZE.get(kind, 4))
-    return largest
-
-
-def check_memory(config: Any, state_shape: Any, largest: int, num_local_devices: int) -> None:
-    """Refuse (ValueError) a run whose state plus largest intermediate array cannot fit.
-
-    A lower bound, read before compiling: the state's bytes, plus the largest array any
-    operation of one chunk produces (`largest_array_bytes`, 0 if not known yet; per device,
-    so times the devices on this host)."""
-    state = sum(x.size * getattr(x.dtype, "itemsize", 8) for x in jax.tree.leaves(state_shape))
-    need, (available, what) = state / jax.process_count() + largest * num_local_devices, _available_memory()
-    if need > available:
-        gib = lambda b: f"{b / 2**30:,.1f} GiB"
-        parts = f"training state {gib(state)}" + (f", largest array of an update {gib(largest)} per device" if largest else "")
-        raise ValueError(f"this run needs at least {gib(need)} of memory ({parts}) but there is {gib(available)} of "
-                         f"{what}; {_size_flags(config)}.")
-
-
-class TooBigForMemory(ValueError):
-    """The compiled programs need more memory than there is (`check_compiled_memory`)."""
-
-
-def check_compiled_memory(config: Any, compiled: list, num_local_devices: int) -> None:
-    """Refuse (TooBigForMemory) a run whose compiled programs need more memory than there is,
-    after compiling and before the run folder: XLA's own count (`memory_analysis`) of one
-    device's arguments, outputs and temporaries, for the larger of the programs, times the
-    devices on this host. `check_memory` before compiling is a lower bound; the temporaries
-    are known only now. Nothing is checked for a program XLA gives no count for."""
-    needs = []
-    for program in compiled:
-        try:
-            m = program.memory_analysis()
-        except (AttributeError, NotImplementedError, RuntimeError):
-            m = None
-        if m is not None:
-            needs.append(m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes)
-    need, (available, what) = max(needs, default=0) * num_local_devices, _available_memory()
-    if need > available:
-        raise TooBigForMemory(f"this run needs {_bytes(need)} of memory (XLA's count for the compiled programs) but "
-                              f"there is {_bytes(available)} of {what}; {_size_flags(config)}.")
-
-
-def _bytes(count: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20)):
-        if count >= size / 10:
-            return f"{count / size:,.1f} {unit}"
-    return f"{count / 2**10:,.0f} KiB"
-
-
-def _size_flags(config: Any) -> str:
-    """What a user can lower, named without knowing the algorithm: the seeds, or its sizes."""
-    return "lower --num-seeds or --num-envs (or another size of the algorithm's: see --help)"
-
-
-def replay_buffer_summary(state_shape: Any, num_seeds: int) -> dict:
-    """summary.json's replay buffer memory where the training state holds a `buffer` (SAC's): per
-    seed, and over the run's `num_seeds` rows."""
-    buffer = getattr(state_shape.train, "buffer", None)
-    if buffer is None:
-        return {}
-    leaves = jax.tree.leaves(buffer)
-    per_seed = sum(leaf.size * leaf.dtype.itemsize for leaf in leaves) // leaves[0].shape[0]
-    return {"replay_buffer_bytes_per_seed": per_seed, "replay_buffer_bytes": per_seed * num_seeds}
-
-
 def row_keys(run: RunConfig, program: loop.Program) -> jax.Array:
     """One key per row of the seed axis: the seeds' keys, repeated for every config of a sweep."""
     keys = devices.seed_keys(run.seed, run.num_seeds)
@@ -374,7 +284,7 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
                                    cached.state)
         _check_checkpoint(run, ckpt, state_shape)
-        check_memory(config, state_shape, cached.largest_array_bytes, num_local)
+        memory.check_memory(config, state_shape, cached.largest_array_bytes, num_local)
         return Prepared(program=program, start=cached.start, advance=cached.advance, state_shape=state_shape,
                         checkpoint=ckpt, lowering_seconds=time.perf_counter() - t0,
                         largest_array_bytes=cached.largest_array_bytes, metric_names=cached.metric_names, cache="hit")
@@ -387,17 +297,17 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
     state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
                                start.out_info)
     _check_checkpoint(run, ckpt, state_shape)
-    check_memory(config, state_shape, 0, num_local)  # before tracing an update: the state alone may not fit
+    memory.check_memory(config, state_shape, 0, num_local)  # before tracing an update: the state alone may not fit
     try:
         advance = program.advance.lower(state_shape, 0, 0)
     except OverflowError:  # an array longer than int32 indices reach
-        raise ValueError(f"an array of one update would hold more than 2**31 elements; {_size_flags(config)}.") from None
+        raise ValueError(f"an array of one update would hold more than 2**31 elements; {memory.size_flags(config)}.") from None
     except jax.errors.JAXTypeError as e:
         if sweep is None:
             raise
         raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
-    largest = largest_array_bytes(advance)
-    check_memory(config, state_shape, largest, num_local)
+    largest = memory.largest_array_bytes(advance)
+    memory.check_memory(config, state_shape, largest, num_local)
     return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
                     lowering_seconds=time.perf_counter() - t0, largest_array_bytes=largest, source_key=source)
 
@@ -434,116 +344,6 @@ def _check_checkpoint(run: RunConfig, ckpt: Path | None, state_shape: Any) -> No
 # ---------------------------------------------------------------------------------------------
 # Between chunks: signals, stop conditions, non-finite watch
 # ---------------------------------------------------------------------------------------------
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM before the run started training (see Signals)."""
-
-    def __init__(self, sig: int):
-        super().__init__(sig)
-        self.sig = sig
-
-
-class Signals:
-    """Ctrl-C / SIGTERM from the start of `main` to the end of the run.
-
-    The handler only records the signal: an exception raised from a handler lands in whatever
-    Python code the main thread runs, and where that is a gc callback, a `__del__` or a weakref
-    finaliser, Python prints and drops it, and the interrupt is lost. The main thread looks at
-    the record at its own wait points instead. Before training (parsing, lowering, compiling,
-    loading kept programs, all on a worker thread while the main thread waits: `interruptible`)
-    nothing is computed that could be kept: the wait raises Interrupted at once, and `main`
-    says one line and exits 130 / 143 with no run folder written (a resumed run's folder stays
-    as it was). Once training (`training = True`), the driver stops after the chunk in flight
-    (it checkpoints and writes everything); a second signal exits at once. The handlers replace
-    an inherited "ignore" too (a script's background job starts with SIGINT ignored), so the
-    key does the same wherever the run was started."""
-
-    NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
-
-    def __init__(self, say: Callable[[str], None] = print, training: bool = False):
-        self.received, self.say, self.training, self.previous, self.announced = None, say, training, {}, False
-
-    def __enter__(self):
-        if threading_is_main():
-            for sig in self.NAMES:
-                self.previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, sig, frame):  # record only: no raising, no printing (the main thread may be inside print())
-        if self.received is not None:
-            os._exit(128 + sig)  # the second one: leave now (the last checkpoint stays)
-        self.received = sig
-
-    def check(self) -> None:
-        """At a wait point before training: Interrupted if a signal arrived."""
-        if self.received is not None and not self.training:
-            raise Interrupted(self.received)
-
-    def announce(self) -> None:
-        """Say once, between chunks, that a signal arrived."""
-        if self.received is not None and not self.announced:
-            self.announced = True
-            self.say(f"{self.NAMES[self.received]}: finishing the chunk in flight, then checkpointing "
-                     f"(press again to quit at once)…")
-
-    def __exit__(self, *exc):
-        from scanrl.common import harness
-
-        for sig, handler in self.previous.items():
-            # quiet_start's "before training started" would be false now: the run is over and
-            # the process only exits, so a late signal is ignored instead
-            signal.signal(sig, signal.SIG_IGN if handler is harness.QUIET_HANDLER is not None else handler)
-
-
-_WORKING: list[threading.Event] = []  # set when its work has returned (see interruptible)
-
-
-def interruptible(work: Callable[[], Any], signals: Signals | None = None) -> Any:
-    """work(), run on a worker thread while this one waits in short slices and checks
-    `signals` (Interrupted as soon as one arrived before training). Tracing, lowering and
-    XLA's compile run for seconds to minutes without returning to this thread's code, so a
-    signal could not be seen (nor the run stop) until they end. The worker's exception,
-    SystemExit of a refused flag included, is raised here. (An Event, not Thread.join: in
-    Python 3.11 a join interrupted by a handler's exception marks the thread stopped.)"""
-    out: dict[str, Any] = {}
-    finished = threading.Event()
-
-    def target():
-        try:
-            out["value"] = work()
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-            out["error"] = e
-        finally:
-            finished.set()
-
-    _WORKING.append(finished)
-    threading.Thread(target=target, name="scanrl-start", daemon=True).start()
-    while not finished.wait(0.05):
-        if signals is not None:
-            signals.check()
-    _WORKING.remove(finished)
-    if signals is not None:
-        signals.check()  # one that came as the work ended: still before training
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
-
-
-def stop_before_training(sig: int) -> typing.NoReturn:
-    """The one line and the exit code of a run interrupted before it trained."""
-    console.COMPILING.stop()
-    print(f"{Signals.NAMES.get(sig, 'signal')} before training started: stopped, nothing was written.", flush=True)
-    sys.stderr.flush()
-    code = 128 + sig
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    if any(not finished.is_set() for finished in _WORKING) and main_file:
-        os._exit(code)  # the worker still traces or compiles (in C++): a normal exit would wait for it or crash
-    raise SystemExit(code)
-
-
-def threading_is_main() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
 class StopConditions:
     """--stop-return, --stop-minutes, --stop-plateau, checked on each chunk's metrics."""
 
@@ -660,7 +460,7 @@ def _execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None, s
     t0 = time.perf_counter()
     with console.NativeStderr() as xla:
         start, advance, metric_names = interruptible(prepared.compile, signals)  # the run folder comes after
-    check_compiled_memory(config, [start, advance], len(prepared.program.layout.mesh.local_devices))
+    memory.check_compiled_memory(config, [start, advance], len(prepared.program.layout.mesh.local_devices))
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
     if prepared.cache in ("miss", "off"):  # compiled here (not loaded): the next start's estimate
         programs.remember_compile_seconds(compile_label(config), compile_seconds)
@@ -796,7 +596,7 @@ def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
             "updates": p.done, "stopped_by": p.reason, "resumed_from": p.resumed_from or None,
             "checkpoint_seconds": p.checkpoint_seconds, "program_cache": prepared.cache,
             "layout": program.layout.describe(), "processes": jax.process_count(),
-            **replay_buffer_summary(prepared.state_shape, program.num_seeds),
+            **memory.replay_buffer_summary(prepared.state_shape, program.num_seeds),
         },
     )
     if logger.active and program.pbt:
