@@ -376,9 +376,6 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_reset, k_rollout, k_epochs = jax.random.split(state.key, 4)
-        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
-                                                                update_index, config.num_steps))
         obs, env_state = state.obs, state.env_state
         if config.reset_every_rollout:
             obs, env_state = reset_groups(vec_env, k_reset, config)
@@ -441,7 +438,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates,
+        vec_env=vec_env, num_updates=config.num_updates,
         steps_per_update=config.batch_size,
     )
 

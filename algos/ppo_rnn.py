@@ -486,9 +486,6 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
-        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(k_rollout, state.env_state,
-                                                                update_index, config.num_steps))
 
         # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state (tanh_normal: the
         #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions)
@@ -560,7 +557,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates,
+        vec_env=vec_env, num_updates=config.num_updates,
         steps_per_update=config.batch_size,
         init_carry=lambda n: jnp.zeros((n, config.gru_size)),
     )

@@ -402,9 +402,6 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             return learner, jax.tree.map(jnp.nanmean, stats)
 
         no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean")}
-        # Brax and Playground envs return to cached starts: new ones every so often (common/envs.py)
-        state = state._replace(env_state=vec_env.refresh_starts(state.key, state.env_state,
-                                                                update_index, config.num_steps))
 
         def env_step(state: TrainState, step_index: jax.Array):
             """All environments take one step into the buffer, then the learner learns (if due).
@@ -456,7 +453,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     return algorithm.Algorithm(
         init=init, update=update, act=act,
         policy_params=lambda state: {"params": state.learner.params, "obs_stats": state.obs_stats},
-        env=env, env_params=env_params, num_updates=config.num_updates,
+        vec_env=vec_env, num_updates=config.num_updates,
         steps_per_update=config.steps_per_iteration,
     )
 

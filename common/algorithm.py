@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import jax
 from jax.sharding import Mesh
@@ -32,23 +32,34 @@ def compiler_options(devices: Any = None) -> dict:
     return dict(CPU_COMPILER_OPTIONS) if all(d.platform == "cpu" for d in devices) else {}
 
 
-class Algorithm(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
     """An algorithm's pieces for one seed: `init(key) -> state`, `update(state, update_index) ->
     (state, metrics)`, `act(policy, obs, key, deterministic) -> actions`, `policy_params(state)
-    -> policy`, and its env and sizes."""
+    -> policy`, the `vec_env` (common/envs.py's VecEnv) that `update` steps, and its sizes.
+
+    The suites' own details stay out of `update`: where the env returns to cached starts (Brax,
+    Playground), `self.update` first draws new ones on VecEnv's schedule
+    (`VecEnv.with_fresh_starts`), so the state needs `env_state` and `key` fields."""
 
     init: Callable[[jax.Array], Any]
     update: Callable[[Any, jax.Array], tuple[Any, dict]]
     act: Callable[..., jax.Array]
     policy_params: Callable[[Any], Any]
-    env: Any
-    env_params: Any
+    vec_env: Any
     num_updates: int
     steps_per_update: int  # env steps per seed in one update
     # A recurrent policy: init_carry(n) is its state for n environments, and
     # act(policy, obs, key, deterministic, carry) -> (actions, carry). None: act returns actions.
     # Either act takes `mask=` (valid actions [N, A]) where the env has an action mask.
     init_carry: Callable[[int], Any] | None = None
+
+    def __post_init__(self):
+        steps_per_env = self.steps_per_update // self.vec_env.num_envs
+        object.__setattr__(self, "update", self.vec_env.with_fresh_starts(self.update, steps_per_env))
+
+    env = property(lambda self: self.vec_env.env)  # the gymnax-style env and its params
+    env_params = property(lambda self: self.vec_env.env_params)
 
 
 def vmap_seeds(fn: Callable, num_seeds: int, in_axes: Any = 0) -> Callable:

@@ -131,10 +131,10 @@ class VecEnv:
     def refresh_starts(self, key: jax.Array, state: VecEnvState, update_index: jax.Array,
                        steps_per_env: int) -> VecEnvState:
         """`state` with new cached starts for every environment (running episodes go on), once every
-        ceil(cached_starts / steps_per_env) updates; the identity for other envs. An algorithm calls
-        it at the start of each update with the update's index, which is the same for every seed,
-        so the choice stays a real branch under the seed vmap (a per-seed one would compute the
-        resets on every update). `key`: any key of the update (a tag is folded into it)."""
+        ceil(cached_starts / steps_per_env) updates; the identity for other envs. It runs at the
+        start of each update (`with_fresh_starts`) with the update's index, the same for every
+        seed, so the choice stays a real branch under the seed vmap (a per-seed one would compute
+        the resets on every update). `key`: any key of the update (a tag is folded into it)."""
         if not self.cached_starts:
             return state
         every = max(1, -(-self.cached_starts // steps_per_env))
@@ -144,6 +144,19 @@ class VecEnv:
             return state._replace(starts=jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params))
 
         return jax.lax.cond((update_index + 1) % every == 0, refresh, lambda state: state, state)
+
+    def with_fresh_starts(self, update: Any, steps_per_env: int) -> Any:
+        """`update(state, update_index)` that first gives `state.env_state` its new cached starts
+        (`refresh_starts` with `state.key`), so that no algorithm's update calls it; `update`
+        itself where the env caches none. `common/algorithm.py`'s `Algorithm` applies it."""
+        if not self.cached_starts:
+            return update
+
+        def refreshed(state, update_index):
+            env_state = self.refresh_starts(state.key, state.env_state, update_index, steps_per_env)
+            return update(state._replace(env_state=env_state), update_index)
+
+        return refreshed
 
     def action_mask(self, state: VecEnvState) -> jax.Array | None:
         """The valid actions [N, A] bool in each environment's current state; None when the

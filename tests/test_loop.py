@@ -17,6 +17,7 @@ import pytest
 
 from scanrl import algos
 from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, td3
+from scanrl.common import envs
 from scanrl.common.harness import devices, evaluate, loop
 from scanrl.common.harness.runconfig import compose
 from conftest import HANG_GUARD, REPO, run_python
@@ -498,8 +499,8 @@ def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
             return waits if deterministic else jax.random.bernoulli(key, 0.5, waits.shape).astype(jnp.int32)
 
         return loop.Algorithm(init=lambda key: {"w": jnp.zeros(1)}, update=lambda s, u: (s, {"episode_return": 0.0}),
-                              act=act, policy_params=lambda s: s, env=env, env_params=env_params, num_updates=2,
-                              steps_per_update=1)
+                              act=act, policy_params=lambda s: s, vec_env=envs.VecEnv(env, env_params, 1),
+                              num_updates=2, steps_per_update=1)
 
     config = compose(ppo, "CartPole-v1", num_seeds=2, eval_every=1, eval_episodes=64, log_every=0)
     env = Corridor()

@@ -4,6 +4,7 @@ installed is skipped with the reason; CI installs every suite's extra."""
 
 import subprocess
 import sys
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +14,7 @@ import pytest
 from conftest import HANG_GUARD
 
 from scanrl.algos import ppo
-from scanrl.common import envs, suites
+from scanrl.common import algorithm, envs, suites
 from scanrl.common.harness.runconfig import compose
 from scanrl.common.harness import envsettings
 
@@ -99,7 +100,8 @@ def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
     """Brax's auto-reset scheme: an environment whose episode ends (here at a 3-step limit)
     continues from its own cached first state, exactly, and the others run on. The caches
     are drawn anew only on the updates `refresh_starts` schedules (every `cached_starts`
-    steps per environment), and evaluation's episodes start from fresh resets."""
+    steps per environment), by the kit's `Algorithm` before an update that never asks for
+    them, and evaluation's episodes start from fresh resets."""
     env, params, _ = raw_state_env
     params = envsettings.override_params(params, {"max_steps_in_episode": 3})
     vec = envs.VecEnv(env, params, num_envs=2)
@@ -113,11 +115,19 @@ def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
     assert info.truncated.all() and not np.allclose(info.final_obs, obs0)
     np.testing.assert_array_equal(obs, obs0)  # back at the cached starts
     np.testing.assert_array_equal(state.env_state.time, 0)
-    refresh = jax.jit(vec.refresh_starts, static_argnums=3)
     every = 10_000 // 100  # updates of 100 steps per environment between new starts
-    kept = refresh(jax.random.key(1), state, jnp.int32(every - 2), 100)
+
+    class TrainState(NamedTuple):  # what the kit's refresh reads of an algorithm's state
+        env_state: envs.VecEnvState
+        key: jax.Array
+
+    # an update that never calls refresh_starts, as no algorithm file does
+    algo = algorithm.Algorithm(init=None, update=lambda state, u: (state, {}), act=None, policy_params=None,
+                               vec_env=vec, num_updates=every, steps_per_update=100 * vec.num_envs)
+    update = jax.jit(lambda state, u: algo.update(state, u)[0].env_state)
+    kept = update(TrainState(state, jax.random.key(1)), jnp.int32(every - 2))
     np.testing.assert_array_equal(kept.starts[0], state.starts[0])
-    renewed = refresh(jax.random.key(1), state, jnp.int32(every - 1), 100)
+    renewed = update(TrainState(state, jax.random.key(1)), jnp.int32(every - 1))
     assert not np.allclose(renewed.starts[0], state.starts[0])
     np.testing.assert_array_equal(renewed.env_state.time, state.env_state.time)  # running episodes go on
     fresh = jax.jit(vec.reset)(jax.random.key(5))[0]
