@@ -291,10 +291,8 @@ def check_cells(suite: Suite) -> None:
 
 def _check_unchanged(run_dir: Path, config: Any) -> None:
     """A finished cell is kept only if the suite still asks for what it ran."""
-    from scanrl.common.harness import run
-
     saved = json.loads((run_dir / "config.json").read_text())
-    now = json.loads(json.dumps(run.config_dict(config), default=str))
+    now = json.loads(json.dumps(configs.config_dict(config), default=str))
     for key, value in now.items():
         if key not in configs.RESUMABLE - {"total_timesteps"} and key in saved and saved[key] != value:
             raise ValueError(f"its finished run {run_dir} used {configs.flag(key)} {saved[key]} and the suite now "
@@ -423,7 +421,7 @@ def write_report(suite: Suite, results: dict, rows: list[dict], reps: int, seed:
                 if x is not None and stats.reference_point(row["env"], suite.points) else None
             row.update(iqm=raw.as_list() if raw else None, normalised_iqm=normalised.as_list() if normalised else None)
         progress.step("aggregates and performance profiles")
-        aggregate, notes = _aggregates(results, metric, suite.points, reps, seed)
+        aggregate, notes = _suite_aggregates(results, metric, suite.points, reps, seed)
     content = {"suite": str(suite.path), "metric": metric, "metric_means": stats.METRICS[metric],
                "interval": f"95%, rliable stratified bootstrap (percentile), {reps:,} resamples, numpy seed {seed}",
                "cells": rows,
@@ -442,7 +440,7 @@ def write_report(suite: Suite, results: dict, rows: list[dict], reps: int, seed:
     return content
 
 
-def _aggregates(results: dict, metric: str, points: dict, reps: int, seed: int) -> tuple[dict, list[str]]:
+def _suite_aggregates(results: dict, metric: str, points: dict, reps: int, seed: int) -> tuple[dict, list[str]]:
     """Per algorithm, over the envs it ran that have reference points: the interval estimates and
     performance profiles of its normalised scores; and notes on what was left out."""
     notes = []

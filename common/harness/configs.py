@@ -32,7 +32,7 @@ import tyro
 from scanrl.common.algorithm import INDEFINITE_UPDATES, check_budget, check_values, flag, updates_for  # noqa: F401
 from scanrl.common.harness.runconfig import (  # noqa: F401  (re-exported for the harness's modules)
     LAUNCH_FIELDS, NOT_IN_LABELS, NOT_IN_PROGRAM, OUTPUT_FIELDS, RESUMABLE, RUN_FIELDS, STOP_FIELDS, Job, RunConfig,
-    compose,
+    compose, config_dict,
 )
 
 

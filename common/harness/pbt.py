@@ -231,7 +231,7 @@ def lineage(metrics: dict[str, np.ndarray], sweep: Any, spec: Spec, first_seed: 
             parent = metrics["pbt_parent"][row, u]
             members.append({
                 "member": row // spec.seeds, "seed": first_seed + row % spec.seeds,
-                "fitness": _num(metrics["pbt_fitness"][row, u]),
+                "fitness": _float32_or_none(metrics["pbt_fitness"][row, u]),
                 "parent": int(parent) if parent >= 0 else None,
                 "hparams": {k: _value(metrics[f"pbt_{k}"][row, u]) for k in fields},
             })
@@ -247,7 +247,8 @@ def write_lineage(run_dir: Path, records: list[dict]) -> None:
     temporary.replace(path)
 
 
-def _num(x: float) -> float | None:
+def _float32_or_none(x: float) -> float | None:
+    """x with float32's 7 significant digits, or None (null) where it is NaN or infinite."""
     return float(f"{x:.7g}") if math.isfinite(x) else None
 
 
@@ -292,8 +293,8 @@ def report(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray]
         scores = np.array([-np.inf if np.isnan(final[r]) else final[r] for r in rows])
         best = rows[int(np.argmax(scores))]
         runs.append({
-            "seed": first_seed + s, "winner": best // spec.seeds, "winner_final_return": _num(final[best]),
-            "final_return_per_member": [_num(final[r]) for r in rows],
+            "seed": first_seed + s, "winner": best // spec.seeds, "winner_final_return": _float32_or_none(final[best]),
+            "final_return_per_member": [_float32_or_none(final[r]) for r in rows],
             "schedule": schedule(metrics, sweep, spec, best),
         })
     summary = {
@@ -357,3 +358,18 @@ def draw(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray], 
     plots.steps_axis(ax)
     fig.tight_layout()
     plots.save(fig, run_dir / "pbt.png")
+
+
+def write(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray], config_values: dict[str, Any],
+          first_seed: int, steps_per_update: int) -> None:
+    """A finished PBT run's files: pbt.jsonl (`write_lineage`), pbt.json, best_config.json and
+    the table (`report`), then pbt.png (a plotting failure is only a warning)."""
+    import sys
+
+    write_lineage(run_dir, lineage(metrics, sweep, spec, first_seed, steps_per_update))
+    summary = report(run_dir, sweep, spec, metrics, config_values, first_seed, steps_per_update)
+    try:
+        draw(run_dir, sweep, spec, metrics, summary, steps_per_update)
+    except Exception as e:  # noqa: BLE001 - a picture must never fail a finished run
+        print(f"warning: pbt.png was not drawn ({type(e).__name__}: {e}); the run's other files are complete.",
+              file=sys.stderr)

@@ -62,7 +62,7 @@ from scanrl.common.harness.configs import NOT_IN_PROGRAM
 
 FORMAT = 2  # 2: trees stored apart from the executables, so they can be swapped
 # Packages whose code is traced into a program (their version stands for their source).
-PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
+KEY_PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
 
 
 @dataclass
@@ -108,7 +108,7 @@ def _source_files(algorithm_file: str) -> dict[str, str]:
 
 def _versions() -> dict[str, str]:
     found = {"python": sys.version, "machine": platform.machine()}
-    for name in PACKAGES:
+    for name in KEY_PACKAGES:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             found[name] = importlib.metadata.version(name)
     return found

@@ -38,18 +38,12 @@ import tyro
 from scanrl.common import algorithm
 from scanrl.common.harness import checkpoint, console, devices, loop, memory, pbt, programs, sweeps
 from scanrl.common.harness.configs import (
-    LAUNCH_FIELDS, RESUMABLE, Job, RunConfig, check_algorithm, check_flag_names, check_pairs, compose, fail, flag,
+    RESUMABLE, Job, RunConfig, check_algorithm, config_dict, check_flag_names, check_pairs, compose, fail, flag,
     flag_value, grouped_help, read_config_file, tyro_error_sentence, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, latest_mean, new_run_dir
 from scanrl.common.harness.signals import Interrupted, Signals, interruptible, stop_before_training
 from scanrl.common.suites import recipes
-
-
-def config_dict(job: Job) -> dict[str, Any]:
-    """A Job as flat values, the form flags take and config.json stores."""
-    run = {k: v for k, v in dataclasses.asdict(job.run).items() if k not in LAUNCH_FIELDS}
-    return {**dataclasses.asdict(job.config), **run}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,11 +594,12 @@ def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
         },
     )
     if logger.active and program.pbt:
-        write_pbt(logger.run_dir, program, metrics, config)
+        pbt.write(logger.run_dir, program.sweep, program.pbt, metrics, config_dict(config), run.seed,
+                  program.steps_per_update)
     elif logger.active and program.sweep:
         shaped = {k: list(v.reshape(program.sweep.size, run.num_seeds, -1)) for k, v in metrics.items()}
-        write_sweep(logger.run_dir, program.sweep, shaped["episode_return"], shaped.get(run.eval_metric), config,
-                    [program.steps_per_update] * program.sweep.size)
+        sweeps.write(logger.run_dir, program.sweep, shaped["episode_return"], shaped.get(run.eval_metric),
+                     config_dict(config), run.num_seeds, [program.steps_per_update] * program.sweep.size)
     elif logger.active:
         draw_curves(logger.run_dir)
     summary = {**summary, "exit_code": 0}
@@ -699,35 +694,10 @@ def _report_loop_sweep(sweep_dir: Path, sweep: sweeps.Sweep, done: list[dict], c
     returns = [m["episode_return"] for m in loaded]
     metric = config.run.eval_metric
     evals = [m[metric] for m in loaded] if all(metric in m.files for m in loaded) else None
-    write_sweep(sweep_dir, part, returns, evals, config, [s["total_timesteps"] / max(s["updates"], 1) for s in done])
+    sweeps.write(sweep_dir, part, returns, evals, config_dict(config), config.run.num_seeds,
+                 [s["total_timesteps"] / max(s["updates"], 1) for s in done])
     if len({r.shape for r in returns}) == 1:
         np.savez(sweep_dir / "metrics.npz", **{k: np.stack([m[k] for m in loaded]) for k in loaded[0].files})
-
-
-def write_sweep(run_dir: Path, sweep: sweeps.Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,
-                config: Any, steps_per_update: list[float]) -> None:
-    """sweep.json, best_config.json, the table; sweep.png (a plotting failure is only a warning).
-    returns, evals: per config [seeds, updates]; steps_per_update: per config."""
-    values = json.loads(json.dumps(config_dict(config), default=str))
-    rows = sweeps.report(run_dir, sweep, returns, evals, values, config.run.num_seeds)
-    try:
-        sweeps.draw(run_dir, sweep, returns, rows, steps_per_update)
-    except Exception as e:  # noqa: BLE001
-        print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
-              file=sys.stderr)
-
-
-def write_pbt(run_dir: Path, program: loop.Program, metrics: dict[str, np.ndarray], config: Any) -> None:
-    """pbt.jsonl, pbt.json, best_config.json, the table; pbt.png (a plotting failure is only a warning)."""
-    run = config.run
-    pbt.write_lineage(run_dir, pbt.lineage(metrics, program.sweep, program.pbt, run.seed, program.steps_per_update))
-    summary = pbt.report(run_dir, program.sweep, program.pbt, metrics, config_dict(config), run.seed,
-                         program.steps_per_update)
-    try:
-        pbt.draw(run_dir, program.sweep, program.pbt, metrics, summary, program.steps_per_update)
-    except Exception as e:  # noqa: BLE001
-        print(f"warning: pbt.png was not drawn ({type(e).__name__}: {e}); the run's other files are complete.",
-              file=sys.stderr)
 
 
 def draw_curves(run_dir: Path) -> None:

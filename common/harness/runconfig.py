@@ -204,6 +204,12 @@ class Job:
                    dataclasses.replace(self.run, **settings) if settings else self.run)
 
 
+def config_dict(job: Job) -> dict[str, Any]:
+    """A Job as flat values, the form flags take and config.json stores."""
+    run = {k: v for k, v in dataclasses.asdict(job.run).items() if k not in LAUNCH_FIELDS}
+    return {**dataclasses.asdict(job.config), **run}
+
+
 def compose(module: Any, env: str | None = None, recipe: str = "auto", **values: Any) -> Job:
     """The Job for an algorithm module (its Config, default_config, ALGO and RUN_DEFAULTS) on `env`
     (default: its Config's): the file's defaults and presets (its RUN_DEFAULTS for every env and

@@ -97,10 +97,11 @@ class Estimate:
         return f"{self.point:.3g} [{self.low:.3g}, {self.high:.3g}]"
 
     def as_list(self) -> list[float | None]:
-        return [_num(self.point), _num(self.low), _num(self.high)]
+        return [finite_or_none(self.point), finite_or_none(self.low), finite_or_none(self.high)]
 
 
-def _num(x: float) -> float | None:
+def finite_or_none(x: float) -> float | None:
+    """x as a JSON number, or None (null) where it is NaN or infinite."""
     return float(x) if math.isfinite(x) else None
 
 
@@ -441,10 +442,10 @@ def results_from_runs(runs: list[dict[str, Any]]) -> dict:
         for i, seed in enumerate(r["seeds"]):
             entry = {}
             for k, (steps, point) in enumerate(r["curve"]):
-                entry[f"step_{k}"] = {"step_count": steps, **{m: [_num(float(v[i]))] for m, v in point.items()}}
-            entry["absolute_metrics"] = {"return": [_num(float(r["return"][i]))]}
+                entry[f"step_{k}"] = {"step_count": steps, **{m: [finite_or_none(float(v[i]))] for m, v in point.items()}}
+            entry["absolute_metrics"] = {"return": [finite_or_none(float(r["return"][i]))]}
             if r["eval_return"] is not None:
-                entry["absolute_metrics"]["eval_return"] = [_num(float(r["eval_return"][i]))]
+                entry["absolute_metrics"]["eval_return"] = [finite_or_none(float(r["eval_return"][i]))]
             cell[f"seed_{seed}"] = entry
     return out
 

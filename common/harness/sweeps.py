@@ -213,10 +213,6 @@ def with_values(config: Any, values: dict[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------
 # What a sweep writes
 # ---------------------------------------------------------------------------------------------
-def _num(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
 def _final_and_best(returns: np.ndarray, evals: np.ndarray | None) -> tuple[np.ndarray, float]:
     """Of one config ([seeds, updates]): the final return per seed (mean over the last 10% of
     the updates) and the best evaluation (of the mean over seeds)."""
@@ -242,13 +238,13 @@ def report(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[n
         iqm = stats.iqm_interval(f, reps=IQM_REPS)  # over the seeds with a final return
         rows.append({
             "config": c, "values": sweep.config_values(c),
-            "final_return_mean": _num(np.nanmean(f)) if not np.isnan(f).all() else None,
-            "final_return_std": _num(np.nanstd(f)) if not np.isnan(f).all() else None,
-            "final_return_iqm": _num(iqm.point) if iqm else None,
-            "final_return_iqm_ci95": [_num(iqm.low), _num(iqm.high)] if iqm else None,
-            "final_return_min": _num(np.nanmin(f)) if not np.isnan(f).all() else None,
-            "final_return_per_seed": [_num(x) for x in f],
-            "best_eval_return": _num(best_eval),
+            "final_return_mean": stats.finite_or_none(np.nanmean(f)) if not np.isnan(f).all() else None,
+            "final_return_std": stats.finite_or_none(np.nanstd(f)) if not np.isnan(f).all() else None,
+            "final_return_iqm": stats.finite_or_none(iqm.point) if iqm else None,
+            "final_return_iqm_ci95": [stats.finite_or_none(iqm.low), stats.finite_or_none(iqm.high)] if iqm else None,
+            "final_return_min": stats.finite_or_none(np.nanmin(f)) if not np.isnan(f).all() else None,
+            "final_return_per_seed": [stats.finite_or_none(x) for x in f],
+            "best_eval_return": stats.finite_or_none(best_eval),
         })
     ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
                     reverse=True)
@@ -326,3 +322,18 @@ def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict
     plots.steps_axis(ax)
     fig.tight_layout()
     plots.save(fig, run_dir / "sweep.png")
+
+
+def write(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,
+          config_values: dict[str, Any], num_seeds: int, steps_per_update: list[float]) -> None:
+    """A finished sweep's files: sweep.json, best_config.json and the table (`report`), then
+    sweep.png (a plotting failure is only a warning). returns, evals: per config [seeds, updates];
+    config_values: the sweep's flat config; steps_per_update: per config."""
+    import sys
+
+    rows = report(run_dir, sweep, returns, evals, json.loads(json.dumps(config_values, default=str)), num_seeds)
+    try:
+        draw(run_dir, sweep, returns, rows, steps_per_update)
+    except Exception as e:  # noqa: BLE001 - a picture must never fail a finished sweep
+        print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
+              file=sys.stderr)
