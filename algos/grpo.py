@@ -151,6 +151,11 @@ PRESETS = {
     # 5e5 steps 15 updates (-0.586); a 16-step window makes them 488 updates (0.992 over 10
     # seeds; benchmarks/RESULTS.md, "The core table's weak cells")
     "Catch-bsuite": dict(num_steps=16),
+    # Pendulum: 16 envs (as PPO's continuous preset) make 5e5 steps 156 updates, not 39, with a
+    # larger step size; by sweep over num_envs x learning rate, 10 seeds (benchmarks/RESULTS.md,
+    # "The core table's weak cells"): -344 at 5e5 steps, where 64 envs at 1e-3 gave -1,130. The
+    # step size suits this budget: over 3e6 steps it peaks near -630 and falls back to -780
+    "Pendulum-v1": dict(total_timesteps=500_000, num_envs=16, learning_rate=3e-3),
 }
 
 

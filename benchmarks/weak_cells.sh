@@ -24,10 +24,23 @@ cell grpo_cartpole_3e6 grpo CartPole-v1 --total-timesteps 3000000
 cell grpo_catch_window16 grpo Catch-bsuite --total-timesteps 500000 --num-steps 16
 cell grpo_catch_continuing grpo Catch-bsuite --total-timesteps 500000 --num-steps 128 \
     --no-reset-every-rollout --no-truncate-at-first-done
-# Pendulum: every group member from the same start (the "one prompt, G completions" form), and
-# the continuous preset at 4x the budget.
-cell grpo_pendulum_shared_reset grpo Pendulum-v1 --total-timesteps 500000 --shared-group-reset
-cell grpo_pendulum_2e6 grpo Pendulum-v1 --total-timesteps 2000000
+# Pendulum (with the continuous preset's 64 envs and step size 1e-3): every group member from the
+# same start (the "one prompt, G completions" form), and 4x the budget.
+cell grpo_pendulum_shared_reset grpo Pendulum-v1 --total-timesteps 500000 --shared-group-reset \
+    --num-envs 64 --learning-rate 1e-3
+cell grpo_pendulum_2e6 grpo Pendulum-v1 --total-timesteps 2000000 --num-envs 64 --learning-rate 1e-3
+# Pendulum at the cell's 5e5 steps: the continuous preset (64 envs x 200 steps: 39 updates, step
+# size 1e-3), and fewer envs per update (PPO's continuous preset has 16), so more updates of the
+# same budget.
+cell grpo_pendulum_5e5 grpo Pendulum-v1 --total-timesteps 500000 --num-envs 64 --learning-rate 1e-3
+cell grpo_pendulum_32envs grpo Pendulum-v1 --total-timesteps 500000 --num-envs 32 --learning-rate 1e-3
+cell grpo_pendulum_16envs grpo Pendulum-v1 --total-timesteps 500000 --num-envs 16 --learning-rate 1e-3
+cell grpo_pendulum_16envs_lr3e-3 grpo Pendulum-v1 --total-timesteps 500000 --num-envs 16 \
+    --learning-rate 3e-3
+# ... which is now GRPO's preset for Pendulum-v1 (5e5 steps, 16 envs, 3e-3); the same step size
+# over the continuous preset's 3e6 steps, and 16 envs at its step size of 1e-3 over 3e6:
+cell grpo_pendulum_preset_3e6 grpo Pendulum-v1 --total-timesteps 3000000
+cell grpo_pendulum_16envs_lr1e-3_3e6 grpo Pendulum-v1 --total-timesteps 3000000 --learning-rate 1e-3
 # IMPALA's continuous preset documents 2e6 steps.
 cell impala_pendulum_2e6 impala Pendulum-v1 --total-timesteps 2000000
 python - "$OUT" <<'PY'
