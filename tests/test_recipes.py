@@ -331,3 +331,24 @@ def test_td3_recipes_are_fasttd3_s_published_arguments_and_keep_the_replay_ratio
         assert cpu.run.eval_episodes == recipes.CPU_EVAL_ENVS and cpu.n_step == pub.n_step
     with pytest.raises(ValueError, match="one learning rate"):
         fasttd3_args.td3_fields(dict(fasttd3_args.PLAYGROUND, actor_learning_rate=1e-4))
+
+
+def test_fasttd3_s_arguments_on_sac_keep_everything_but_td3_s_own_parts():
+    """`sac_fields` (FastSAC's move, benchmarks/equal_wall.py's SAC learner) gives SAC every field
+    TD3's translation gives, with the same values, except the five TD3 has alone (its delay and
+    its two noises); they make a valid SAC Config with the C51 critic, n-step returns and replay
+    ratio of the recipe, in both forms."""
+    from scanrl.common.suites import fasttd3_args
+
+    for task in ("CheetahRun", "T1JoystickFlatTerrain"):
+        recipe = recipes.recipe_for("td3", f"playground/{task}")
+        for form in ("published", "cpu"):
+            args = recipes.trainer_args(recipe, form)
+            td3_f, sac_f = fasttd3_args.td3_fields(args), fasttd3_args.sac_fields(args)
+            assert set(td3_f) - set(sac_f) == set(fasttd3_args.TD3_ONLY) and len(fasttd3_args.TD3_ONLY) == 5
+            assert all(sac_f[k] == td3_f[k] for k in sac_f)
+            assert set(fasttd3_args.TD3_ONLY) <= {f.name for f in dataclasses.fields(td3.Config)}
+            config = sac.Config(env=f"playground/{task}", **{k: v for k, v in sac_f.items() if k != "eval_episodes"})
+            assert (config.num_atoms, config.n_step, config.batch_size) == (101, args["num_steps"], args["batch_size"])
+            assert config.updates_per_step * config.batch_size / config.num_envs == (
+                args["num_updates"] * args["batch_size"] / args["num_envs"])

@@ -64,4 +64,18 @@ def td3_fields(a: dict) -> dict:
                 activation="relu", eval_episodes=a["num_eval_envs"])
 
 
-FIELDS = {"fast_td3": td3_fields}  # Recipe.trainer -> its translation
+# TD3's own parts, which SAC replaces by its stochastic actor and learned temperature
+TD3_ONLY = ("policy_delay", "exploration_noise_min", "exploration_noise_max", "target_noise",
+            "target_noise_clip")
+
+
+def sac_fields(a: dict) -> dict:
+    """scanrl's SAC fields for FastTD3's arguments, FastSAC's move (arXiv:2512.01996): the same
+    envs, batch, replay ratio, n-step, C51 critic, widths, weight decay, tau, gamma and
+    observation normalisation; SAC's own parts (the learned temperature, its target entropy,
+    the actor's log-std bounds) at sac.py's defaults. FastSAC's own further changes are not
+    in it."""
+    return {k: v for k, v in td3_fields(a).items() if k not in TD3_ONLY}
+
+
+FIELDS = {"fast_td3": td3_fields, "fast_sac": sac_fields}  # Recipe.trainer -> its translation
