@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "reference" / "brax_trainers"
 
 BRAX = r"""
-import functools, json, sys, time, warnings
+import functools, json, os, sys, time, warnings
 warnings.simplefilter("ignore")
 import jax, jax.numpy as jnp
 jax.device_put_replicated = lambda x, devices: jax.device_put(
@@ -71,8 +71,11 @@ evals = []
 def progress(step, metrics):
     if "eval/episode_reward" in metrics:
         evals.append((int(step), float(metrics["eval/episode_reward"])))
+        # each evaluation as it happens, for a reader that stops the process at a wall budget
+        print("EVAL" + json.dumps({"time": time.time(), "step": evals[-1][0], "eval": evals[-1][1]}), flush=True)
 common = dict(environment=env, episode_length=1000, normalize_observations=True, action_repeat=1, num_evals=num_evals,
-              deterministic_eval=False, progress_fn=progress, seed=seed, **extra)
+              deterministic_eval=os.environ.get("BRAX_DETERMINISTIC_EVAL") == "1", progress_fn=progress, seed=seed,
+              **extra)
 t, start = time.perf_counter(), time.time()
 if algo == "ppo":
     from brax.training.agents.ppo import networks, train
