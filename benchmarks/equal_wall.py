@@ -23,13 +23,13 @@ periods). An evaluation counts at the wall second its result was written (scanrl
 progress.jsonl record appears; Brax: the trainer prints it). A Brax seed that had e seconds of
 its round stands at e x rounds of the whole budget.
 
-Per (task, learner): a JSON with each seed's evaluations as (wall seconds, return). `--table`
-renders, per task, the IQM of the last evaluation within the budget with its 95% stratified-
-bootstrap interval (rliable, common/harness/stats.py's `iqm_interval`); `--plot` draws IQM return against
-wall seconds.
+Per (task, learner): a JSON with each seed's evaluations as (wall seconds, return, env steps
+per seed). `--table` renders, per task, the IQM of the last evaluation within the budget with its
+95% stratified-bootstrap interval (rliable, common/harness/stats.py's `iqm_interval`); `--plot`
+draws IQM return against wall seconds.
 
     python benchmarks/equal_wall.py --env playground/CheetahRun --seconds 300 --seeds 6 \\
-        --eval-every td3=40,sac=40,ppo=1 --brax-steps 40000 --out DIR
+        --eval-every td3=3,sac=3,ppo=1 --evals 20 --brax-steps 100000 --out DIR
     python benchmarks/equal_wall.py --table --out DIR
     python benchmarks/equal_wall.py --plot --out DIR
 """
@@ -238,10 +238,11 @@ def main() -> None:
     parser.add_argument("--learners", default=",".join(LEARNERS))
     parser.add_argument("--seconds", type=float, default=300.0, help="the wall budget of each learner")
     parser.add_argument("--seeds", type=int, default=6)
-    parser.add_argument("--eval-every", default="td3=40,sac=40,ppo=1",
+    parser.add_argument("--eval-every", default="td3=3,sac=3,ppo=1",
                         help="scanrl's evaluation period in updates, per learner")
-    parser.add_argument("--evals", type=int, default=10, help="Brax: evaluation periods in --brax-steps")
-    parser.add_argument("--brax-steps", type=int, default=40_000, help="Brax: its num_timesteps (a cap)")
+    parser.add_argument("--evals", type=int, default=20, help="Brax: evaluation periods in --brax-steps")
+    parser.add_argument("--brax-steps", type=int, default=100_000,
+                        help="Brax: its num_timesteps, a cap that its rounds should not reach within the budget")
     parser.add_argument("--scanrl-flags", default="", help="more flags for the scanrl learners (a variant)")
     parser.add_argument("--variant", default="", help="the variant's name, in its cells' names")
     parser.add_argument("--out", type=Path, required=True)
