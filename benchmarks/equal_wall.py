@@ -86,6 +86,7 @@ def run_scanrl(learner: str, env: str, seeds: int, seconds: float, eval_every: i
     proc = subprocess.Popen(command, cwd=REPO, stdout=open(out / "stdout.txt", "w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
     seen, evals = 0, []  # evals: (wall, [return per seed], env steps per seed)
+    stopped = False
     while True:
         done = proc.poll() is not None
         files = list((out / "run").glob("*/progress.jsonl"))
@@ -99,9 +100,9 @@ def run_scanrl(learner: str, env: str, seeds: int, seconds: float, eval_every: i
         seen = len(complete)
         if done:
             break
-        if time.time() - start >= seconds and proc.returncode is None and not getattr(proc, "stopped", False):
+        if time.time() - start >= seconds and not stopped:
             os.killpg(proc.pid, signal.SIGINT)  # the run stops between chunks and writes its folder
-            proc.stopped = True
+            stopped = True
         time.sleep(0.2)
     return {"command": command[1:], "returncode": proc.returncode, "process_wall": time.time() - start,
             "evals": [list(e) for e in evals]}
