@@ -162,8 +162,8 @@ class Config:
 
 def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) -> Config:
     """Config for `env`: the dataclass defaults (tuned on Pendulum-v1), then the suite's published
-    recipe for `env` where there is one (`recipe`: auto, published, cpu, none);
-    `overrides` (hyperparameters) win."""
+    recipe for `env` where there is one (`recipe`: auto, published, cpu, none; or fast,
+    fast-published, fast-cpu: FastTD3's arguments); `overrides` (hyperparameters) win."""
     # the env ids' registry and the suites' recipe tables load only here
     from scanrl.common.suites import recipes
 

@@ -6,7 +6,9 @@ seconds it had used.
 Learners (each task's recipe in its `cpu` form, common/suites/recipes.py):
 - `td3`: algos/td3.py with Playground's TD3 recipe (FastTD3's published arguments);
 - `sac`: algos/sac.py with the same FastTD3 arguments translated to SAC's fields
-  (common/suites/fasttd3_args.py `sac_fields`), given as a `--config` file with `--recipe none`;
+  (common/suites/fasttd3_args.py `sac_fields`): `--recipe fast-cpu` (the sitting of
+  benchmarks/reference/equal_wall/cpu_300s gave the same fields as a `--config` file with
+  `--recipe none`, before that choice existed);
 - `ppo`: algos/ppo.py with Playground's PPO recipe;
 - `brax_sac`: Brax's own SAC trainer with Playground's SAC recipe (benchmarks/brax_trainers.py's
   process). It trains one seed per call, so its seeds run as processes two at a time (one per
@@ -60,19 +62,10 @@ OFF_POLICY_NUM_STEPS = 10  # td3/sac: env steps per environment in one update, s
 
 def scanrl_command(learner: str, env: str, seeds: int, eval_every: int, out: Path, extra: list[str]) -> list[str]:
     """The scanrl run of a learner: no step budget (the wall budget stops it)."""
-    from scanrl.common.suites import fasttd3_args, recipes
-
     flags = ["--env", env, "--num-seeds", str(seeds), "--total-timesteps", "0", "--stop-minutes", "10000",
              "--eval-every", str(eval_every), "--eval-policy", "deterministic", "--log-every", "1",
              "--no-compile-cache", "--out-dir", str(out / "run")]
-    if learner == "sac":  # FastTD3's arguments on SAC: a config file, over sac.py's defaults
-        fields = fasttd3_args.sac_fields(recipes.trainer_args(recipes.recipe_for("td3", env), "cpu"))
-        flags += ["--eval-episodes", str(fields.pop("eval_episodes")), "--recipe", "none",
-                  "--config", str(out / "sac_fast.json")]
-        fields.pop("total_timesteps")
-        (out / "sac_fast.json").write_text(json.dumps(fields))
-    else:
-        flags += ["--recipe", "cpu"]
+    flags += ["--recipe", "fast-cpu" if learner == "sac" else "cpu"]  # SAC: FastTD3's arguments
     if learner in ("td3", "sac"):
         flags += ["--num-steps", str(OFF_POLICY_NUM_STEPS)]
     return [sys.executable, f"algos/{learner}.py", *flags, *extra]

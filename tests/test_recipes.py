@@ -193,14 +193,19 @@ def test_auto_means_published_with_an_accelerator_and_cpu_without(monkeypatch):
     assert recipes.resolve("auto") == "cpu"
     monkeypatch.setenv("JAX_PLATFORMS", "cuda,cpu")
     assert recipes.resolve("auto") == "published"
-    with pytest.raises(ValueError, match="--recipe 'gpu' is not one of auto, published, cpu, none"):
+    assert (recipes.resolve("fast"), recipes.resolve("fast-cpu")) == ("fast-published", "fast-cpu")
+    choices = "auto, published, cpu, none, fast, fast-published, fast-cpu"
+    with pytest.raises(ValueError, match=f"--recipe 'gpu' is not one of {choices}"):
         recipes.resolve("gpu")
 
 
 def test_bad_recipes_and_env_options_are_one_sentence(cli_error):
     installed("brax.envs", "brax")
     for args, message in [
-        (["--recipe", "gpu"], "--recipe 'gpu' is not one of auto, published, cpu, none."),
+        (["--recipe", "gpu"], "--recipe 'gpu' is not one of auto, published, cpu, none, fast, fast-published, "
+                              "fast-cpu."),
+        (["--recipe", "fast"], "--recipe fast is FastTD3's arguments, for td3 and sac, and ppo has none; use --recipe "
+                               "auto."),
         (["--env-options", "backend"], "--env-options takes KEY VALUE pairs, got backend."),
         (["--env-options", "backend", "positional"], "--env-options backend positional: gymnax environments take "
                                                      "no options; Brax and MuJoCo Playground do."),
@@ -352,3 +357,30 @@ def test_fasttd3_s_arguments_on_sac_keep_everything_but_td3_s_own_parts():
             assert (config.num_atoms, config.n_step, config.batch_size) == (101, args["num_steps"], args["batch_size"])
             assert config.updates_per_step * config.batch_size / config.num_envs == (
                 args["num_updates"] * args["batch_size"] / args["num_envs"])
+
+
+def test_recipe_fast_gives_sac_fasttd3_s_arguments_and_td3_its_own_recipe(monkeypatch):
+    """`--recipe fast`: SAC on a Playground task takes FastTD3's arguments (`sac_fields`) in place
+    of Playground's SAC recipe, recorded as fast-published or fast-cpu (what a resume looks up
+    again); TD3 gets what its own recipe gives; an env without FastTD3's arguments gets no
+    recipe; `fast` resolves as `auto` does; the compile line names FastTD3 as the source."""
+    from scanrl.common.suites import fasttd3_args
+
+    env = "playground/CheetahRun"
+    recipe = recipes.recipe_for("td3", env)
+    for form in ("published", "cpu"):
+        fast, plain = compose(sac, env, f"fast-{form}"), compose(sac, env, form)
+        expected = fasttd3_args.sac_fields(recipes.trainer_args(recipe, form))
+        assert {k: getattr(fast.run if k in recipes.RUN_SETTINGS else fast.config, k) for k in expected} == expected
+        assert (fast.run.recipe, plain.run.recipe) == (f"fast-{form}", form)
+        assert plain.num_atoms == 0 and plain.critic_layer_norm  # Playground's own SAC recipe
+        assert compose(td3, env, f"fast-{form}").config == compose(td3, env, form).config
+        assert recipes.source("sac", env, f"fast-{form}") == fasttd3_args.SOURCE != recipes.source("sac", env, form)
+    none = compose(sac, "Pendulum-v1", "fast-cpu")
+    assert none.run.recipe == "none" and none.config == compose(sac, "Pendulum-v1", "none").config
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert run.parse_config(sac, ["--env", env, "--recipe", "fast"]) == compose(sac, env, "fast-cpu")
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda,cpu")
+    assert compose(sac, env, "fast") == compose(sac, env, "fast-published")
+    with pytest.raises(ValueError, match="--recipe fast is FastTD3's arguments, for td3 and sac, and ppo has none"):
+        compose(ppo, env, "fast")

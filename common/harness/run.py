@@ -313,7 +313,7 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
         f"{run.num_seeds} seed{'s' if run.num_seeds > 1 else ''}"
     updates = "updates until a stop condition" if config.total_timesteps == 0 else f"{program.num_updates:,} updates"
     folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
-    source = recipes.source(compile_label(config).split()[0], config.env) if run.recipe != "none" else None
+    source = recipes.source(compile_label(config).split()[0], config.env, run.recipe)
     recipe = f" ({run.recipe} recipe: {source})" if source else ""
     return (f"{config.env}{recipe}: {rows} on {layout.num_devices} device{'s' if layout.num_devices > 1 else ''}, {updates} "
             f"of {program.steps_per_update:,} env steps; {folder}")

@@ -33,10 +33,11 @@ class RunConfig:
     env_options: tuple[str, ...] = ()
     """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's physics: generalized,
     positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
-    recipe: Literal["auto", "published", "cpu", "none"] = "auto"
+    recipe: Literal["auto", "published", "cpu", "none", "fast", "fast-published", "fast-cpu"] = "auto"
     """the suite's own published configuration for --env, where there is one (Brax,
     MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of environments and steps / 32), auto (published
-    with a GPU or TPU, else cpu) or none (the algorithm's own defaults); flags win over it."""
+    with a GPU or TPU, else cpu) or none (the algorithm's own defaults); td3 and sac: fast (fast-published,
+    fast-cpu), FastTD3's published arguments for the env; flags win over it."""
     hide_obs: tuple[int, ...] = ()
     """drop these components of the (flattened) observation, for training and evaluation: partial
     observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""
@@ -214,7 +215,7 @@ def compose(module: Any, env: str | None = None, recipe: str = "auto", **values:
     """The Job for an algorithm module (its Config, default_config, ALGO and RUN_DEFAULTS) on `env`
     (default: its Config's): the file's defaults and presets (its RUN_DEFAULTS for every env and
     for the env's preset), the suite's recipe for `env` where there is one
-    (`recipe`: auto, published, cpu, none), then `values`, flat (hyperparameters and run settings
+    (`recipe`: a `recipes.CHOICES`), then `values`, flat (hyperparameters and run settings
     alike) over both. ValueError or TypeError for a bad value."""
     env = env or module.Config.__dataclass_fields__["env"].default
     name = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])

@@ -19,6 +19,11 @@ or a value in `--config FILE`, still wins over the recipe. `--recipe` chooses th
   episodes become 16.
 - `auto` (the default): `published` where JAX has a GPU or TPU plugin installed, else `cpu`.
 - `none`: no recipe; the algorithm file's own defaults and presets.
+- `fast` (`fast-published`, `fast-cpu`; `fast` resolves as `auto` does): for td3.py and
+  sac.py, FastTD3's published arguments for the env (its TD3 recipe, where its suite has one),
+  translated into the algorithm's fields: TD3's own recipe, or SAC with FastTD3's envs,
+  batch, replay ratio, n-step returns, C51 critic and widths (FastSAC's move, common/suites/
+  fasttd3_args.py `sac_fields`) in place of the suite's own SAC recipe.
 
 How Brax's trainer's sizes map to scanrl's: Brax collects `batch_size * num_minibatches`
 unrolls of `unroll_length` steps per iteration over `num_envs` environments, so scanrl's
@@ -43,7 +48,9 @@ from typing import NamedTuple
 from scanrl.common.suites import SUITES, import_adapter, preset_name, suite_of
 
 CPU_FACTOR = 32
-CHOICES = ("auto", "published", "cpu", "none")
+FAST = "fast"  # FastTD3's arguments, for the algorithms that FIELDS_FOR_FAST translates them into
+CHOICES = ("auto", "published", "cpu", "none", FAST, f"{FAST}-published", f"{FAST}-cpu")
+FIELDS_FOR_FAST = {"td3": "fast_td3", "sac": "fast_sac"}  # algorithm -> its translation of them
 
 class Recipe(NamedTuple):
     source: str  # where the values are published
@@ -116,30 +123,50 @@ def accelerator() -> bool:
 
 
 def resolve(choice: str) -> str:
-    """`auto` -> `published` or `cpu`; the others as they are (ValueError for an unknown one)."""
+    """`auto` -> `published` or `cpu`, `fast` -> `fast-published` or `fast-cpu`; the others as
+    they are (ValueError for an unknown one)."""
     if choice not in CHOICES:
         raise ValueError(f"--recipe {choice!r} is not one of {', '.join(CHOICES)}.")
+    if choice.startswith(FAST):
+        return f"{FAST}-{resolve(choice[len(FAST) + 1:] or 'auto')}"
     if choice == "auto":
         return "published" if accelerator() else "cpu"
     return choice
 
 
+def chosen(algo: str, env: str, resolved: str) -> Recipe | None:
+    """The recipe a resolved choice takes for `algo` on `env`: the suite's entry, or with `fast-`
+    FastTD3's arguments (the env's TD3 recipe, where it is FastTD3's); None for `none`, or where
+    there is none."""
+    if resolved == "none":
+        return None
+    if resolved.startswith(FAST):
+        recipe = recipe_for("td3", env)
+        return recipe if recipe is not None and recipe.trainer == FIELDS_FOR_FAST["td3"] else None
+    return recipe_for(algo, env)
+
+
 def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     """(the resolved choice, the recipe's Config fields) for `algo` on `env`; no fields where the
     table has no entry or the choice is `none`. The fields include `recipe`, so that config.json
-    records which form applied."""
-    form = resolve(choice)
-    recipe = None if form == "none" else recipe_for(algo, env)
+    records which form applied. ValueError (one sentence) for `fast` with an algorithm it is not
+    for."""
+    resolved = resolve(choice)
+    if resolved.startswith(FAST) and algo not in FIELDS_FOR_FAST:
+        raise ValueError(f"--recipe {choice} is FastTD3's arguments, for {' and '.join(FIELDS_FOR_FAST)}, "
+                         f"and {algo} has none; use --recipe auto.")
+    recipe = chosen(algo, env, resolved)
     if recipe is None:
         return "none", {"recipe": "none"}
-    args = trainer_args(recipe, form)
+    args = trainer_args(recipe, resolved.removeprefix(f"{FAST}-"))
     if recipe.trainer == "fields":
         translate = dict
     else:  # a trainer's arguments, translated where they are defined (the recipe's adapter imported it)
         from scanrl.common.suites import brax_args, fasttd3_args
 
-        translate = {**brax_args.FIELDS, **fasttd3_args.FIELDS}[recipe.trainer]
-    return form, {**translate(args), **recipe.fields, "recipe": form}
+        trainer = FIELDS_FOR_FAST[algo] if resolved.startswith(FAST) else recipe.trainer
+        translate = {**brax_args.FIELDS, **fasttd3_args.FIELDS}[trainer]
+    return resolved, {**translate(args), **recipe.fields, "recipe": resolved}
 
 
 RUN_SETTINGS = ("recipe", "env_options", "eval_episodes")  # what a recipe sets that is no hyperparameter
@@ -158,7 +185,8 @@ def config_fields(algo: str, env: str, choice: str, presets: dict) -> dict:
     return {**presets.get(preset_name(env), {}), **presets.get(env, {}), **hyperparameters(algo, env, choice)}
 
 
-def source(algo: str, env: str) -> str | None:
-    """Where the recipe for `algo` on `env` comes from; None without one."""
-    recipe = recipe_for(algo, env)
+def source(algo: str, env: str, resolved: str = "cpu") -> str | None:
+    """Where the recipe for `algo` on `env` (a resolved choice: `fast-` or not) comes from; None
+    without one."""
+    recipe = chosen(algo, env, resolved)
     return recipe.source if recipe else None
