@@ -43,7 +43,8 @@ episodes).
 An env step is one step of one environment in a training rollout on both sides (num_envs x
 num_steps per update); evaluation steps are not counted. Both run in a fresh process without a
 compile cache; wall times are those processes', imports and compiling included (XLand's side
-compiles once per seed).
+compiles once per seed). XLand's trainer evaluates after every update, inside its wall;
+`--scanrl-eval-every 1` has scanrl do the same evaluation work (its default evaluates once).
 
 Per cell: each seed's final return, the mean return of the sampled policy over --episodes
 fresh episodes after the last update, by each side's own evaluation (XLand's: the `eval/returns`
@@ -159,13 +160,14 @@ def run_xland(env: str, timesteps: int, seeds: int, episodes: int, overrides: di
             "overrides": overrides, **result, "per_seed": per_seed}
 
 
-def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int, fields: dict) -> dict:
+def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int, fields: dict, eval_every: int = 0) -> dict:
     updates = timesteps // (fields["num_envs"] * fields["num_steps"])
+    eval_every = eval_every or updates  # 0: once, after the last update
     return sidebyside.run_scanrl("ppo_rnn", [
         "--env", env, "--recipe", "cpu", "--num-envs", str(fields["num_envs"]), "--num-steps", str(fields["num_steps"]),
         "--num-epochs", str(fields["update_epochs"]), "--num-minibatches", str(fields["num_minibatches"]),
         "--gru-size", str(fields["rnn_hidden_dim"]), "--head-hidden", str(fields["head_hidden_dim"]),
-        "--total-timesteps", str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(updates),
+        "--total-timesteps", str(timesteps), "--num-seeds", str(seeds), "--eval-every", str(eval_every),
         "--eval-episodes", str(episodes)])
 
 
@@ -180,7 +182,7 @@ def cell(args: argparse.Namespace) -> dict:
     fields = {**SINGLE_YAML, "num_envs": args.num_envs, "num_steps": args.num_steps,
               "rnn_hidden_dim": args.rnn_hidden, "head_hidden_dim": args.head_hidden}
     started = time.strftime("%Y-%m-%d %H:%M")
-    scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.episodes, fields)
+    scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.episodes, fields, args.scanrl_eval_every)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     theirs = run_xland(args.env, args.timesteps, args.seeds, args.episodes, fields, args.baseline, args.deps)
     print(f"xland: {json.dumps({k: v for k, v in theirs.items() if k != 'per_seed'})}", flush=True)
@@ -220,6 +222,9 @@ def main() -> None:
                         "(TrainConfig: 256)")
     parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes per seed, both sides "
                         "(XLand's evaluates after every update; a multiple of the cores)")
+    parser.add_argument("--scanrl-eval-every", type=int, default=0,
+                        help="scanrl's --eval-every (0: once, after the last update; 1: after every update, the "
+                        "evaluation work XLand's trainer does)")
     parser.add_argument("--baseline", type=Path, help="an export of xland-minigrid's training/ folder (docstring)")
     parser.add_argument("--deps", help="a folder holding the trainer's packages (pyrallis, typing-inspect), "
                         "for its process only")
