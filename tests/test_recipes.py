@@ -311,7 +311,7 @@ def test_td3_recipes_are_fasttd3_s_published_arguments_and_keep_the_replay_ratio
     rows per environment and the gradient steps per vector step, so the replay ratio too."""
     from scanrl.common.suites import fasttd3_args, playground
 
-    tasks = {env.split("/", 1)[1] for (algo, env) in EXACT if algo == "td3"}
+    tasks = {env.split("/", 1)[1] for (algo, env) in EXACT if algo == "td3" and env.startswith("playground/")}
     assert tasks == set(playground.DMC_TASKS) | set(playground.LOCOMOTION)
     for task in ("CheetahRun", "WalkerWalk", "T1JoystickFlatTerrain", "Go1Getup", "SpotGetup"):
         env = f"playground/{task}"
@@ -336,6 +336,31 @@ def test_td3_recipes_are_fasttd3_s_published_arguments_and_keep_the_replay_ratio
         assert cpu.run.eval_episodes == recipes.CPU_EVAL_ENVS and cpu.n_step == pub.n_step
     with pytest.raises(ValueError, match="one learning rate"):
         fasttd3_args.td3_fields(dict(fasttd3_args.PLAYGROUND, actor_learning_rate=1e-4))
+
+
+def test_brax_tasks_take_fasttd3_s_dm_control_arguments_on_the_notebook_s_backend():
+    """FastTD3 publishes nothing for Brax: TD3 on a Brax task takes its DM Control arguments
+    (CheetahRunArgs), as Playground's DM Control tasks do, on the backend of Brax's notebook
+    recipes, in both forms; humanoidstandup, whose returns lie beyond their support, takes
+    none; `--recipe fast` gives SAC the same arguments (`sac_fields`) on Brax's tasks."""
+    from scanrl.common.suites import brax, fasttd3_args
+
+    assert {env for (algo, env) in EXACT if algo == "td3" and env.startswith("brax/")} == {
+        f"brax/{t}" for t in brax.FAST_TD3_TASKS} and "humanoidstandup" not in brax.FAST_TD3_TASKS
+    for form in ("published", "cpu"):
+        cheetah = compose(td3, "playground/CheetahRun", form)
+        for task in ("ant", "humanoid", "inverted_pendulum"):
+            job = compose(td3, f"brax/{task}", form)
+            assert job.config == dataclasses.replace(cheetah.config, env=f"brax/{task}")
+            assert job.run.env_options == ("backend", "positional") and job.run.recipe == form
+            assert (job.n_step, job.v_min, job.v_max, job.gamma) == (3, -500.0, 500.0, 0.97)
+            assert "FastTD3" in recipes.source("td3", f"brax/{task}")
+        standup = compose(td3, "brax/humanoidstandup", form)
+        assert standup.run.recipe == "none" and standup.config == compose(td3, "brax/humanoidstandup", "none").config
+        fast = compose(sac, "brax/hopper", f"fast-{form}")
+        expected = fasttd3_args.sac_fields(recipes.trainer_args(recipes.recipe_for("td3", "brax/hopper"), form))
+        assert {k: getattr(fast.run if k in recipes.RUN_SETTINGS else fast.config, k) for k in expected} == expected
+        assert fast.run.env_options == ("backend", "positional") and fast.run.recipe == f"fast-{form}"
 
 
 def test_fasttd3_s_arguments_on_sac_keep_everything_but_td3_s_own_parts():

@@ -33,7 +33,7 @@ class RunConfig:
     env_options: tuple[str, ...] = ()
     """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's physics: generalized,
     positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
-    recipe: Literal["auto", "published", "cpu", "none", "fast", "fast-published", "fast-cpu"] = "auto"
+    recipe: Literal[recipes.CHOICES] = "auto"  # type: ignore[valid-type]
     """the suite's own published configuration for --env, where there is one (Brax,
     MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of environments and steps / 32), auto (published
     with a GPU or TPU, else cpu) or none (the algorithm's own defaults); td3 and sac: fast (fast-published,

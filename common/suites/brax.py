@@ -21,6 +21,7 @@ from typing import Any
 
 from scanrl.common.suites.recipes import Recipe
 from scanrl.common.suites.brax_args import ppo_args, sac_args
+from scanrl.common.suites.fasttd3_args import SOURCE as FASTTD3, fasttd3_args
 from scanrl.common.suites.base import RawStateEnv
 
 ACTIONS = "box"  # every env of the suite: suites.is_continuous answers without building one
@@ -100,3 +101,14 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("sac", "hopper"): notebook("sac", sac_args(128, 512, 64, 0.997, 6e-4, 30, 8192, 6_553_600)),
     ("sac", "walker2d"): notebook("sac", sac_args(128, 128, 32, 0.997, 6e-4, 5, 8192, 7_864_320)),
 }
+
+# TD3: FastTD3 publishes no arguments for Brax. The closest are its DM Control ones (its
+# CheetahRunArgs, which it says work for most DM Control tasks): Brax's tasks are MuJoCo bodies
+# with dense rewards over 1,000-step episodes too. Their support [-500, 500] holds these tasks'
+# discounted returns at gamma 0.97 (rewards of up to about 13 a step, the humanoid's: under 440),
+# but not humanoidstandup's (tens to a hundred a step), which has none. On the notebook's backend.
+FAST_TD3_TASKS = ("ant", "halfcheetah", "hopper", "humanoid", "inverted_double_pendulum",
+                  "inverted_pendulum", "pusher", "reacher", "walker2d")
+RECIPES.update({("td3", task): Recipe(f"{FASTTD3} (CheetahRunArgs: none published for Brax)", "fast_td3",
+                                      fasttd3_args(task, dm_control=True), POSITIONAL)
+                for task in FAST_TD3_TASKS})

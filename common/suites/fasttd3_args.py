@@ -1,7 +1,7 @@
 """FastTD3's published arguments for MuJoCo Playground (Seo et al. 2025, arXiv:2505.22642;
 younggyoseo/FastTD3 `fast_td3/hyperparams.py`, its networks in `fast_td3/fast_td3.py`), as the
-Playground adapter's TD3 recipes hold them, and their translation into scanrl's TD3 fields
-(common/suites/recipes.py's `lookup` applies it).
+Playground adapter's TD3 recipes hold them (the Brax adapter's take its DM Control ones), and
+their translation into scanrl's TD3 fields (common/suites/recipes.py's `lookup` applies it).
 
 FastTD3 counts in vector steps (one step of every environment): `total_timesteps`,
 `learning_starts` and `buffer_size` (rows per environment) are vector steps; scanrl's fields
