@@ -14,7 +14,9 @@ greedy evaluations at the start of every epoch, its timers) and, through Jumanji
 checkpoint hook (`save_checkpoint`), the final `training_state`, on which Jumanji's own
 stochastic `Evaluator` runs once more, so its score is of the policy after the whole budget.
 scanrl's side is `python -m scanrl.algos.ppo --env jumanji/ENV` with the settings of its
-README's Jumanji row (on Game2048 with --normalize-reward, SCANRL_ENV_FLAGS), evaluated once, after the last update. An env step is one step of one
+README's Jumanji row (on Game2048 with --normalize-reward, SCANRL_ENV_FLAGS), evaluated once, after the last update,
+or with `--scanrl-eval-every N` after every N updates: at 10 of Snake's 50 updates it evaluates 5 times, both policies,
+the evaluation work of Jumanji's 5 epochs (its one evaluation after the budget aside). An env step is one step of one
 environment on both sides; evaluation steps are not counted. Both run in a fresh process
 without a compile cache; wall times are those processes', imports and compiling included.
 
@@ -31,8 +33,10 @@ name; Jumanji's Game2048 has no time limit, so scanrl's side lifts its adapter's
 
 Jumanji's trainer needs packages scanrl does not: install them into a folder of their own
 (`pip install --no-deps --target DIR hydra-core==1.3.8 omegaconf antlr4-python3-runtime==4.9.3
-dm-haiku==0.0.17 jmp neptune-client==0.16.15` and what neptune-client imports) and pass it as
-`--deps DIR`: only Jumanji's process sees it.
+dm-haiku==0.0.17 jmp neptune-client==0.16.15` and what neptune-client imports: tabulate bravado
+bravado-core swagger-spec-validator jsonschema jsonschema-specifications referencing rpds-py jsonref
+importlib-resources monotonic PyJWT oauthlib requests-oauthlib websocket-client boto3 botocore
+s3transfer jmespath future) and pass it as `--deps DIR`: only Jumanji's process sees it.
 
     python benchmarks/jumanji_a2c.py --env jumanji/Snake-v1 --timesteps 204800 --seeds 5 --deps DIR
     python benchmarks/jumanji_a2c.py --env jumanji/Game2048-v1 --timesteps 1024000 --seeds 5 --deps DIR
@@ -143,18 +147,18 @@ def run_jumanji(env: str, timesteps: int, seeds: int, epochs: int, episodes: int
             "final_returns": [s["final_return"] for s in per_seed], **result, "per_seed": per_seed}
 
 
-def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int) -> dict:
-    updates = timesteps // (64 * 64)
+def run_scanrl(env: str, timesteps: int, seeds: int, episodes: int, eval_every: int = 0) -> dict:
+    eval_every = eval_every or timesteps // (64 * 64)  # 0: once, after the last update
     return sidebyside.run_scanrl("ppo", [
         "--env", env, *SCANRL_FLAGS, *SCANRL_ENV_FLAGS.get(env, []), "--total-timesteps", str(timesteps),
-        "--num-seeds", str(seeds), "--eval-every", str(updates), "--eval-episodes", str(episodes)])
+        "--num-seeds", str(seeds), "--eval-every", str(eval_every), "--eval-episodes", str(episodes)])
 
 
 def cell(args: argparse.Namespace) -> dict:
     from importlib.metadata import version
 
     started = time.strftime("%Y-%m-%d %H:%M")
-    scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.episodes)
+    scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.episodes, args.scanrl_eval_every)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     theirs = run_jumanji(args.env, args.timesteps, args.seeds, args.epochs, args.episodes, args.deps)
     print(f"jumanji: {json.dumps({k: v for k, v in theirs.items() if k != 'per_seed'})}", flush=True)
@@ -162,6 +166,7 @@ def cell(args: argparse.Namespace) -> dict:
         print(f"warning: unequal budgets, scanrl {scanrl['env_steps']:,} and Jumanji {theirs['env_steps']:,} env steps "
               "per seed: --timesteps should be a multiple of 4096 and of --epochs x Jumanji's rollout", flush=True)
     return {"env": args.env, "timesteps": args.timesteps, "seeds": args.seeds, "eval_episodes": args.episodes,
+            "scanrl_eval_every": args.scanrl_eval_every,
             "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"),
             "versions": {p: version(p) for p in ("jumanji", "jax")},
             "scanrl": scanrl, "jumanji": theirs}
@@ -186,6 +191,8 @@ def main() -> None:
                         "(scanrl's rollout) and of epochs x Jumanji's rollout (n_steps x total_batch_size)")
     parser.add_argument("--epochs", type=int, default=5, help="Jumanji's epochs: it evaluates at the start of each")
     parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes per seed, both sides")
+    parser.add_argument("--scanrl-eval-every", type=int, default=0, help="scanrl's --eval-every (0: once, after the "
+                        "last update; on Snake at the default budget, 10: the evaluation work of Jumanji's epochs)")
     parser.add_argument("--deps", help="a folder holding Jumanji's trainer's packages (the docstring), for its process only")
     sidebyside.finish(parser.parse_args(), cell, table, "a2c")
 
