@@ -81,14 +81,7 @@ import jax, numpy as np
 import ppo_minigrid
 seeds, config = int(sys.argv[2]), json.loads(sys.argv[3])
 train = jax.jit(ppo_minigrid.make_train(config))  # one program, one seed per call (the docstring says why)
-outs = [train(key)["metrics"] for key in jax.random.split(jax.random.PRNGKey(0), seeds)]
-done = np.stack([np.asarray(m["returned_episode"], bool) for m in outs])  # [seeds, updates, T, N]
-returns = np.stack([np.asarray(m["returned_episode_returns"], np.float64) for m in outs])
-with np.errstate(all="ignore"):
-    per_update = np.where(done, returns, 0.0).sum((2, 3)) / done.sum((2, 3))  # [seeds, updates]
-tail = per_update[:, -max(1, per_update.shape[1] // 10):]
-print("RESULT" + json.dumps({"updates": per_update.shape[1], "final_returns": np.nanmean(tail, 1).tolist()}))
-"""
+""" + sidebyside.PUREJAXRL_SEEDS
 
 
 def purejaxrl_config(fields: dict, timesteps: int, env: str, checkout: Path) -> dict:
@@ -123,14 +116,7 @@ def hparams(fields: dict, timesteps: int) -> dict:
 
 def run_peer(peer: str, *argv: str) -> dict:
     """The peer's snippet (NAVIX or PUREJAXRL) in a fresh process: its wall and its RESULT."""
-    started = time.perf_counter()
-    snippet = {"navix": NAVIX, "purejaxrl": PUREJAXRL}[peer]
-    proc = subprocess.run([sys.executable, "-c", snippet, *argv], capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
-    if not lines:
-        raise SystemExit(f"{PEERS[peer]} failed: {proc.stderr[-3000:]}")
-    return {"wall": wall, **json.loads(lines[0][6:])}
+    return sidebyside.run_snippet({"navix": NAVIX, "purejaxrl": PUREJAXRL}[peer], list(argv), PEERS[peer])
 
 
 def run_scanrl(env: str, timesteps: int, seeds: int, num_devices: int) -> dict:

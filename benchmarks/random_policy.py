@@ -1,7 +1,10 @@
 """The return of a uniform random policy (over the valid actions, where the env has an action
 mask): one episode in each of 64 environments, as the learning tests' thresholds quote it.
+With `--all-actions`, uniform over every action, the mask ignored (as a policy that reads no
+mask acts at first, e.g. PureJaxRL's PPO in benchmarks/purejaxrl_ppo.py).
 
     python benchmarks/random_policy.py jumanji/Snake-v1 craftax/Craftax-Classic-Symbolic-v1
+    python benchmarks/random_policy.py --all-actions jumanji/Snake-v1
 """
 
 import sys
@@ -12,14 +15,17 @@ import jax.numpy as jnp
 from scanrl.common import envs, suites
 from scanrl.common.harness import loop
 
-for env_id in sys.argv[1:]:
+all_actions = "--all-actions" in sys.argv
+for env_id in [a for a in sys.argv[1:] if a != "--all-actions"]:
     env, params = suites.make(env_id)
     vec = envs.VecEnv(env, params, 64)
 
     def act(obs, key, carry, mask=None):
         logits = jnp.zeros((obs.shape[0], vec.num_actions))
-        return jax.random.categorical(key, logits if mask is None else jnp.where(mask, logits, -jnp.inf)), carry
+        open_only = mask is not None and not all_actions
+        return jax.random.categorical(key, jnp.where(mask, logits, -jnp.inf) if open_only else logits), carry
 
     returns, lengths = jax.jit(lambda k: loop.run_episodes(vec, act, k))(jax.random.key(0))
-    print(f"{env_id}: uniform random policy, 64 episodes: return {float(returns.mean()):.2f} "
+    over = "every action" if all_actions else "the valid actions"
+    print(f"{env_id}: uniform random policy over {over}, 64 episodes: return {float(returns.mean()):.2f} "
           f"(std {float(returns.std()):.2f}), length {float(lengths.mean()):.0f}")

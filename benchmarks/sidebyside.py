@@ -1,5 +1,6 @@
 """What the side-by-side scripts (jumanji_a2c.py, navix_ppo.py, xland_ppo.py, ...) share: scanrl's
-side of a cell run as a command in a fresh process, and an IQM with its interval as text."""
+side of a cell run as a command in a fresh process, the end of a PureJaxRL side's process, and an IQM
+with its interval as text."""
 
 from __future__ import annotations
 
@@ -13,6 +14,32 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+# The end of a PureJaxRL side's child process (navix_ppo.py, purejaxrl_ppo.py), given `train` (its
+# `make_train`'s function, jitted) and `seeds`: one call per seed, one after another; from its
+# LogWrapper's metrics, each seed's mean return of the training episodes that ended in the last
+# 10% of updates, printed as one line `RESULT{"updates", "final_returns"}`.
+PUREJAXRL_SEEDS = r"""
+outs = [train(key)["metrics"] for key in jax.random.split(jax.random.PRNGKey(0), seeds)]
+done = np.stack([np.asarray(m["returned_episode"], bool) for m in outs])  # [seeds, updates, T, N]
+returns = np.stack([np.asarray(m["returned_episode_returns"], np.float64) for m in outs])
+with np.errstate(all="ignore"):
+    per_update = np.where(done, returns, 0.0).sum((2, 3)) / done.sum((2, 3))  # [seeds, updates]
+tail = per_update[:, -max(1, per_update.shape[1] // 10):]
+print("RESULT" + json.dumps({"updates": per_update.shape[1], "final_returns": np.nanmean(tail, 1).tolist()}))
+"""
+
+
+def run_snippet(snippet: str, argv: list[str], who: str) -> dict:
+    """`python -c SNIPPET *ARGV` (a side whose process prints one line `RESULT{json}`): its wall,
+    imports and compiling included, and that JSON; SystemExit naming `who` where none came."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", snippet, *argv], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    if not lines:
+        raise SystemExit(f"{who} failed: {proc.stderr[-3000:]}")
+    return {"wall": wall, **json.loads(lines[0][len("RESULT"):])}
 
 
 def run_in_folder(module: str, flags: list[str], read: Callable[[Path], Any]) -> tuple[list[str], float, Any]:
