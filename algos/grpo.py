@@ -173,7 +173,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # ---------------------------------------------------------------------------------------------
 # Network: a policy MLP only (no critic), behind a conv torso for image observations; continuous
 # actions: a state-independent log-std (gaussian), or a state-dependent std before a tanh
-# (tanh_normal: common/nets.py's pre_tanh_normal, to_bounds, squashed_entropy)
+# (tanh_normal: common/nets.py's pre_tanh_normal, to_bounds, entropy_of)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params, in_dim = {}, vec_env.policy_obs_dim  # a Playground locomotion task's `state` only

@@ -191,7 +191,7 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # Network: (conv torso for image observations ->) encoder MLP -> GRU -> policy and value heads;
 # continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
 # tanh (tanh_normal: the policy head's output; common/nets.py's head_distribution, to_bounds,
-# squashed_entropy). One GRU serves both heads (one state to store and replay).
+# entropy_of). One GRU serves both heads (one state to store and replay).
 # ---------------------------------------------------------------------------------------------
 def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
     """A GRU cell's parameters: input and recurrent weights for the reset, update and

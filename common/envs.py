@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-START_TAG = 0x57A27  # folded into an update's key to draw new cached starts (VecEnv.refresh_starts)
+START_TAG = 0x57A27  # folded into an update's key to draw new cached starts (VecEnv.with_fresh_starts)
 DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/harness/devices.py)
 
 
@@ -93,7 +93,7 @@ class VecEnv:
     - `cached_starts` S: the env's `step` does not reset, and a finished environment returns
       to its own cached first state, as Brax's `AutoResetWrapper` does (Brax's and
       Playground's resets can cost hundreds of physics steps: CheetahRun settles for 200).
-      `refresh_starts` draws every cache anew about every S steps per environment, as
+      `with_fresh_starts` draws every cache anew about every S steps per environment, as
       Playground's `num_resets_per_eval` does. Evaluation is unchanged: it counts each
       environment's first episode, which starts from a fresh reset.
     """
@@ -128,32 +128,24 @@ class VecEnv:
         starts = (obs, env_state) if self.cached_starts else None
         return shard_envs((obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32), starts)))
 
-    def refresh_starts(self, key: jax.Array, state: VecEnvState, update_index: jax.Array,
-                       steps_per_env: int) -> VecEnvState:
-        """`state` with new cached starts for every environment (running episodes go on), once every
-        ceil(cached_starts / steps_per_env) updates; the identity for other envs. It runs at the
-        start of each update (`with_fresh_starts`) with the update's index, the same for every
-        seed, so the choice stays a real branch under the seed vmap (a per-seed one would compute
-        the resets on every update). `key`: any key of the update (a tag is folded into it)."""
-        if not self.cached_starts:
-            return state
-        every = max(1, -(-self.cached_starts // steps_per_env))
-
-        def refresh(state):
-            keys = shard_envs(jax.random.split(jax.random.fold_in(key, START_TAG), self.num_envs))
-            return state._replace(starts=jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params))
-
-        return jax.lax.cond((update_index + 1) % every == 0, refresh, lambda state: state, state)
-
     def with_fresh_starts(self, update: Any, steps_per_env: int) -> Any:
-        """`update(state, update_index)` that first gives `state.env_state` its new cached starts
-        (`refresh_starts` with `state.key`), so that no algorithm's update calls it; `update`
-        itself where the env caches none. `common/algorithm.py`'s `Algorithm` applies it."""
+        """`update(state, update_index)` that first draws new cached starts into `state.env_state`
+        for every environment (running episodes go on), once every ceil(cached_starts /
+        steps_per_env) updates, so that no algorithm's update does; `update` itself where the env
+        caches none. The schedule follows the update's index, the same for every seed, so the
+        choice stays a real branch under the seed vmap (a per-seed one would compute the resets on
+        every update); the keys come from `state.key` with a tag folded in. `common/algorithm.py`'s
+        `Algorithm` applies it."""
         if not self.cached_starts:
             return update
+        every = max(1, -(-self.cached_starts // steps_per_env))
 
         def refreshed(state, update_index):
-            env_state = self.refresh_starts(state.key, state.env_state, update_index, steps_per_env)
+            def refresh(env_state):
+                keys = shard_envs(jax.random.split(jax.random.fold_in(state.key, START_TAG), self.num_envs))
+                return env_state._replace(starts=jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params))
+
+            env_state = jax.lax.cond((update_index + 1) % every == 0, refresh, lambda s: s, state.env_state)
             return update(state._replace(env_state=env_state), update_index)
 
         return refreshed

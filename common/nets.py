@@ -150,44 +150,10 @@ def pre_tanh_normal(out: jax.Array, min_std: float) -> distrax.MultivariateNorma
     return distrax.MultivariateNormalDiag(loc, jax.nn.softplus(raw_scale) + min_std)
 
 
-def sample_and_log_prob(dist: distrax.Distribution, key: jax.Array, pre_tanh: bool) -> tuple[jax.Array, jax.Array]:
-    """An action and its log-prob. `pre_tanh` (a tanh_normal's u): the log-prob of u as stored, since
-    distrax's sample_and_log_prob gives it for u before rounding, ulps away near saturation
-    (|loc| >> scale), and the ratio would not start at exactly 1."""
-    if not pre_tanh:
-        return dist.sample_and_log_prob(seed=key)
-    u = dist.sample(seed=key)
-    return u, dist.log_prob(u)
-
-
 def to_bounds(u: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
     """Pre-tanh actions u [..., A] -> tanh(u) mapped from [-1, 1] onto [low, high] [A]; clipped,
     so that rounding (or tanh(u) = +-1 for huge u) never puts an action outside the bounds."""
     return jnp.clip(low + 0.5 * (high - low) * (jnp.tanh(u) + 1.0), low, high)
-
-
-def squashed_entropy(dist: distrax.MultivariateNormalDiag, noise: jax.Array) -> jax.Array:
-    """One-sample estimate [...] of the entropy of a = tanh(u), u ~ dist (the pre-tanh normal, batch [...]),
-    as Brax's PPO: H(a) = H(u) + E[sum log(1 - tanh(u)^2)], the expectation taken at the one sample
-    u = loc + scale * noise (noise [..., A] standard normal, so the gradient reaches loc and scale).
-    The Jacobian term is <= 0 and falls as |u| grows: the bonus does not reward saturated actions."""
-    return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
-
-
-def tanh_normal_bounds(vec_env, env_id: str) -> tuple[jax.Array, jax.Array]:
-    """Before compiling: the action bounds (low [A], high [A], flattened) of `vec_env` (a common/envs.py
-    VecEnv) for --action-dist tanh_normal; ValueError (one sentence naming `env_id`) where its actions
-    are discrete or its bounds are not finite, since a squashed normal needs a Box with finite bounds."""
-    if vec_env.discrete:
-        raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {env_id} has "
-                         "discrete ones; leave --action-dist at gaussian.")
-    low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
-    # Inside a sweep's program the bounds are traced: the build before it checked the same bounds.
-    traced = isinstance(low, jax.core.Tracer) or isinstance(high, jax.core.Tracer)
-    if not traced and not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
-        raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {env_id}'s are "
-                         f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
-    return low, high
 
 
 class Actions(NamedTuple):
@@ -210,8 +176,13 @@ class Actions(NamedTuple):
         return k_action, k_env, None
 
     def sample(self, dist: distrax.Distribution, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(the action as stored, its log-prob)."""
-        return sample_and_log_prob(dist, key, self.squashed)
+        """(the action as stored, its log-prob). Squashed: the log-prob of u as stored, since
+        distrax's sample_and_log_prob gives it for u before rounding, ulps away near saturation
+        (|loc| >> scale), and the ratio would not start at exactly 1."""
+        if not self.squashed:
+            return dist.sample_and_log_prob(seed=key)
+        u = dist.sample(seed=key)
+        return u, dist.log_prob(u)
 
     def noise(self, key: jax.Array | None, shape: tuple) -> jax.Array | None:
         """Standard-normal noise `shape` for `entropy_of`'s estimate; None where it is exact."""
@@ -227,17 +198,32 @@ class Actions(NamedTuple):
 
 
 def actions_for(config, vec_env) -> Actions:
-    """Before compiling, from config.action_dist and config.env: ValueError (one sentence) where
-    tanh_normal meets discrete actions or unbounded ones (`tanh_normal_bounds`)."""
+    """Before compiling, from config.action_dist and config.env; for tanh_normal, the action bounds
+    (low [A], high [A], flattened). ValueError (one sentence naming the env) where tanh_normal
+    meets discrete actions or bounds that are not finite: a squashed normal needs a Box with
+    finite bounds."""
     if config.action_dist != "tanh_normal":
         return Actions()
-    return Actions(True, *tanh_normal_bounds(vec_env, config.env))
+    if vec_env.discrete:
+        raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {config.env} "
+                         "has discrete ones; leave --action-dist at gaussian.")
+    low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
+    # Inside a sweep's program the bounds are traced: the build before it checked the same bounds.
+    traced = isinstance(low, jax.core.Tracer) or isinstance(high, jax.core.Tracer)
+    if not traced and not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
+        raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {config.env}'s are "
+                         f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
+    return Actions(True, low, high)
 
 
 def entropy_of(dist: distrax.Distribution, noise: jax.Array | None = None) -> jax.Array:
-    """The policy's entropy [...]: exact, or with a tanh_normal's noise (`Actions.noise`) the
-    one-sample estimate of the squashed action's (`squashed_entropy`)."""
-    return dist.entropy() if noise is None else squashed_entropy(dist, noise)
+    """The policy's entropy [...]: exact, or with a tanh_normal's noise [..., A] (`Actions.noise`)
+    Brax PPO's one-sample estimate of the squashed action's, H(a) = H(u) + E[sum log(1 - tanh(u)^2)]
+    with the expectation taken at u = loc + scale * noise, so the gradient reaches loc and scale.
+    The Jacobian term is <= 0 and falls as |u| grows: the bonus does not reward saturated actions."""
+    if noise is None:
+        return dist.entropy()
+    return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from scanrl.algos import grpo, impala, ppo, ppo_rnn
 from scanrl.common import envs, suites
 from scanrl.common.nets import (SQUASH, Actions, actions_for, actor_critic_init, cnn_apply, cnn_init, entropy_of,
-                                pre_tanh_normal, squashed_entropy, tanh_normal_bounds, to_bounds, use_cnn)
+                                pre_tanh_normal, to_bounds, use_cnn)
 
 from conftest import REPO
 
@@ -143,11 +143,11 @@ def constant_actor(params, loc, raw_scale):
 
 def check_entropy_stat(entropy, loc, raw_scale, noise, min_std=0.001):
     """A loss's entropy stat over the noise [n, A] of a constant policy (loc, raw scale [A]): the mean
-    of nets.squashed_entropy, which meets the quadrature within 5 standard errors (a false failure
+    of nets.entropy_of with noise, which meets the quadrature within 5 standard errors (a false failure
     at odds of about 1 in 10^6) and lies below the unsquashed normal's entropy."""
     dist = pre_tanh_normal(jnp.broadcast_to(jnp.concatenate([jnp.asarray(loc), jnp.asarray(raw_scale)]),
                                             (noise.shape[0], 2 * len(loc))), min_std)
-    samples = np.asarray(squashed_entropy(dist, noise), np.float64)
+    samples = np.asarray(entropy_of(dist, noise), np.float64)
     np.testing.assert_allclose(float(entropy), samples.mean(), rtol=1e-5, atol=1e-5)
     expected = entropy_by_quadrature(loc, np.log1p(np.exp(np.asarray(raw_scale, np.float64))) + min_std)
     tolerance = 5 * samples.std() / math.sqrt(len(samples))
@@ -183,24 +183,25 @@ def test_squashed_entropy_meets_its_expectation():
     noise = jax.random.normal(jax.random.key(0), (200_000, 2))
     loc, raw = [0.0, 1.0], [0.0, -1.0]
     dist = pre_tanh_normal(jnp.broadcast_to(jnp.array(loc + raw), (200_000, 4)), 0.001)
-    check_entropy_stat(squashed_entropy(dist, noise).mean(), loc, raw, noise)
-    tiny = squashed_entropy(pre_tanh_normal(jnp.tile(jnp.array([0.0, -100.0]), (100, 1)), 0.001), noise[:100, :1])
+    check_entropy_stat(entropy_of(dist, noise).mean(), loc, raw, noise)
+    tiny = entropy_of(pre_tanh_normal(jnp.tile(jnp.array([0.0, -100.0]), (100, 1)), 0.001), noise[:100, :1])
     np.testing.assert_allclose(tiny, 0.5 * math.log(2 * math.pi * math.e) + math.log(0.001), atol=1e-3)
 
 
 def test_tanh_normal_bounds_are_checked_before_compiling():
     """Discrete actions or infinite bounds: one sentence naming --action-dist tanh_normal and the env."""
-    low, high = tanh_normal_bounds(envs.VecEnv(*suites.make("Pendulum-v1"), 2), "Pendulum-v1")
+    tanh_normal = lambda env: types.SimpleNamespace(action_dist="tanh_normal", env=env)
+    _, low, high = actions_for(tanh_normal("Pendulum-v1"), envs.VecEnv(*suites.make("Pendulum-v1"), 2))
     np.testing.assert_array_equal(low, [-2.0])
     np.testing.assert_array_equal(high, [2.0])
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs continuous \(Box\) actions and --env "
                                          r"CartPole-v1 has discrete ones; leave --action-dist at gaussian\.$"):
-        tanh_normal_bounds(envs.VecEnv(*suites.make("CartPole-v1"), 2), "CartPole-v1")
+        actions_for(tanh_normal("CartPole-v1"), envs.VecEnv(*suites.make("CartPole-v1"), 2))
     unbounded = types.SimpleNamespace(discrete=False, action_low=jnp.array([-jnp.inf, 0.0]),
                                       action_high=jnp.array([jnp.inf, 1.0]))
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs finite action bounds and --env Open's are "
                                          r"\[\[-inf, 0.0\], \[inf, 1.0\]\]; use --action-dist gaussian\.$"):
-        tanh_normal_bounds(unbounded, "Open")
+        actions_for(tanh_normal("Open"), unbounded)
 
 
 def test_actions_are_chosen_once_from_the_action_dist():
@@ -229,7 +230,8 @@ def test_actions_are_chosen_once_from_the_action_dist():
     noise = squashed.noise(jax.random.key(4), (2, 1))
     np.testing.assert_array_equal(noise, jax.random.normal(jax.random.key(4), (2, 1)))
     np.testing.assert_array_equal(squashed.to_env(u), to_bounds(u, jnp.array([-2.0]), jnp.array([2.0])))
-    np.testing.assert_array_equal(entropy_of(dist, noise), squashed_entropy(dist, noise))
+    np.testing.assert_array_equal(entropy_of(dist, noise), dist.entropy() + SQUASH.forward_log_det_jacobian(
+        dist.loc + dist.scale_diag * noise))
     action, log_prob = squashed.sample(dist, key)
     np.testing.assert_array_equal(log_prob, dist.log_prob(action))  # of u as stored
     np.testing.assert_array_equal(squashed.act(dist, key, True), to_bounds(dist.mode(), *squashed[1:]))

@@ -99,7 +99,7 @@ def test_a_time_limit_is_truncated_with_the_true_final_observation(raw_state_env
 def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
     """Brax's auto-reset scheme: an environment whose episode ends (here at a 3-step limit)
     continues from its own cached first state, exactly, and the others run on. The caches
-    are drawn anew only on the updates `refresh_starts` schedules (every `cached_starts`
+    are drawn anew only on the updates `VecEnv.with_fresh_starts` schedules (every `cached_starts`
     steps per environment), by the kit's `Algorithm` before an update that never asks for
     them, and evaluation's episodes start from fresh resets."""
     env, params, _ = raw_state_env
@@ -121,7 +121,7 @@ def test_vecenv_returns_finished_envs_to_their_cached_starts(raw_state_env):
         env_state: envs.VecEnvState
         key: jax.Array
 
-    # an update that never calls refresh_starts, as no algorithm file does
+    # an update that never draws new starts itself, as no algorithm file does
     algo = algorithm.Algorithm(init=None, update=lambda state, u: (state, {}), act=None, policy_params=None,
                                vec_env=vec, num_updates=every, steps_per_update=100 * vec.num_envs)
     update = jax.jit(lambda state, u: algo.update(state, u)[0].env_state)
