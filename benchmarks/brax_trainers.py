@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+import sidebyside
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "reference" / "brax_trainers"
 
@@ -162,9 +164,13 @@ def cell(args: argparse.Namespace) -> dict:
     backend = dict(zip(recipe.fields.get("env_options", ())[::2], recipe.fields.get("env_options", ())[1::2])).get(
         "backend", "generalized")
     started = time.strftime("%Y-%m-%d %H:%M")
+    source = sidebyside.scanrl_commit()  # the scanrl tree this cell starts from
     flags = args.scanrl_flags.split()
     if args.reuse_scanrl:  # the scanrl side of an earlier run of this cell, e.g. after a Brax-side failure
-        scanrl = json.loads(args.reuse_scanrl.read_text())["scanrl"]
+        earlier = json.loads(args.reuse_scanrl.read_text())
+        scanrl = earlier["scanrl"]
+        source = {"scanrl_commit": earlier.get("scanrl_commit"), "scanrl_dirty": earlier.get("scanrl_dirty"),
+                  "scanrl_commit_source": f"the reused scanrl side, {args.reuse_scanrl.name}"}
     else:
         scanrl = run_scanrl(args.algo, args.env, args.form, args.timesteps, args.seeds, args.evals, flags,
                             args.scanrl_run)
@@ -192,6 +198,7 @@ def cell(args: argparse.Namespace) -> dict:
     return {"algo": args.algo, "env": args.env, "form": args.form, "timesteps": args.timesteps, "seeds": args.seeds,
             "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"), "brax_version": brax_package.__version__,
             "trainer_args": trainer, "backend": backend, "scanrl_flags": flags, "scanrl": scanrl, "brax": brax_side,
+            **source,
             **({"brax_reused_from": str(args.reuse_brax.name)} if args.reuse_brax else {})}
 
 

@@ -251,6 +251,7 @@ def main() -> None:
     for learner in args.learners.split(","):
         name = f"{args.env.replace('/', '-')}__{learner}" + (f"__{args.variant}" if args.variant else "")
         started = time.strftime("%Y-%m-%d %H:%M:%S")
+        source = brax_trainers.sidebyside.scanrl_commit()  # the scanrl tree the cell starts from
         folder = args.out / name
         folder.mkdir(exist_ok=True)
         if learner == "brax_sac":
@@ -259,7 +260,7 @@ def main() -> None:
             result = run_scanrl(learner, args.env, args.seeds, args.seconds, int(every[learner]), folder,
                                 args.scanrl_flags.split())
         cell = {"env": args.env, "learner": learner + (f" ({args.variant})" if args.variant else ""), "seconds": args.seconds, "seeds": args.seeds,
-                "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "result": result}
+                "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "result": result, **source}
         (args.out / f"{name}.json").write_text(json.dumps(cell, indent=1))
         print(f"{name}: {returns_at(result, args.seconds)}", flush=True)
 

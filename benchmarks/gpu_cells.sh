@@ -11,7 +11,12 @@
 # - scanrl:ENV: scanrl's PPO alone with the published recipe, 5 seeds, TIMESTEPS env steps, EVALS
 #   an evaluation every EVAL_EVERY updates (default 16) and after the last, its run folder under $OUT/runs.
 # Run from the repo root on a machine whose Python has jax with CUDA, with the other wheels in .whl
-# (benchmarks/HISTORY.md, 2026-11-26, 22:20-22:34, lists them).
+# (benchmarks/HISTORY.md, 2026-11-26, 22:20-22:34, lists them). Where the copy on the machine has
+# no .git, pass SCANRL_COMMIT=<git rev-parse HEAD of the copied tree> (and say in the call whether
+# the tree was dirty): each cell's JSON records it as scanrl_commit (sidebyside.scanrl_commit).
+# The cells of RESULTS rows 7-9 (from trees before the cached-start change, 9cf5eee) re-run with
+#   SCANRL_COMMIT=... BUDGET=530 bash benchmarks/gpu_cells.sh
+#   SCANRL_COMMIT=... CELLS=brax/ant TIMESTEPS=50135040 BUDGET=580 bash benchmarks/gpu_cells.sh
 set -u
 OUT=$(realpath -m "${OUT:-gpu_out}")  # absolute: the craftax cell runs from benchmarks/
 mkdir -p "$OUT"

@@ -101,6 +101,7 @@ def best_per_repetition(arm: dict) -> list[float]:
 
 def run_cell(name: str, seeds: int, out: Path) -> dict:
     algo, env, steps, members, specs, extra = CELLS[name]
+    source = sidebyside.scanrl_commit()  # the scanrl tree the cell starts from
     pbt_only = {j for i, flag in enumerate(extra) if flag.startswith("--pbt-") for j in (i, i + 1)}
     pbt_flags = [extra[i] for i in sorted(pbt_only)]  # the --pbt-* flags and their values: the sweep arm has none
     extra = [flag for i, flag in enumerate(extra) if i not in pbt_only]
@@ -119,7 +120,8 @@ def run_cell(name: str, seeds: int, out: Path) -> dict:
               "pbt_burn_in": int(pbt_flags[pbt_flags.index("--pbt-burn-in") + 1]) if "--pbt-burn-in" in pbt_flags else 0,
               "sweep_specs": specs, "sweep": sweep, "pbt": pbt,
               "scores": {"pbt": best_per_repetition(pbt), "sweep": best_per_repetition(sweep),
-                         "sweep_best_on_average": [float(x) for x in np.array(sweep["eval"])[on_average]]}}
+                         "sweep_best_on_average": [float(x) for x in np.array(sweep["eval"])[on_average]]},
+              **source}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -52,6 +52,7 @@ def main() -> None:
         pbt = arm([*common, "--pbt", "--pbt-population", str(members), "--pbt-interval", str(args.interval)])
         intervals = args.updates // args.interval
         row = {"members": members, "env": args.env, "updates": args.updates, "interval": args.interval,
+               **sidebyside.scanrl_commit(),
                "sweep": sweep, "pbt": pbt, "seconds_per_interval": {k: v["run_seconds"] / intervals
                                                                    for k, v in (("sweep", sweep), ("pbt", pbt))},
                "env_steps_per_second": {k: members * args.updates * per_update / v["run_seconds"]

@@ -16,6 +16,8 @@ import math
 import os
 import time
 
+import sidebyside  # benchmarks/, beside this file: scanrl_commit needs git only
+
 
 
 def f2j(x):
@@ -33,6 +35,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
     args = p.parse_args()
+    source = sidebyside.scanrl_commit()  # the scanrl tree of the sitting (git only: this venv has no scanrl)
 
     t_imp0 = time.perf_counter()
     import jax
@@ -98,6 +101,7 @@ def main():
         "config_used": cfg,
         "num_seeds": S,
         "seed": args.seed,
+        **source,
         "eval_policy": "rejax PQN.make_act: epsilon=0.005, 128 eval envs, until done or max_steps",
         "num_evals": int(returns.shape[1]),
         "wall_import_s": t_imp1 - t_imp0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,30 @@ def run_scanrl(module: str, flags: list[str]) -> dict:
             "final_returns": sampled.tolist(), "training_scores": summary["final_return_per_seed"]}
 
 
+def scanrl_commit() -> dict:
+    """The scanrl tree a cell runs from, for its JSON: {"scanrl_commit": `git rev-parse HEAD`,
+    "scanrl_dirty": whether tracked files differ from that commit}, both None outside a git
+    checkout. A copy without .git (a GPU machine's) takes the commit from SCANRL_COMMIT, set by
+    the caller (`SCANRL_COMMIT=$(git rev-parse HEAD)` where the copy was made). Every published
+    cell's JSON names its commit (tests/test_bench.py). Needs git only, not JAX or scanrl, so a
+    peer's driver in its own virtualenv can call it."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None and os.environ.get("SCANRL_COMMIT"):
+        return {"scanrl_commit": os.environ["SCANRL_COMMIT"], "scanrl_dirty": None,
+                "scanrl_commit_source": "the SCANRL_COMMIT variable (no git checkout here)"}
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"scanrl_commit": commit, "scanrl_dirty": None if status is None else bool(status)}
+
+
 def iqm_text(values, digits: int = 3) -> str:
     """rliable's IQM of `values` (one per seed) with its 95% stratified-bootstrap interval:
     "point [low, high]"; "-" when there is no value."""
@@ -93,9 +118,10 @@ def command_line(doc: str, env: str, out: Path) -> argparse.ArgumentParser:
 
 def finish(args: argparse.Namespace, cell: Callable, table: Callable[[Path], str], algo: str) -> None:
     """--table: print the table of the cells in --out. Else run `cell(args)`, write its result to
-    --out as ALGO__ENV.json, and print the table."""
+    --out as ALGO__ENV.json with the scanrl commit it started from, and print the table."""
     if not args.table:
-        result = cell(args)
+        source = scanrl_commit()  # the tree at the start: a long cell may outlast an edit
+        result = {**cell(args), **source}
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"{algo}__{args.env.replace('/', '-')}.json").write_text(json.dumps(result, indent=1) + "\n")
     print(table(args.out))

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from sidebyside import scanrl_commit  # noqa: E402  (each row names the scanrl commit it measured)
 MARK_BEGIN, MARK_END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 
@@ -143,7 +145,7 @@ def main() -> None:
             layouts.append(("--data-parallel 2", 2, 2))
         for layout, num_devices, data_parallel in layouts:
             row = {**measure(args.algo, seeds, num_devices, data_parallel), "layout": layout,
-                   "date": time.strftime("%Y-%m-%d"), "jax": jax.__version__,
+                   "date": time.strftime("%Y-%m-%d"), "jax": jax.__version__, **scanrl_commit(),
                    "command": f"python benchmarks/throughput.py --algo {args.algo} --seeds {seeds}"}
             key = (args.algo, seeds, layout)
             stored = [r for r in stored if (r["algo"], r["seeds"], r["layout"]) != key] + [row]

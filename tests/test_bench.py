@@ -252,6 +252,40 @@ def test_every_side_by_side_row_of_the_results_names_raw_data_that_exists():
         assert all((REPO / path).exists() for path in named), (number, named)
 
 
+def test_every_side_by_side_cell_json_of_the_results_names_its_scanrl_commit():
+    """Every JSON that RESULTS.md section 1's sittings table names (directly, or one level inside
+    a named folder) records the scanrl commit that made the cell (`scanrl_commit`, as
+    benchmarks/sidebyside.py's scanrl_commit writes it), or null with the reason
+    (`scanrl_commit_missing`) where no record of the sitting names one, and then its row in
+    the sittings table says "scanrl commit not recorded"."""
+    import re
+
+    text = (REPO / "benchmarks" / "RESULTS.md").read_text()
+    sittings = text[text.index("## 1."):text.index("## 2.")].split("**Sittings, versions, raw data and commands.**")[1]
+    checked, problems = 0, []
+    for line in sittings.splitlines():
+        if not re.match(r"\| \d+ \|", line):
+            continue
+        row = [x.strip() for x in line.split("|")]
+        for named in re.findall(r"`(benchmarks/reference[^`]*)`", row[4]):
+            path = REPO / named
+            for cell in [path] if path.is_file() else sorted(path.glob("*.json")):
+                if cell.suffix != ".json":
+                    continue
+                checked += 1
+                data = json.loads(cell.read_text())
+                commit = data.get("scanrl_commit") if isinstance(data, dict) else None
+                if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,40}", commit):
+                    continue
+                if not isinstance(data, dict) or "scanrl_commit" not in data or commit is not None:
+                    problems.append(f"row {row[1]}: {named} {cell.name} names no scanrl commit")
+                elif not data.get("scanrl_commit_missing"):
+                    problems.append(f"row {row[1]}: {cell.name} has a null scanrl commit and no reason")
+                elif "scanrl commit not recorded" not in line:
+                    problems.append(f"row {row[1]}: {cell.name} has no scanrl commit and the row does not say so")
+    assert checked >= 26 and not problems, (checked, problems)
+
+
 def test_every_table_of_the_benchmarks_page_names_raw_data_that_exists():
     """docs/benchmarks.md names only files and folders that exist under benchmarks/, and each of
     its tables names, between the table before it and the table after it, the raw data its
@@ -282,3 +316,80 @@ def test_every_table_of_the_benchmarks_page_names_raw_data_that_exists():
             assert any(map(is_raw, benchmark_paths(context))), \
                 f"the table under {lines[0]!r} at its line {start} names no raw data"
     assert tables >= 15, tables
+
+
+# The docs' tables that hold no measurement, by their header row as written, each with why. A
+# table whose header is not here must name its raw data (test below), so a new table of figures
+# cannot slip through under a new wording; a new table of settings needs one line here.
+TABLES_WITHOUT_MEASUREMENTS = {
+    "| flag | default | meaning |": "an algorithm's or tool's flags and their defaults: settings",
+    "| flag | default | what it does |": "PBT's flags and their defaults: settings",
+    "| flag | meaning |": "scanrl-plot's flags",
+    "| preset | when | settings |": "an algorithm's presets: the values it starts from",
+    "| preset | when | settings (source) |": "PQN's presets, each value with its published source",
+    "| name | what it is |": "the Python API's registry: names",
+    "| field | what it is |": "the fields of an algorithm's pieces: names",
+    "| file | lines | its one job |": "the source files; their line counts are the files' own, "
+                                      "checked against them by tests/test_loop.py",
+    "| script | measures |": "the benchmark scripts and what each measures: a list of files",
+    "| file | content |": "the files of a PBT run folder",
+    "| metric | what it is | where it comes from |": "definitions of the scores",
+    "| statistic | definition | rliable |": "definitions of the statistics",
+    "| algorithm | envs | source | published | `cpu` form |":
+        "the suites' published configurations (environments, budgets), each with its source",
+    "| `--recipe` | what applies |": "the recipe forms: settings",
+}
+
+
+def docs_tables(text: str):
+    """Each Markdown table of a page: (its section's heading, its header row, the text between
+    the table before it and the table after it, in the same section, itself included)."""
+    import re
+
+    for section in re.split(r"\n(?=#{1,3} )", text):
+        lines = section.splitlines()
+        starts = [i for i in range(1, len(lines))
+                  if re.match(r"\|\s*:?-", lines[i]) and lines[i - 1].startswith("|")]
+        ends = []
+        for start in starts:
+            end = start
+            while end + 1 < len(lines) and lines[end + 1].startswith("|"):
+                end += 1
+            ends.append(end)
+        for k, start in enumerate(starts):
+            before = ends[k - 1] + 1 if k else 0
+            after = starts[k + 1] - 1 if k + 1 < len(starts) else len(lines)
+            yield lines[0], lines[start - 1].strip(), "\n".join(lines[before:after])
+
+
+def test_every_table_of_every_docs_page_names_raw_data_that_exists():
+    """Every page under docs/ (docs/*.md and docs/algorithms/*.md) names only paths under
+    benchmarks/ that exist, and each of its tables that holds measured figures names, between
+    the table before it and the table after it in its section, the raw data they come from: a
+    folder or file under benchmarks/reference*, or a .json/.jsonl file.
+
+    Which tables hold measurements is decided by exemption, not by guessing from the wording:
+    every table must name raw data unless its header row is in TABLES_WITHOUT_MEASUREMENTS,
+    where each entry says why it holds no measurement (flags, presets, API names, definitions,
+    published configurations, line counts that another test checks). A word list ("IQM",
+    "wall", ...) would let a table of figures under a plain header through (the MinAtar
+    conv-against-MLP table had none of those words); the list fails closed instead. Every entry
+    must still match a table somewhere, so a stale one is removed."""
+    pages = sorted((REPO / "docs").glob("*.md")) + sorted((REPO / "docs" / "algorithms").glob("*.md"))
+    assert len(pages) >= 15, pages
+    is_raw = lambda p: p.startswith("benchmarks/reference") or p.endswith((".json", ".jsonl"))  # noqa: E731
+    missing, unnamed, used, measured = [], [], set(), 0
+    for page in pages:
+        text, name = page.read_text(), page.relative_to(REPO).as_posix()
+        missing += [(name, p) for p in benchmark_paths(text) if not (REPO / p).exists()]
+        for heading, header, context in docs_tables(text):
+            if header in TABLES_WITHOUT_MEASUREMENTS:
+                used.add(header)
+                continue
+            measured += 1
+            if not any(map(is_raw, benchmark_paths(context))):
+                unnamed.append(f"{name}: the table under {heading!r} headed {header[:60]!r}")
+    assert not missing, f"named but missing: {missing}"
+    assert not unnamed, "tables of figures that name no raw data:\n" + "\n".join(unnamed)
+    assert used == set(TABLES_WITHOUT_MEASUREMENTS), set(TABLES_WITHOUT_MEASUREMENTS) - used
+    assert measured >= 20, measured
