@@ -3,6 +3,13 @@ each side's rliable IQM of the last greedy evaluation with its 95% interval, ove
 each side's wall (imports left out; compile, training and evaluation in), its compile, and
 the ratio of the walls.
 
+Both sides are scored by one estimator: each env's first whole greedy episode, the mean over
+128 envs per seed (scanrl's evaluation; benchmarks/purejaxql_pqn.py records the same for
+purejaxql's final policy as `first_episode_return_per_seed`).  Where the peer's JSON also has
+its own estimator (purejaxql: the mean of every episode ended in a max_steps_in_episode window
+of its last test), the last column shows it.  A JSON from before the driver recorded the
+first-episode estimator has only purejaxql's own; the table then says so in the peer column.
+
     python benchmarks/pqn_table.py OUT_DIR
 """
 
@@ -28,8 +35,11 @@ def peer_side(path: Path) -> dict:
     """A purejaxql or rejax driver's JSON: each seed's last test (purejaxql: greedy on 128
     envs) or evaluation (rejax: epsilon 0.005 on 128 envs); wall = compile + run."""
     result = json.loads(path.read_text())
-    returns = result.get("final_test_return_per_seed") or result["final_eval_return_per_seed"]
-    return {"returns": np.array(returns, float), "wall": result["wall_compile_s"] + result["wall_run_s"],
+    own = result.get("final_test_return_per_seed") or result["final_eval_return_per_seed"]
+    first = result.get("first_episode_return_per_seed")
+    return {"returns": np.array(first if first else own, float), "estimator": "first" if first else "own",
+            "own": np.array(result.get("window_mean_return_per_seed") or own, float),
+            "wall": result["wall_compile_s"] + result["wall_run_s"],
             "compile": result["wall_compile_s"], "steps": result["env_steps_per_seed"]}
 
 
@@ -50,14 +60,17 @@ def main(out: Path) -> None:
         if env.endswith("-MinAtar"):
             cells.append((env, "purejaxql", dirs[0], out / f"purejaxql_{env.split('-')[0]}.json"))
     print("| env | peer | steps/seed | seeds | scanrl IQM [95% CI] | peer IQM [95% CI] | "
-          "wall scanrl / peer (s) | compile scanrl / peer (s) | wall ratio |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "wall scanrl / peer (s) | compile scanrl / peer (s) | wall ratio | peer's own estimator |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for env, peer, run_dir, path in cells:
         ours, theirs = scanrl_side(run_dir), peer_side(path)
         print(f"| {env} | {peer} | {ours['steps']:,} / {theirs['steps']:,} | {len(ours['returns'])} / "
               f"{len(theirs['returns'])} | {show(stats.iqm_interval(ours['returns']))} | "
-              f"{show(stats.iqm_interval(theirs['returns']))} | {ours['wall']:.0f} / {theirs['wall']:.0f} | "
-              f"{ours['compile']:.0f} / {theirs['compile']:.0f} | {ours['wall'] / theirs['wall']:.2f}x |")
+              f"{show(stats.iqm_interval(theirs['returns']))}"
+              f"{'' if theirs['estimator'] == 'first' else ' (its own estimator)'} | "
+              f"{ours['wall']:.0f} / {theirs['wall']:.0f} | "
+              f"{ours['compile']:.0f} / {theirs['compile']:.0f} | {ours['wall'] / theirs['wall']:.2f}x | "
+              f"{show(stats.iqm_interval(theirs['own']))} |")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,15 @@ PUREJAXQL_DIR a checkout of mttga/purejaxql:
 The only thing this driver changes at run time is the gymnax wrapper class that
 purejaxql's module looks up when make_train() runs (gymnax 1.0.1 compatibility, see
 CompatLogWrapper below).  purejaxql's files are not edited.
+
+Two estimators of the final greedy return.  purejaxql's own test (get_test_metrics) steps
+TEST_NUM_ENVS envs for max_steps_in_episode steps and averages every episode that ends in that
+window, so a short second episode counts and a long one that has not ended does not.  scanrl
+scores each env's first whole episode.  After training, this driver steps the final greedy
+policy once more through purejaxql's own network, env and test protocol (the same envs and
+window) and records both: `first_episode_return_per_seed` (scanrl's estimator, the one a
+side-by-side label uses) and `window_mean_return_per_seed` (purejaxql's).  That extra test is
+timed apart (`wall_final_estimators_s`) and is not part of the wall.
 """
 import argparse
 import json
@@ -18,6 +27,8 @@ import os
 import subprocess
 import sys
 import time
+
+import sidebyside  # benchmarks/, beside this file: scanrl_commit needs git only
 
 PJQ_ROOT = os.environ.get("PUREJAXQL_DIR", "purejaxql")  # a checkout of mttga/purejaxql
 
@@ -56,8 +67,56 @@ def f2j(x):
     return None if math.isnan(x) or math.isinf(x) else x
 
 
+def final_estimators(pjq, script, config, train_state, rng):
+    """Both estimators of the final greedy return, per seed, from one greedy test of
+    TEST_NUM_ENVS envs x TEST_NUM_STEPS (= max_steps_in_episode) steps per seed.
+
+    train_state: purejaxql's final CustomTrainState with a leading seed axis.
+    Returns (S,) arrays: the mean over envs of each env's first ended episode, the mean over
+    every episode ended in the window (purejaxql's test), and how many episodes each counted."""
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+    from gymnax.wrappers.purerl import FlattenObservationWrapper
+
+    env, env_params = gymnax.make(config["ENV_NAME"])
+    if script == "gymnax":
+        env = FlattenObservationWrapper(env)
+    env = pjq.LogWrapper(env)  # the compatibility wrapper, as in training
+    extra = ({"hidden_size": config.get("HIDDEN_SIZE", 128), "num_layers": config.get("NUM_LAYERS", 2)}
+             if script == "gymnax" else {})
+    network = pjq.QNetwork(action_dim=env.action_space(env_params).n, norm_type=config["NORM_TYPE"],
+                           norm_input=config.get("NORM_INPUT", False), **extra)
+    n, steps, eps = config["TEST_NUM_ENVS"], config["TEST_NUM_STEPS"], config["EPS_TEST"]
+
+    def one_seed(params, batch_stats, key):
+        key, reset_key = jax.random.split(key)
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, n), env_params)
+
+        def step(carry, _):
+            state, obs, key = carry
+            key, act_key, rand_key, step_key = jax.random.split(key, 4)
+            q = network.apply({"params": params, "batch_stats": batch_stats}, obs, train=False)
+            random_action = jax.random.randint(rand_key, (n,), 0, q.shape[-1])
+            action = jnp.where(jax.random.uniform(act_key, (n,)) < eps, random_action, q.argmax(-1))
+            obs, state, _, _, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                jax.random.split(step_key, n), state, action, env_params)
+            return (state, obs, key), (info["returned_episode"], info["returned_episode_returns"])
+
+        _, (ended, returns) = jax.lax.scan(step, (state, obs, key), None, steps)  # (T, n) each
+        first = returns[jnp.argmax(ended, axis=0), jnp.arange(n)]  # each env's first ended episode
+        has_first = ended.any(axis=0)
+        window = jnp.where(ended, returns, 0.0).sum() / ended.sum()
+        return (jnp.where(has_first, first, 0.0).sum() / has_first.sum(), window,
+                has_first.sum(), ended.sum())
+
+    keys = jax.random.split(rng, jax.tree_util.tree_leaves(train_state.params)[0].shape[0])
+    return jax.jit(jax.vmap(one_seed))(train_state.params, train_state.batch_stats, keys)
+
+
 def main():
     args = parse_args()
+    source = sidebyside.scanrl_commit()  # the scanrl tree of the sitting (git only: this venv has no scanrl)
     t_imp0 = time.perf_counter()
 
     sys.path.insert(0, PJQ_ROOT)
@@ -138,6 +197,12 @@ def main():
     outs = jax.block_until_ready(compiled(rngs))
     t2 = time.perf_counter()
 
+    # ---- both estimators on the final greedy policy (timed apart) ---------------------
+    t3 = time.perf_counter()
+    first, window, n_first, n_window = jax.device_get(final_estimators(
+        pjq, args.script, config, outs["runner_state"][0], jax.random.PRNGKey(config["SEED"] + 10_000)))
+    t4 = time.perf_counter()
+
     # ---- results --------------------------------------------------------------------
     m = jax.tree_util.tree_map(np.asarray, outs["metrics"])
     S = config["NUM_SEEDS"]
@@ -193,6 +258,7 @@ def main():
         "impl": "purejaxql",
         "script": f"purejaxql/{'pqn_minatar' if args.script == 'minatar' else 'pqn_gymnax'}.py",
         "commit": commit_hash(),
+        **source,
         "alg_config_file": f"purejaxql/config/alg/{alg_name}.yaml",
         "gymnax_compat": "CompatLogWrapper (5-tuple step, done=terminated|truncated, 0.0.x info keys)",
         "versions": {
@@ -224,6 +290,16 @@ def main():
         "final_test_return_per_seed": [d.get("final_test_return") for d in per_seed],
         "final_test_return_mean": f2j(np.nanmean([np.nan if d.get("final_test_return") is None
                                                   else d["final_test_return"] for d in per_seed])),
+        "first_episode_return_per_seed": [f2j(x) for x in first],
+        "window_mean_return_per_seed": [f2j(x) for x in window],
+        "final_estimators_episodes_per_seed": {"first": [int(x) for x in n_first],
+                                               "window": [int(x) for x in n_window]},
+        "final_estimators_note": ("one greedy test of the final policy after training: "
+                                  "first_episode_return = mean over TEST_NUM_ENVS envs of each "
+                                  "env's first ended episode (scanrl's estimator); "
+                                  "window_mean_return = mean over every episode ended within "
+                                  "TEST_NUM_STEPS steps (purejaxql's get_test_metrics)"),
+        "wall_final_estimators_s": t4 - t3,
         "per_seed": per_seed,
     }
     if have_test and test_interval == 0:
@@ -233,7 +309,8 @@ def main():
         json.dump(result, f, indent=1)
     print(json.dumps({k: result[k] for k in (
         "commit", "num_updates", "wall_import_s", "wall_compile_s", "wall_run_s",
-        "env_steps_total", "steps_per_s", "steps_per_s_incl_test", "final_test_return_per_seed")}, indent=1))
+        "env_steps_total", "steps_per_s", "steps_per_s_incl_test", "final_test_return_per_seed",
+        "first_episode_return_per_seed", "window_mean_return_per_seed")}, indent=1))
 
 
 if __name__ == "__main__":
