@@ -67,6 +67,17 @@ def f2j(x):
     return None if math.isnan(x) or math.isinf(x) else x
 
 
+def both_estimators(ended, returns, xp):
+    """ended, returns: [T, n] (an episode ended at step t in env i, and its return). Returns the
+    mean over envs of each env's first ended episode (envs with none left out), the mean over
+    every ended episode, and the two counts. `xp`: numpy or jax.numpy."""
+    first = returns[xp.argmax(ended, axis=0), xp.arange(ended.shape[1])]  # each env's first
+    has_first = ended.any(axis=0)
+    window = xp.where(ended, returns, 0.0).sum() / ended.sum()
+    return (xp.where(has_first, first, 0.0).sum() / has_first.sum(), window,
+            has_first.sum(), ended.sum())
+
+
 def final_estimators(pjq, script, config, train_state, rng):
     """Both estimators of the final greedy return, per seed, from one greedy test of
     TEST_NUM_ENVS envs x TEST_NUM_STEPS (= max_steps_in_episode) steps per seed.
@@ -104,11 +115,7 @@ def final_estimators(pjq, script, config, train_state, rng):
             return (state, obs, key), (info["returned_episode"], info["returned_episode_returns"])
 
         _, (ended, returns) = jax.lax.scan(step, (state, obs, key), None, steps)  # (T, n) each
-        first = returns[jnp.argmax(ended, axis=0), jnp.arange(n)]  # each env's first ended episode
-        has_first = ended.any(axis=0)
-        window = jnp.where(ended, returns, 0.0).sum() / ended.sum()
-        return (jnp.where(has_first, first, 0.0).sum() / has_first.sum(), window,
-                has_first.sum(), ended.sum())
+        return both_estimators(ended, returns, jnp)
 
     keys = jax.random.split(rng, jax.tree_util.tree_leaves(train_state.params)[0].shape[0])
     return jax.jit(jax.vmap(one_seed))(train_state.params, train_state.batch_stats, keys)

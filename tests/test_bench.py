@@ -393,3 +393,23 @@ def test_every_table_of_every_docs_page_names_raw_data_that_exists():
     assert not unnamed, "tables of figures that name no raw data:\n" + "\n".join(unnamed)
     assert used == set(TABLES_WITHOUT_MEASUREMENTS), set(TABLES_WITHOUT_MEASUREMENTS) - used
     assert measured >= 20, measured
+
+
+def test_the_pqn_side_by_side_scores_each_envs_first_episode_and_also_the_peers_window_mean(monkeypatch):
+    """benchmarks/purejaxql_pqn.py's two estimators of a greedy test: env 0 ends a 5 at step 1
+    and a 1 at step 3, env 1 a 10 at step 2, env 2 nothing: the first-episode estimator (scanrl's)
+    is (5 + 10) / 2, purejaxql's window mean (5 + 1 + 10) / 3, over 2 envs and 3 episodes."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # its sidebyside import, as when run as a script
+    spec = importlib.util.spec_from_file_location("purejaxql_pqn", REPO / "benchmarks" / "purejaxql_pqn.py")
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)  # imports no JAX at module level
+    ended = np.zeros((4, 3), bool)
+    returns = np.zeros((4, 3))
+    ended[1, 0], returns[1, 0] = True, 5.0
+    ended[3, 0], returns[3, 0] = True, 1.0
+    ended[2, 1], returns[2, 1] = True, 10.0
+    first, window, n_first, n_window = driver.both_estimators(ended, returns, np)
+    assert (first, n_first, n_window) == (7.5, 2, 3)
+    assert np.isclose(window, 16 / 3)
