@@ -1,7 +1,8 @@
 """The table of a PQN side-by-side sitting (benchmarks/pqn_side_by_side.sh OUT_DIR): per cell,
 each side's rliable IQM of the last greedy evaluation with its 95% interval, over seeds, and
-each side's wall (imports left out; compile, training and evaluation in), its compile, and
-the ratio of the walls.
+each side's wall (the whole process: imports, compile, training and evaluation; scanrl's
+summary.json `wall_seconds` is timed from its process's start, so the peer's wall adds its
+driver's `wall_import_s` to its compile and run), its compile, and the ratio of the walls.
 
 Both sides are scored by one estimator: each env's first whole greedy episode, the mean over
 128 envs per seed (scanrl's evaluation; benchmarks/purejaxql_pqn.py records the same for
@@ -24,7 +25,8 @@ from scanrl.common.harness import stats
 
 def scanrl_side(run_dir: Path) -> dict:
     """A scanrl run folder: each seed's last greedy evaluation; wall and compile from
-    summary.json (the command line's whole run: compile, training, evaluations, files)."""
+    summary.json (the command line's whole process: imports, compile, training, evaluations,
+    files)."""
     summary = json.loads((run_dir / "summary.json").read_text())
     evals = np.load(run_dir / "metrics.npz")["eval_return"]
     return {"returns": evals[:, -1], "wall": summary["wall_seconds"],
@@ -33,13 +35,13 @@ def scanrl_side(run_dir: Path) -> dict:
 
 def peer_side(path: Path) -> dict:
     """A purejaxql or rejax driver's JSON: each seed's last test (purejaxql: greedy on 128
-    envs) or evaluation (rejax: epsilon 0.005 on 128 envs); wall = compile + run."""
+    envs) or evaluation (rejax: epsilon 0.005 on 128 envs); wall = imports + compile + run."""
     result = json.loads(path.read_text())
     own = result.get("final_test_return_per_seed") or result["final_eval_return_per_seed"]
     first = result.get("first_episode_return_per_seed")
     return {"returns": np.array(first if first else own, float), "estimator": "first" if first else "own",
             "own": np.array(result.get("window_mean_return_per_seed") or own, float),
-            "wall": result["wall_compile_s"] + result["wall_run_s"],
+            "wall": result.get("wall_import_s", 0.0) + result["wall_compile_s"] + result["wall_run_s"],
             "compile": result["wall_compile_s"], "steps": result["env_steps_per_seed"]}
 
 
