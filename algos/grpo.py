@@ -48,7 +48,8 @@ RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
 @dataclass(frozen=True)
 class Config:
     env: str = "CartPole-v1"
-    """gymnax environment id; discrete and continuous (Box) action spaces both work."""
+    """a gymnax id (CartPole-v1) or SUITE/NAME (brax/ant, navix/Navix-Empty-5x5-v0); discrete and
+    continuous (Box) action spaces both work."""
     total_timesteps: int = 3_000_000
     """environment steps per seed (rounded down to whole updates; masked steps count too; 0: until a
     --stop-* condition holds, with learning-rate annealing off)."""

@@ -55,7 +55,8 @@ RUN_DEFAULTS = {"continuous": dict(eval_every=25)}
 @dataclass(frozen=True)
 class Config:
     env: str = "CartPole-v1"
-    """gymnax environment id; discrete and continuous (Box) action spaces both work."""
+    """a gymnax id (CartPole-v1) or SUITE/NAME (brax/ant, navix/Navix-Empty-5x5-v0); discrete and
+    continuous (Box) action spaces both work."""
     total_timesteps: int = 200_000
     """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition
     holds, with learning-rate annealing off)."""

@@ -52,7 +52,8 @@ RUN_DEFAULTS = {None: dict(log_every=10)}
 @dataclass(frozen=True)
 class Config:
     env: str = "CartPole-v1"
-    """gymnax environment id with discrete actions."""
+    """a gymnax id (CartPole-v1) or SUITE/NAME (craftax/Craftax-Classic-Symbolic-v1) with discrete
+    actions."""
     total_timesteps: int = 500_000
     """environment steps per seed (rounded down to whole updates; 0: until a --stop-* condition
     holds, with --decay-timesteps giving the schedules' length)."""

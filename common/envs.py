@@ -11,7 +11,7 @@ import importlib
 import math
 import types
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +55,66 @@ def is_discrete(env: Any, env_params: Any) -> bool:
     raise ValueError(f"Unsupported action space {type(space).__name__}; scanrl handles Discrete and Box.")
 
 
+class EnvHooks(Protocol):
+    """An env's optional hooks: what an env may have beyond gymnax's `Environment` (`reset_env`,
+    `step_env`, spaces, `default_params`). Each is optional, and each is read through `hook`,
+    never by getattr, so this class is the whole list (tests/test_suites.py checks both). The
+    suites' adapters (common/suites/) set them; VecEnv, scanrl-eval and its GIFs read them."""
+
+    def action_mask(self, state: Any, params: Any) -> jax.Array:
+        """The valid actions [A] bool of one state: `VecEnv.masked`, and `VecEnv.action_mask`
+        gives them, batched, to the policy (Jumanji)."""
+
+    def restart_finished(self, key: jax.Array, done: jax.Array, obs: jax.Array, states: Any,
+                         params: Any) -> tuple[jax.Array, Any]:
+        """-> (obs, states): the env's `step` does not reset, because its reset is costly, and
+        this restarts the `done` ones of a batch [N, ...] at once (Craftax's optimistic reset,
+        common/suites/craftax.py). Without it every step computes a reset for every
+        environment: a vmapped choice runs both branches."""
+
+    cached_starts: int
+    """S: the env's `step` does not reset, and a finished environment returns to its own cached
+    first state, as Brax's `AutoResetWrapper` does (Brax's and Playground's resets can cost
+    hundreds of physics steps: CheetahRun settles for 200). `VecEnv.with_fresh_starts` draws
+    every cache anew about every S steps per environment, as Playground's
+    `num_resets_per_eval` does. Evaluation is unchanged: it counts each environment's first
+    episode, which starts from a fresh reset."""
+
+    policy_obs_size: int | None
+    """The policy reads the observation's first `policy_obs_size` features (`VecEnv.observe(
+    policy_part=True)`), a critic all of them: Playground's `state` before its
+    `privileged_state` (common/suites/base.py). None or absent: the policy reads all."""
+
+    def render_rgb(self, state: Any, params: Any) -> Any:
+        """A picture [H, W, 3] uint8 of one state, by the suite's own renderer
+        (common/harness/render.py, `scanrl-eval --gif`)."""
+
+    def render_rgb_jax(self, state: Any, params: Any) -> jax.Array:
+        """The same picture as traceable JAX: a whole episode's are drawn by one jitted,
+        vmapped call (Navix)."""
+
+    name: str
+    """The env's name (gymnax's `Environment.name`): the renderer draws the classic-control
+    tasks by it."""
+
+
+def members(protocol: type) -> frozenset[str]:
+    """The names a Protocol class declares: its methods and its annotated attributes."""
+    names = {*vars(protocol), *vars(protocol).get("__annotations__", {})}
+    return frozenset(name for name in names if not name.startswith("_"))
+
+
+ENV_HOOKS = members(EnvHooks)
+
+
+def hook(env: Any, name: str) -> Any:
+    """`env`'s optional hook `name` (one of EnvHooks' members), None where the env has none."""
+    if name not in ENV_HOOKS:
+        raise ValueError(f"{name!r} is not an optional env hook: declare it in envs.EnvHooks "
+                         "first.")
+    return getattr(env, name, None)
+
+
 class VecEnvState(NamedTuple):
     env_state: Any  # gymnax state, leaves [N, ...]
     episode_return: jax.Array  # [N] return of the running episode so far
@@ -83,34 +143,26 @@ class VecEnv:
     devices) the environments of all it returns are split over the D devices (`shard_envs`),
     with the same values whatever D is.
 
-    Optional attributes of the env change the stepping (common/suites/ sets them):
-    - `action_mask(state, params) -> [A] bool`: the valid actions (`self.masked`), given to
-      the policy by `action_mask(vec_state)`.
-    - `restart_finished(key, done, obs, states, params) -> (obs, states)`: the env's `step`
-      does not reset, because its reset is costly, and this restarts the `done` ones of a
-      batch [N, ...] at once (Craftax's optimistic reset, common/suites/craftax.py). Without it
-      every step computes a reset for every environment: a vmapped choice runs both branches.
-    - `cached_starts` S: the env's `step` does not reset, and a finished environment returns
-      to its own cached first state, as Brax's `AutoResetWrapper` does (Brax's and
-      Playground's resets can cost hundreds of physics steps: CheetahRun settles for 200).
-      `with_fresh_starts` draws every cache anew about every S steps per environment, as
-      Playground's `num_resets_per_eval` does. Evaluation is unchanged: it counts each
-      environment's first episode, which starts from a fresh reset.
+    Optional hooks of the env change the stepping (EnvHooks; common/suites/ sets them):
+    `action_mask` (the valid actions, given to the policy by `action_mask(vec_state)`),
+    `restart_finished` (the env restarts its finished environments itself) and
+    `cached_starts` (a finished environment returns to its cached first state, drawn anew by
+    `with_fresh_starts`).
     """
 
     def __init__(self, env: Any, env_params: Any, num_envs: int):
         self.env, self.env_params = env, env_params
         self.num_envs = num_envs
         self.discrete = is_discrete(env, env_params)
-        self.masked = callable(getattr(env, "action_mask", None))
-        self.restart_finished = getattr(env, "restart_finished", None)
-        self.cached_starts = getattr(env, "cached_starts", None)
+        self.masked = callable(hook(env, "action_mask"))
+        self.restart_finished = hook(env, "restart_finished")
+        self.cached_starts = hook(env, "cached_starts")
         space = env.action_space(env_params)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.obs_dim = math.prod(self.obs_shape)
         # a policy reads the first policy_obs_dim features: all, or a Playground locomotion task's
         # `state` before its `privileged_state` (common/suites/base.py)
-        self.policy_obs_dim = getattr(env, "policy_obs_size", None) or self.obs_dim
+        self.policy_obs_dim = hook(env, "policy_obs_size") or self.obs_dim
         if self.discrete:
             self.num_actions, self.action_shape = int(space.n), ()
         else:

@@ -524,6 +524,17 @@ def test_resuming_another_algorithms_folder_names_it(cli_error, tmp_path):
     assert code == 2 and f"--resume {old} is a ppo run" in err
 
 
+def test_resuming_a_folder_that_does_not_exist_says_so(cli_error, tmp_path):
+    """--resume of a missing folder is one sentence saying so, before its name (an algorithm's
+    `<algo>__<env>__<time>`) is read as another algorithm's run."""
+    from scanrl.algos import impala
+
+    named = tmp_path / "ppo__CartPole-v1__20260101-000000"
+    for main, missing in [(ppo.main, tmp_path / "nope"), (impala.main, named)]:
+        code, err = cli_error(main, ["--resume", str(missing)])
+        assert code == 2 and err == f"error: --resume {missing}: that folder does not exist.", err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--env-params", "max_steps_in_episode", "-1"],
      "--env-params max_steps_in_episode is a time limit and must be at least 1 step, got -1."),

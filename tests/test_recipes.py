@@ -141,7 +141,7 @@ def test_the_suite_recipe_follows_env_and_a_flag_wins(algo, env):
 def test_the_recipe_follows_env_and_a_flag_wins():
     """--env picks the suite's published recipe (Brax's notebook here); a flag overrides one
     value and keeps the rest; --recipe none gives the algorithm's own continuous preset; an
-    env without a recipe (CartPole) is unchanged whatever --recipe says."""
+    env without a recipe (CartPole) takes the file's own defaults with --recipe auto or none."""
     installed("brax.envs", "brax")
     parse = lambda argv: run.parse_config(ppo, argv)  # noqa: E731
     published = parse(["--env", BRAX_ID, "--recipe", "published"])
@@ -158,21 +158,52 @@ def test_the_recipe_follows_env_and_a_flag_wins():
     none = parse(["--env", BRAX_ID, "--recipe", "none"])
     assert none.config == ppo.default_config(BRAX_ID, recipe="none") and none.run.recipe == "none"
     assert (none.num_envs, none.gamma, none.action_dist) == (ppo.PRESETS["continuous"]["num_envs"], 0.95, "gaussian")
-    for choice in ("published", "cpu", "none"):
-        assert parse(["--env", "CartPole-v1", "--recipe", choice]).config == ppo.default_config("CartPole-v1",
-                                                                                               recipe="none")
+    for choice in ("auto", "none"):
+        job = parse(["--env", "CartPole-v1", "--recipe", choice])
+        assert job.config == ppo.default_config("CartPole-v1", recipe="none")
+        assert job.run.recipe == "none"
 
 
-@pytest.mark.parametrize("algo, env, applied", [("ppo", "navix/Navix-DoorKey-5x5-v0", "published"),
-                                               ("grpo", "Catch-bsuite", "none")])  # an env id's preset, no recipe
-def test_a_command_line_looks_its_recipe_up_once_and_builds_default_configs_config(monkeypatch, algo, env, applied):
+@pytest.mark.parametrize("algo, env, choice, applied", [
+    ("ppo", "navix/Navix-DoorKey-5x5-v0", "published", "published"),
+    ("grpo", "Catch-bsuite", "auto", "none"),  # an env id's preset, no recipe
+])
+def test_a_command_line_looks_its_recipe_up_once_and_builds_default_configs_config(
+        monkeypatch, algo, env, choice, applied):
     """A parse of the command line looks the recipe up once, for its hyperparameters and its
     run settings alike, and its Config is the algorithm's own default_config(env)."""
     module, real, looked_up = algos.get(algo), recipes.recipe_for, []
     monkeypatch.setattr(recipes, "recipe_for", lambda *args: looked_up.append(args) or real(*args))
-    job = run.parse_config(module, ["--env", env, "--recipe", "published"])
+    job = run.parse_config(module, ["--env", env, "--recipe", choice])
     assert looked_up == [(algo, env)]
-    assert job.config == module.default_config(env, recipe="published") and job.run.recipe == applied
+    assert job.config == module.default_config(env, recipe=choice) and job.run.recipe == applied
+
+
+@pytest.mark.parametrize("algo", algos.names())
+def test_a_chosen_recipe_the_env_has_none_of_is_refused(cli_error, algo):
+    """--recipe published, cpu or fast where it gives the algorithm nothing for the env (SAC's
+    fast on Pendulum, every algorithm's cpu on its default env) is one sentence naming the flag,
+    its value and the suites that have one, exit code 2, before any run folder; a misspelt env
+    gets the env's own sentence; auto and none take the file's own defaults there."""
+    module = algos.get(algo)
+    env = module.Config.__dataclass_fields__["env"].default
+    where = {"grpo": "", "impala": "",
+             "ppo": " (only for some brax, craftax and playground envs and every navix env)",
+             "ppo_rnn": " (only for some craftax envs and every xminigrid env)",
+             "pqn": " (only for some craftax envs)",
+             "sac": " (only for some brax and playground envs)",
+             "td3": " (only for some brax and playground envs)"}
+    fast = ["fast", "fast-cpu"] if algo in recipes.FIELDS_FOR_FAST else []
+    for choice in ["cpu", "published", *fast]:
+        code, err = cli_error(module.main, ["--env", env, "--recipe", choice])
+        what = f"FastTD3 publishes no arguments for {env}" if choice.startswith("fast") else \
+            f"no suite publishes a recipe for {algo} on {env}"
+        advice = f"leave --recipe out for {algo}'s own defaults"
+        assert code == 2 and err == f"error: --recipe {choice}: {what}{where[algo]}; {advice}.", err
+    code, err = cli_error(module.main, ["--env", env.replace("-v", "v"), "--recipe", "cpu"])
+    assert code == 2 and f"--env '{env.replace('-v', 'v')}' is not a gymnax environment" in err, err
+    for choice in ("auto", "none"):
+        assert run.parse_config(module, ["--env", env, "--recipe", choice]).run.recipe == "none"
 
 
 def test_an_env_ids_own_preset_goes_over_its_kinds_and_under_the_recipe_and_the_flags():

@@ -2,8 +2,11 @@
 API, its time limits, auto-reset and errors, and a short learning run. A suite that is not
 installed is skipped with the reason; CI installs every suite's extra."""
 
+import ast
+import inspect
 import subprocess
 import sys
+import tomllib
 from typing import NamedTuple
 
 import jax
@@ -11,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD
+from conftest import HANG_GUARD, REPO
 
 from scanrl.algos import ppo
 from scanrl.common import algorithm, envs, suites
@@ -163,6 +166,68 @@ def test_a_missing_suite_names_its_install_command(monkeypatch, cli_error):
     monkeypatch.setitem(suites.SUITES, "brax", ("scanrl.common.suites.brax", "brax", "brax_not_installed_here"))
     code, err = cli_error(ppo.main, ["--env", "brax/ant"])
     assert code == 2 and 'needs the brax suite: pip install "scanrl[brax]"' in err, err
+
+
+# --- the suite contract: suites.Adapter and AdapterHooks, envs.EnvHooks -----------------------
+def test_every_adapter_in_the_registry_satisfies_the_adapter_protocol():
+    """Each row of SUITES names an extra of pyproject.toml and an adapter module with Adapter's
+    functions (`NAMES()`, and `make(name)`, or `make(name, options)` exactly where the adapter
+    has OPTIONS) and AdapterHooks' optional members of their kinds. Imports the adapters
+    only, not the suites."""
+    from scanrl.common.suites.recipes import Recipe
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
+    every = extras["envs"][0].removeprefix("scanrl[").removesuffix("]").split(",")  # [envs]: all
+    for name, (_, extra, _) in suites.SUITES.items():
+        assert extra in extras and extra in every, name
+        module = suites.import_adapter(name)
+        assert isinstance(module, suites.Adapter), f"{name}: its adapter lacks NAMES or make"
+        assert callable(module.NAMES) and not inspect.signature(module.NAMES).parameters, name
+        options = suites.has_adapter_hook(module, "OPTIONS")
+        wanted = ["name", "options"] if options else ["name"]
+        parameters = list(inspect.signature(module.make).parameters)
+        assert callable(module.make) and parameters == wanted, (name, parameters)
+        assert not options or isinstance(module.OPTIONS, (dict, str)), name
+        assert suites.adapter_hook(module, "ACTIONS") in (None, "box", "discrete"), name
+        recipes = suites.adapter_hook(module, "RECIPES", {})
+        assert isinstance(recipes, dict) and all(
+            isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)
+            and isinstance(recipe, Recipe) for key, recipe in recipes.items()), name
+
+
+def test_the_optional_hooks_are_declared_once_and_read_only_through_their_accessors():
+    """The optional members that algos/ and common/ read of an env (`envs.hook`) or of an
+    adapter module (`suites.adapter_hook`, `has_adapter_hook`) are exactly those declared in
+    envs.EnvHooks and suites.AdapterHooks, the accessors take those and no other, and no
+    file reads one by getattr or hasattr: a new hook is declared in its Protocol first."""
+    accessors = {"hook": envs.ENV_HOOKS, "adapter_hook": suites.ADAPTER_HOOKS,
+                 "has_adapter_hook": suites.ADAPTER_HOOKS}
+    read = {name: set() for name in accessors}
+    by_getattr = []
+    for path in sorted([*(REPO / "algos").glob("*.py"), *(REPO / "common").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)
+                    and isinstance(node.args[1].value, str)):
+                continue
+            func = getattr(node.func, "attr", getattr(node.func, "id", None))
+            member = node.args[1].value
+            if func in accessors:
+                read[func].add(member)
+            elif func in ("getattr", "hasattr") and member in envs.ENV_HOOKS | suites.ADAPTER_HOOKS:
+                by_getattr.append(f"{path.relative_to(REPO)}:{node.lineno} {func} {member!r}")
+    assert not by_getattr, f"read through envs.hook or suites.adapter_hook instead: {by_getattr}"
+    assert read["hook"] == envs.ENV_HOOKS, "envs.EnvHooks declares what common/ reads of an env"
+    assert read["adapter_hook"] | read["has_adapter_hook"] == suites.ADAPTER_HOOKS
+    bare = object()
+    assert all(envs.hook(bare, name) is None for name in envs.ENV_HOOKS)
+    assert not any(suites.has_adapter_hook(bare, name) for name in suites.ADAPTER_HOOKS)
+    with pytest.raises(ValueError, match="declare it in envs.EnvHooks"):
+        envs.hook(bare, "undeclared")
+    for accessor in (suites.adapter_hook, suites.has_adapter_hook):
+        with pytest.raises(ValueError, match="declare it in suites.AdapterHooks"):
+            accessor(bare, "UNDECLARED")
 
 
 @pytest.mark.slow

@@ -37,6 +37,28 @@ def test_registry_unknown_name_lists_the_names():
         algos.get("dqn")
 
 
+def test_the_api_page_shows_the_registrys_names_and_its_error():
+    """docs/api.md's `algos.names()` and `algos.get("dqn")` lines are what they print."""
+    import re
+
+    text = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    names = re.search(r"^algos\.names\(\) +# (\[.*\])$", text, re.M)
+    assert names and names.group(1) == repr(algos.names()), names
+    with pytest.raises(ValueError) as error:
+        algos.get("dqn")
+    assert f'algos.get("dqn")               # ValueError: {error.value}\n' in text
+
+
+def test_the_tools_say_a_run_folder_that_does_not_exist_does_not(tmp_path, capsys):
+    """scanrl-plot and scanrl-eval on a missing folder: one sentence saying so, exit code 2."""
+    missing = tmp_path / "nope"
+    for main in (plots.main, lambda argv: evaluate.main(argv, algos)):
+        with pytest.raises(SystemExit) as exit_info:
+            main([str(missing)])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and err == f"error: {missing} does not exist.\n", err
+
+
 # --- a short PPO run and what the tools make of it ------------------------------------------------
 def short_run(out_dir, **overrides):
     """4 updates of 2 seeds, evaluated and checkpointed every 2 updates (returns still far from 500)."""

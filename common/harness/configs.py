@@ -125,9 +125,11 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
 def run_algorithm(run_dir: str | Path, required: bool = False) -> str | None:
     """The algorithm that wrote a run folder (or None where nothing says): config.json's
     "algo", else summary.json's, else the folder name's `<algo>__<env>__<time>` prefix.
-    `required`: RunFolderError where the folder has no config.json, and the name's first part
-    where nothing says."""
+    `required`: RunFolderError where the folder does not exist or has no config.json, and the
+    name's first part where nothing says."""
     run_dir = Path(run_dir)
+    if required and not run_dir.exists():
+        raise RunFolderError(f"{run_dir} does not exist.")
     if required and not (run_dir / "config.json").is_file():
         raise RunFolderError(f"{run_dir} is not a run folder (it has no config.json).")
     for name in ("config.json", "summary.json"):
@@ -145,6 +147,8 @@ class Run:
 
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
+        if not self.dir.exists():
+            raise RunFolderError(f"{self.dir} does not exist.")
         for name in ("config.json", "summary.json", "metrics.npz"):
             if not (self.dir / name).is_file():
                 raise RunFolderError(f"{self.dir} is not a finished run folder (it has no {name}; a run writes "

@@ -215,7 +215,7 @@ def _keep_end(env: Any) -> Any:
 
     if getattr(type(env), "step", None) is environment.Environment.step and callable(getattr(env, "step_env", None)):
         return _KeepEnd(env, resets=True)
-    if getattr(env, "restart_finished", None) is not None or getattr(env, "cached_starts", None):
+    if envs.hook(env, "restart_finished") is not None or envs.hook(env, "cached_starts"):
         return _KeepEnd(env, resets=False)
     return None
 

@@ -27,18 +27,21 @@ import jax
 import numpy as np
 from PIL import Image, ImageDraw
 
+from scanrl.common import envs
+
 WIDTH, HEIGHT = 360, 240
 CLASSIC = ("CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0")
 
 
 def can_draw(env: Any, obs_shape: Sequence[int]) -> bool:
-    return callable(getattr(env, "render_rgb", None)) or getattr(env, "name", None) in CLASSIC or len(obs_shape) in (2, 3)
+    return (callable(envs.hook(env, "render_rgb")) or envs.hook(env, "name") in CLASSIC
+            or len(obs_shape) in (2, 3))
 
 
 def frames(env: Any, env_params: Any, states: Any, obs: np.ndarray, titles: Sequence[str]) -> list[Image.Image]:
     """One picture per state of an episode (leaves [T, ...], obs [T, *obs]), titles[t] on the t-th."""
     pictures = None
-    if callable(getattr(env, "render_rgb_jax", None)):
+    if callable(envs.hook(env, "render_rgb_jax")):
         pictures = _pictures(env.render_rgb_jax, env_params, states, len(titles))
     return [frame(env, env_params, jax.tree.map(lambda x: x[t], states), obs[t], title,
                   None if pictures is None else pictures[t]) for t, title in enumerate(titles)]
@@ -60,10 +63,10 @@ def frame(env: Any, env_params: Any, state: Any, obs: np.ndarray, title: str,
           picture: np.ndarray | None = None) -> Image.Image:
     """One RGB picture of a single (unbatched) env state, `title` written on top; `picture`
     [H, W, 3]: the env's own picture of it when already drawn (`frames`)."""
-    name = getattr(env, "name", None)
+    name = envs.hook(env, "name")
     image = Image.new("RGB", (WIDTH, HEIGHT), "white")
     draw = ImageDraw.Draw(image)
-    if picture is not None or callable(getattr(env, "render_rgb", None)):
+    if picture is not None or callable(envs.hook(env, "render_rgb")):
         picture = env.render_rgb(state, env_params) if picture is None else picture
         _paste(image, draw, Image.fromarray(np.asarray(picture, np.uint8)))
     elif name == "CartPole-v1":

@@ -56,13 +56,16 @@ def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = 
     algorithm's name, which a resumed folder or config file must match."""
     config_cls, doc = module.Config, module.__doc__
     argv = sys.argv[1:] if argv is None else argv
+    resume = flag_value(argv, "--resume")
+    if resume and not Path(resume).exists():
+        fail(f"--resume {resume}: that folder does not exist.")
     if algo is not None:
         check_algorithm(argv, algo)
     if devices.distributed_requested(argv):
         devices.initialize_distributed()  # before anything below touches JAX
     else:
         devices.use_cpu_cores()
-    resume, config_file = flag_value(argv, "--resume"), flag_value(argv, "--config")
+    config_file = flag_value(argv, "--config")
     source = Path(resume) / "config.json" if resume else config_file
     if resume and not (Path(resume) / "config.json").is_file():
         fail(f"--resume {resume} is not a run folder (it has no config.json).")
@@ -80,6 +83,13 @@ def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = 
         base = compose(module, env, recipe, **{k: v for k, v in saved.items() if k not in ("env", "recipe")})
     except (ValueError, TypeError) as e:
         fail(f"{source}: {e}" if source else str(e))
+    chosen = flag_value(argv, "--recipe")
+    if chosen not in (None, "auto", "none") and base.run.recipe == "none":  # it applied nothing
+        try:
+            name = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])
+            recipes.refuse_missing(name, env, chosen)
+        except ValueError as e:
+            fail(str(e))
     try:
         for name in ("--env-params", "--eval-env-params", "--env-options"):
             check_pairs(argv, name, numbers=name != "--env-options")

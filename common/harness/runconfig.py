@@ -35,9 +35,12 @@ class RunConfig:
     positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
     recipe: Literal[recipes.CHOICES] = "auto"  # type: ignore[valid-type]
     """the suite's own published configuration for --env, where there is one (Brax,
-    MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of environments and steps / 32), auto (published
-    with a GPU or TPU, else cpu) or none (the algorithm's own defaults); td3 and sac: fast (fast-published,
-    fast-cpu), FastTD3's published arguments for the env; flags win over it."""
+    MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of
+    environments and steps / 32), auto (published with a GPU or TPU, else cpu) or none (the
+    algorithm's own defaults); td3 and sac: fast (fast-published, fast-cpu), FastTD3's
+    published arguments for the env; flags win over it. A choice that gives the env no recipe
+    is refused. The default is auto, shown as what auto gives for the --env given (none where
+    the env has no recipe; --env ENV --help shows ENV's)."""
     hide_obs: tuple[int, ...] = ()
     """drop these components of the (flattened) observation, for training and evaluation: partial
     observability, e.g. --hide-obs 1 3 hides CartPole's velocities."""

@@ -12,9 +12,12 @@ a time limit is reported as `truncated` with the observation reached before the 
 `info["final_observation"]`. An adapter uses the suite's own environment API, never its
 training wrappers (which lose that observation or the time-limit flag).
 
-base.py is the adapter of a raw environment of the Brax kind (Brax, Playground). An adapter
-module has `NAMES` (a function listing the suite's environment names) and
-`make(name) -> (env, env_params)`. A suite is a pip extra: `pip install "scanrl[brax]"`.
+An adapter module satisfies `Adapter` (`NAMES()` and `make(name) -> (env, env_params)`) and
+may add any of `AdapterHooks` (`OPTIONS`, `ACTIONS`, `RECIPES`); its envs may have any of
+common/envs.py's `EnvHooks`. These Protocols are the whole contract of a suite: the optional
+members are read only through `adapter_hook` and `envs.hook` (tests/test_suites.py). base.py
+is the adapter of a raw environment of the Brax kind (Brax, Playground). A suite is a pip
+extra: `pip install "scanrl[brax]"`. Adding one: docs/design.md, "Adding an environment suite".
 """
 
 from __future__ import annotations
@@ -23,9 +26,61 @@ import difflib
 import importlib
 import importlib.util
 import types
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from scanrl.common import cores, envs
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What every adapter module has (a module satisfies a Protocol: `def NAMES(self)` is the
+    module's function `NAMES()`)."""
+
+    def NAMES(self) -> list[str]:
+        """The suite's environment names: `--env SUITE/NAME`, and the close-name hints."""
+
+    def make(self, name: str) -> tuple[Any, Any]:
+        """`(env, env_params)` of one name: a gymnax `Environment` (`reset_env`, `step_env`,
+        spaces, `default_params`) whose time limit is `truncated`, with any of envs.EnvHooks.
+        An adapter with OPTIONS takes `make(name, options)`: `--env-options` as {name: value}."""
+
+
+class AdapterHooks(Protocol):
+    """What an adapter module may add, each read through `adapter_hook` and `has_adapter_hook`,
+    never by getattr, so this class is the whole list (tests/test_suites.py checks both)."""
+
+    OPTIONS: dict[str, tuple[str, ...]] | str
+    """Its envs take `--env-options`, given to `make(name, options)`: {option: its choices}
+    (Brax's backend), or a sentence saying which (Playground's config overrides)."""
+
+    ACTIONS: str
+    """"box" or "discrete" for every env of the suite: `is_continuous` answers without building
+    one (a suite without it, Jumanji, builds the env to answer)."""
+
+    RECIPES: dict[tuple[str, str], Any]
+    """The suite's published training configurations: (algorithm, env name or an fnmatch
+    pattern of names) -> recipes.Recipe (common/suites/recipes.py)."""
+
+
+ADAPTER_HOOKS = envs.members(AdapterHooks)
+
+
+def _adapter_hook(name: str) -> str:
+    if name not in ADAPTER_HOOKS:
+        raise ValueError(f"{name!r} is not an optional adapter member: declare it in "
+                         "suites.AdapterHooks first.")
+    return name
+
+
+def adapter_hook(module: Any, name: str, default: Any = None) -> Any:
+    """An adapter module's optional member `name` (one of AdapterHooks'), `default` where it
+    has none."""
+    return getattr(module, _adapter_hook(name), default)
+
+
+def has_adapter_hook(module: Any, name: str) -> bool:
+    """Whether an adapter module has the optional member `name` (one of AdapterHooks')."""
+    return hasattr(module, _adapter_hook(name))
 
 
 # suite -> (adapter module, the extra that installs the suite, the package it imports)
@@ -110,7 +165,7 @@ def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
     suite, name = suite_of(env_id)
     if options:
         module = None if suite == "gymnax" else adapter(env_id)
-        if not hasattr(module, "OPTIONS"):
+        if not has_adapter_hook(module, "OPTIONS"):
             raise ValueError(f"--env-options {' '.join(f'{k} {v}' for k, v in options.items())}: {suite} environments "
                              "take no options; Brax and MuJoCo Playground do.")
         return module.make(name, options)
@@ -129,7 +184,7 @@ def is_continuous(env_id: str) -> bool:
             return name in GYMNAX_BOX
         if not name.strip():  # no name: refused later (check_env_id), before its suite is imported
             return False
-        declared = getattr(adapter(env_id), "ACTIONS", None)
+        declared = adapter_hook(adapter(env_id), "ACTIONS")
         return declared == "box" if declared is not None else not envs.is_discrete(*make(env_id))
     except ValueError:
         return False

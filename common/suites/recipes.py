@@ -45,7 +45,8 @@ import importlib.util
 import os
 from typing import NamedTuple
 
-from scanrl.common.suites import SUITES, import_adapter, preset_name, suite_of
+from scanrl.common.suites import (SUITES, adapter_hook, check_env_id, import_adapter, preset_name,
+                                  suite_of)
 
 CPU_FACTOR = 32
 FAST = "fast"  # FastTD3's arguments, for the algorithms that FIELDS_FOR_FAST translates them into
@@ -69,7 +70,7 @@ CPU_SIZED = 64  # a "fields" recipe with at most this many environments is publi
 def table(suite: str) -> dict[tuple[str, str], Recipe]:
     """A suite's recipes, from its adapter's `RECIPES` ({} for gymnax and a suite without any).
     Only the adapter module is imported, not the suite's package."""
-    return getattr(import_adapter(suite), "RECIPES", {}) if suite in SUITES else {}
+    return adapter_hook(import_adapter(suite), "RECIPES", {}) if suite in SUITES else {}
 
 
 def every_recipe() -> dict[tuple[str, str], Recipe]:
@@ -167,6 +168,31 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
         trainer = FIELDS_FOR_FAST[algo] if resolved.startswith(FAST) else recipe.trainer
         translate = {**brax_args.FIELDS, **fasttd3_args.FIELDS}[trainer]
     return resolved, {**translate(args), **recipe.fields, "recipe": resolved}
+
+
+def joined(words: list[str]) -> str:
+    """Words listed in a sentence: a; a and b; a, b and c."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
+
+
+def refuse_missing(algo: str, env: str, choice: str) -> None:
+    """ValueError (one sentence) for a `--recipe` the user chose that gives `algo` no recipe on
+    `env`, naming the suites where it has one; an `env` that names no environment gets that
+    sentence instead. For a choice (not auto or none) that applied none."""
+    check_env_id(env)
+    fast = resolve(choice).startswith(FAST)
+    wanted = ("td3", FIELDS_FOR_FAST["td3"]) if fast else None  # FastTD3's: the envs' TD3 recipes
+    keys = [key.split("/", 1) for (a, key), r in every_recipe().items()
+            if ((a, r.trainer) == wanted if fast else a == algo)]
+    every = sorted({suite for suite, pattern in keys if pattern == "*"})
+    some = sorted({suite for suite, _ in keys} - set(every))
+    where = joined([f"some {joined(some)} envs"] * bool(some)
+                   + [f"every {joined(every)} env"] * bool(every))
+    what = f"FastTD3 publishes no arguments for {env}" if fast else \
+        f"no suite publishes a recipe for {algo} on {env}"
+    only = f" (only for {where})" if where else ""
+    raise ValueError(f"--recipe {choice}: {what}{only}; leave --recipe out for {algo}'s own "
+                     "defaults.")
 
 
 RUN_SETTINGS = ("recipe", "env_options", "eval_episodes")  # what a recipe sets that is no hyperparameter
