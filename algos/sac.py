@@ -37,9 +37,8 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
 from scanrl.common.offpolicy import (ReplayBuffer, Transitions, buffer_add, buffer_init,
-                                     buffer_sample, categorical_projection, critic_outputs,
-                                     q_values, smaller_mean_distribution, support_of,
-                                     transitions_from_step)
+                                     buffer_sample, categorical_projection,
+                                     smaller_mean_distribution, transitions_from_step)
 from scanrl.common.nets import mlp_apply, mlp_init
 
 import jax
@@ -60,7 +59,8 @@ RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5)}
 @dataclass(frozen=True)
 class Config:
     env: str = "Pendulum-v1"
-    """gymnax environment id with continuous (Box) actions."""
+    """a gymnax id (Pendulum-v1) or SUITE/NAME (brax/ant, playground/CheetahRun) with continuous
+    (Box) actions."""
     total_timesteps: int = 20_000
     """environment steps per seed (all its environments together; rounded down to whole
     iterations; 0: until a --stop-* condition holds)."""
@@ -177,7 +177,7 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
 
 # ---------------------------------------------------------------------------------------------
 # Networks: a tanh-squashed Gaussian actor and two Q networks evaluated as one stacked ensemble
-# (each a scalar Q, or C51's logits over num_atoms atoms; common/offpolicy.py q_values reads them)
+# (each a scalar Q, or C51's logits over num_atoms atoms)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -> dict:
     """{"actor": MLP obs -> (mean, raw log-std), "critic": two Q MLPs stacked on a leading
@@ -201,6 +201,27 @@ def actor_outputs(actor: list, obs: jax.Array, config: Config) -> tuple[jax.Arra
     low, high = config.log_std_min, config.log_std_max
     log_std = low + 0.5 * (high - low) * (jnp.tanh(raw) + 1.0)
     return mean, log_std
+
+
+def critic_outputs(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
+    """Both critics' outputs: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B, K]
+    (K = 1: Q; K = num_atoms: logits)."""
+    inputs = jnp.concatenate([obs, action], axis=-1)
+    return jax.vmap(lambda p: mlp_apply(p, inputs, activation))(critic)
+
+
+def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str,
+             support: jax.Array | None = None) -> jax.Array:
+    """Twin Q values [2, B]: the scalar critics', or (support [K]: the atoms) each categorical
+    critic's expected value."""
+    out = critic_outputs(critic, obs, action, activation)
+    return out[..., 0] if support is None else jax.nn.softmax(out) @ support
+
+
+def support_of(num_atoms: int, v_min: float, v_max: float) -> jax.Array | None:
+    """A categorical critic's atoms [num_atoms], evenly spaced on [v_min, v_max]; None for
+    num_atoms 0 (a scalar critic)."""
+    return jnp.linspace(v_min, v_max, num_atoms) if num_atoms else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,6 +404,25 @@ def sac_update(learner: Learner, batch: Transitions, discount: jax.Array, key: j
     return new_learner, stats
 
 
+def gradient_steps(learner: Learner, buffer: ReplayBuffer, observe, key: jax.Array,
+                   config: Config, optimizer: optax.GradientTransformation,
+                   target_entropy: float) -> tuple[Learner, dict]:
+    """updates_per_step replayed gradient steps (`sac_update` on a batch sampled from the
+    buffer), stats averaged over them. `observe`: raw observations [B, obs_dim] -> what the
+    networks see."""
+
+    def replay_step(learner, step_key):
+        k_sample, k_update = jax.random.split(step_key)
+        batch, discount = buffer_sample(buffer, k_sample, config.batch_size, config.n_step,
+                                        config.gamma)
+        batch = batch._replace(obs=observe(batch.obs), next_obs=observe(batch.next_obs))
+        return sac_update(learner, batch, discount, k_update, config, optimizer, target_entropy)
+
+    learner, stats = jax.lax.scan(replay_step, learner,
+                                  jax.random.split(key, config.updates_per_step))
+    return learner, jax.tree.map(jnp.mean, stats)
+
+
 class TrainState(NamedTuple):
     learner: Learner
     buffer: ReplayBuffer
@@ -434,28 +474,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         """num_steps env steps, each followed by updates_per_step gradient steps once learning."""
-
-        def learn(learner, buffer, obs_stats, key):  # stats averaged over the gradient steps
-            def update_minibatch(learner, step_key):
-                k_sample, k_update = jax.random.split(step_key)
-                batch, discount = buffer_sample(buffer, k_sample, config.batch_size,
-                                                config.n_step, config.gamma)
-                batch = batch._replace(obs=observe(obs_stats, batch.obs),
-                                       next_obs=observe(obs_stats, batch.next_obs))
-                return sac_update(learner, batch, discount, k_update, config, optimizer,
-                                  target_entropy)
-
-            learner, stats = jax.lax.scan(update_minibatch, learner,
-                                          jax.random.split(key, config.updates_per_step))
-            return learner, jax.tree.map(jnp.mean, stats)
-
-        no_stats = {k: jnp.float32(jnp.nan)
-                    for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
-
         def env_step(state: TrainState, step_index: jax.Array):
-            """All environments take one step into the buffer, then the learner learns (if due).
-            step_index counts vector steps from 0, the same for every seed: under vmap the
-            branch stays a real one."""
+            """Act, store the step in the buffer, then learn (if due). step_index counts vector
+            steps from 0, the same for every seed: under vmap the branch stays a real one."""
+            # act: uniformly at random before learning_starts env steps, then the policy's sample
             key, k_random, k_policy, k_env, k_learn = jax.random.split(state.key, 5)
             random = jax.random.uniform(k_random, (config.num_envs, action_dim),
                                         minval=-1.0, maxval=1.0)
@@ -465,20 +487,25 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                 jax.random.split(k_policy, config.num_envs), mean, log_std)
             action = jnp.where(step_index * config.num_envs < config.learning_starts,
                                random, policy_action)
-
             next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
+            # store
             step = transitions_from_step(state.obs, action, info)
             buffer = buffer_add(state.buffer, step)
             obs_stats = state.obs_stats
             if config.normalize_obs:
                 obs_stats = envs.update_stats(obs_stats, step.next_obs)
+            # learn: replayed gradient steps once learning has started (stats NaN before)
             learner, stats = jax.lax.cond(
-                learning(step_index), lambda: learn(state.learner, buffer, obs_stats, k_learn),
+                learning(step_index),
+                lambda: gradient_steps(state.learner, buffer, lambda x: observe(obs_stats, x),
+                                       k_learn, config, optimizer, target_entropy),
                 lambda: (state.learner, no_stats),
             )
             return TrainState(learner=learner, buffer=buffer, env_state=env_state, obs=next_obs,
                               obs_stats=obs_stats, key=key), (info, stats)
 
+        no_stats = {k: jnp.float32(jnp.nan)
+                    for k in ("critic_loss", "actor_loss", "q_mean", "alpha", "entropy")}
         step_indices = update_index * config.num_steps + jnp.arange(config.num_steps)
         state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
         metrics = {k: jnp.nanmean(v) for k, v in stats.items()}

@@ -36,9 +36,8 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
 from scanrl.common.offpolicy import (ReplayBuffer, Transitions, buffer_add, buffer_init,
-                                     buffer_sample, categorical_projection, critic_outputs,
-                                     q_values, smaller_mean_distribution, support_of,
-                                     transitions_from_step)
+                                     buffer_sample, categorical_projection,
+                                     smaller_mean_distribution, transitions_from_step)
 from scanrl.common.nets import mlp_apply, mlp_init
 
 import jax
@@ -60,7 +59,8 @@ RUN_DEFAULTS = {None: dict(eval_every=10, log_every=5, eval_policy="deterministi
 @dataclass(frozen=True)
 class Config:
     env: str = "Pendulum-v1"
-    """gymnax environment id with continuous (Box) actions."""
+    """a gymnax id (Pendulum-v1) or SUITE/NAME (brax/ant, playground/CheetahRun) with continuous
+    (Box) actions."""
     total_timesteps: int = 20_000
     """environment steps per seed (all its environments together; rounded down to whole
     iterations; 0: until a --stop-* condition holds)."""
@@ -172,7 +172,7 @@ def default_config(env: str = "Pendulum-v1", recipe: str = "auto", **overrides) 
 
 # ---------------------------------------------------------------------------------------------
 # Networks: a deterministic tanh actor and two Q networks evaluated as one stacked ensemble
-# (each a scalar Q, or C51's logits over num_atoms atoms; common/offpolicy.py q_values reads them)
+# (each a scalar Q, or C51's logits over num_atoms atoms)
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -> dict:
     """{"actor": MLP obs -> action (before tanh), "critic": two Q MLPs stacked on a leading
@@ -191,6 +191,27 @@ def init_params(key: jax.Array, config: Config, obs_dim: int, action_dim: int) -
 def policy_action(actor: list, obs: jax.Array, activation: str) -> jax.Array:
     """The deterministic policy: obs [..., obs_dim] -> action [..., A] in [-1, 1]."""
     return jnp.tanh(mlp_apply(actor, obs, activation))
+
+
+def critic_outputs(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
+    """Both critics' outputs: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B, K]
+    (K = 1: Q; K = num_atoms: logits)."""
+    inputs = jnp.concatenate([obs, action], axis=-1)
+    return jax.vmap(lambda p: mlp_apply(p, inputs, activation))(critic)
+
+
+def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str,
+             support: jax.Array | None = None) -> jax.Array:
+    """Twin Q values [2, B]: the scalar critics', or (support [K]: the atoms) each categorical
+    critic's expected value."""
+    out = critic_outputs(critic, obs, action, activation)
+    return out[..., 0] if support is None else jax.nn.softmax(out) @ support
+
+
+def support_of(num_atoms: int, v_min: float, v_max: float) -> jax.Array | None:
+    """A categorical critic's atoms [num_atoms], evenly spaced on [v_min, v_max]; None for
+    num_atoms 0 (a scalar critic)."""
+    return jnp.linspace(v_min, v_max, num_atoms) if num_atoms else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,6 +348,32 @@ def td3_update(learner: Learner, batch: Transitions, discount: jax.Array, key: j
     return Learner({"actor": actor, "critic": critic}, target, (actor_opt, critic_opt)), stats
 
 
+def gradient_steps(learner: Learner, buffer: ReplayBuffer, observe, key: jax.Array,
+                   learning_step: jax.Array, config: Config,
+                   optimizer: optax.GradientTransformation) -> tuple[Learner, dict]:
+    """updates_per_step replayed gradient steps (`td3_update` on a batch sampled from the
+    buffer), stats averaged over them. `learning_step`: vector steps since the first that
+    learned (0 for it); critic step g counts from there (learning_step * updates_per_step for
+    the first of these), and the actor learns at g = 0, policy_delay, ... `observe`: raw
+    observations [B, obs_dim] -> what the networks see."""
+
+    def replay_step(learner, inputs):
+        step_key, g = inputs
+        k_sample, k_update = jax.random.split(step_key)
+        batch, discount = buffer_sample(buffer, k_sample, config.batch_size, config.n_step,
+                                        config.gamma)
+        batch = batch._replace(obs=observe(batch.obs), next_obs=observe(batch.next_obs))
+        return td3_update(learner, batch, discount, k_update, g % config.policy_delay == 0,
+                          config, optimizer)
+
+    first = learning_step * config.updates_per_step
+    learner, stats = jax.lax.scan(
+        replay_step, learner,
+        (jax.random.split(key, config.updates_per_step),
+         first + jnp.arange(config.updates_per_step)))
+    return learner, jax.tree.map(jnp.nanmean, stats)
+
+
 class TrainState(NamedTuple):
     learner: Learner
     buffer: ReplayBuffer
@@ -380,33 +427,10 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
         """num_steps env steps, each followed by updates_per_step critic steps once learning."""
-
-        def learn(learner, buffer, obs_stats, key, step_index):
-            """updates_per_step critic steps, stats averaged over them. Critic step g counts
-            from the first learning step; the actor learns at g = 0, policy_delay, ..."""
-            def update_minibatch(learner, inputs):
-                step_key, g = inputs
-                k_sample, k_update = jax.random.split(step_key)
-                batch, discount = buffer_sample(buffer, k_sample, config.batch_size,
-                                                config.n_step, config.gamma)
-                batch = batch._replace(obs=observe(obs_stats, batch.obs),
-                                       next_obs=observe(obs_stats, batch.next_obs))
-                return td3_update(learner, batch, discount, k_update,
-                                  g % config.policy_delay == 0, config, optimizer)
-
-            first = (step_index - first_learning_step) * config.updates_per_step
-            learner, stats = jax.lax.scan(
-                update_minibatch, learner,
-                (jax.random.split(key, config.updates_per_step),
-                 first + jnp.arange(config.updates_per_step)))
-            return learner, jax.tree.map(jnp.nanmean, stats)
-
-        no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean")}
-
         def env_step(state: TrainState, step_index: jax.Array):
-            """All environments take one step into the buffer, then the learner learns (if due).
-            step_index counts vector steps from 0, the same for every seed: under vmap the
-            branches stay real ones."""
+            """Act, store the step in the buffer, then learn (if due). step_index counts vector
+            steps from 0, the same for every seed: under vmap the branches stay real ones."""
+            # act: uniformly at random before learning starts, then the actor plus noise
             key, k_random, k_noise, k_env, k_learn, k_std = jax.random.split(state.key, 6)
             random = jax.random.uniform(k_random, (config.num_envs, action_dim),
                                         minval=-1.0, maxval=1.0)
@@ -414,8 +438,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                                    observe(state.obs_stats, state.obs), config.activation)
             noisy = explore(greedy, state.noise_std, jax.random.normal(k_noise, greedy.shape))
             action = jnp.where(step_index < first_learning_step, random, noisy)
-
             next_obs, env_state, info = vec_env.step(k_env, state.env_state, to_env(action))
+            # store
             step = transitions_from_step(state.obs, action, info)
             buffer = buffer_add(state.buffer, step)
             # an environment whose episode ended draws a new exploration std
@@ -424,13 +448,17 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             obs_stats = state.obs_stats
             if config.normalize_obs:
                 obs_stats = envs.update_stats(obs_stats, step.next_obs)
+            # learn: replayed gradient steps once learning has started (stats NaN before)
             learner, stats = jax.lax.cond(
                 step_index >= first_learning_step,
-                lambda: learn(state.learner, buffer, obs_stats, k_learn, step_index),
+                lambda: gradient_steps(state.learner, buffer, lambda x: observe(obs_stats, x),
+                                       k_learn, step_index - first_learning_step, config,
+                                       optimizer),
                 lambda: (state.learner, no_stats))
             return TrainState(learner=learner, buffer=buffer, env_state=env_state, obs=next_obs,
                               noise_std=noise_std, obs_stats=obs_stats, key=key), (info, stats)
 
+        no_stats = {k: jnp.float32(jnp.nan) for k in ("critic_loss", "actor_loss", "q_mean")}
         step_indices = update_index * config.num_steps + jnp.arange(config.num_steps)
         state, (info, stats) = jax.lax.scan(env_step, state, step_indices)
         metrics = {k: jnp.nanmean(v) for k, v in stats.items()}

@@ -3,12 +3,20 @@ bit for bit: did a refactor change what the algorithms compute? 3-update runs of
 (CartPole; Pendulum with target_kl 0.02), IMPALA, GRPO and recurrent PPO (CartPole), PPO,
 IMPALA and GRPO's conv torso (Breakout-MinAtar), each on-policy file's tanh-squashed normal
 (Pendulum), PPO's recomputed and per-unroll advantages and fresh observation statistics, SAC and TD3 (Pendulum, each also with
-a categorical critic, 3-step returns and AdamW) and PQN (CartPole, Breakout-MinAtar), evaluating
-every 2 updates; every final policy parameter and every metric.
+a categorical critic, 3-step returns and AdamW) and PQN (CartPole, Breakout-MinAtar), each
+algorithm's preset on a second discrete env where it has one (GRPO's 16-step Catch-bsuite window,
+PQN and IMPALA on Catch-bsuite, SAC and TD3 on MountainCarContinuous), and PPO, GRPO and TD3 on
+brax/inverted_pendulum (Brax's cached starts, each file's own defaults), evaluating every 2
+updates; every final policy parameter and every metric.
+
+A case's program is whatever `compose` gives for its env and arguments, presets and recipes
+included, so a change to a preset (Catch's window) or to a suite's adapter shows up as well as a
+change to an algorithm's update.
 
     python benchmarks/fingerprint.py before.npz          # on one tree
     python benchmarks/fingerprint.py after.npz           # on the other
     python benchmarks/fingerprint.py --compare before.npz after.npz
+    python benchmarks/fingerprint.py before.npz --only td3,sac   # only these algorithms' cases
 """
 
 import sys
@@ -32,10 +40,19 @@ CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02})
          # AdamW; TD3 at its defaults
          ("sac", "Pendulum-v1", {"learning_starts": 0, "n_step": 3, "num_atoms": 11, "weight_decay": 0.1}),
          ("td3", "Pendulum-v1", {"learning_starts": 0, "normalize_obs": True}),
-         ("td3", "Pendulum-v1", {"learning_starts": 0, "n_step": 3, "num_atoms": 11, "weight_decay": 0.1}))
+         ("td3", "Pendulum-v1", {"learning_starts": 0, "n_step": 3, "num_atoms": 11, "weight_decay": 0.1}),
+         # a second discrete env with its preset (GRPO's Catch window; a copy run of GRPO Catch once
+         # came from a tree in no commit and no case covered it), a second continuous env for the
+         # replay learners
+         ("grpo", "Catch-bsuite", {}), ("impala", "Catch-bsuite", {}), ("pqn", "Catch-bsuite", {}),
+         ("sac", "MountainCarContinuous-v0", {"learning_starts": 0}),
+         ("td3", "MountainCarContinuous-v0", {"learning_starts": 0}),
+         # a Brax env: cached starts (common/suites/brax.py) with each file's own update
+         *((name, "brax/inverted_pendulum", {"recipe": "none", "learning_starts": 0} if name == "td3"
+            else {"recipe": "none"}) for name in ("ppo", "grpo", "td3")))
 
 
-def fingerprint(path: str) -> None:
+def fingerprint(path: str, only: set[str] | None = None) -> None:
     import jax
 
     from scanrl.common.harness import devices, loop
@@ -46,6 +63,8 @@ def fingerprint(path: str) -> None:
 
     out = {}
     for name, env, extra in CASES:
+        if only is not None and name not in only:
+            continue
         module = algos.get(name)
         common = dict(num_seeds=2, eval_every=2, eval_episodes=2, log_every=0, **extra)
         per_update = compose(module, env, **common)
@@ -70,4 +89,8 @@ def compare(a_path: str, b_path: str) -> None:
 
 
 if __name__ == "__main__":
-    compare(*sys.argv[2:4]) if sys.argv[1] == "--compare" else fingerprint(sys.argv[1])
+    if sys.argv[1] == "--compare":
+        compare(*sys.argv[2:4])
+    else:  # `--only a,b` keeps the cases whose algorithm is named
+        only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+        fingerprint(sys.argv[1], only)

@@ -1,7 +1,7 @@
 """What the off-policy files (sac.py, td3.py) share: the replay buffer, a circular buffer per seed
-held in the train state, with n-step sampling whose windows never cross an episode's end, the
-twin Q critics, and C51's categorical projection. Pure functions, tested against plain-Python loops and rlax
-(tests/test_offpolicy.py).
+held in the train state, with n-step sampling whose windows never cross an episode's end, and
+C51's categorical projection. Pure functions, tested against plain-Python loops and rlax
+(tests/test_offpolicy.py). Each file owns its networks.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from scanrl.common import envs, nets
+from scanrl.common import envs
 
 
 class Transitions(NamedTuple):
@@ -93,31 +93,6 @@ def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int, n_step:
                            next_obs=final.next_obs, terminated=final.terminated,
                            truncated=final.truncated)
     return batch, gamma ** length.astype(jnp.float32)
-
-
-# ---------------------------------------------------------------------------------------------
-# Twin Q critics (sac.py, td3.py): two Q MLPs stacked on a leading axis of 2, evaluated as one
-# ensemble; each outputs a scalar Q, or a categorical critic's logits over its atoms
-# ---------------------------------------------------------------------------------------------
-def critic_outputs(critic: list, obs: jax.Array, action: jax.Array, activation: str) -> jax.Array:
-    """Both critics' outputs: obs [B, obs_dim], action [B, action_dim] in [-1, 1] -> [2, B, K]
-    (K = 1: Q; K = num_atoms: logits)."""
-    inputs = jnp.concatenate([obs, action], axis=-1)
-    return jax.vmap(lambda p: nets.mlp_apply(p, inputs, activation))(critic)
-
-
-def q_values(critic: list, obs: jax.Array, action: jax.Array, activation: str,
-             support: jax.Array | None = None) -> jax.Array:
-    """Twin Q values [2, B]: the scalar critics', or (support [K]: the atoms) each categorical
-    critic's expected value."""
-    out = critic_outputs(critic, obs, action, activation)
-    return out[..., 0] if support is None else jax.nn.softmax(out) @ support
-
-
-def support_of(num_atoms: int, v_min: float, v_max: float) -> jax.Array | None:
-    """A categorical critic's atoms [num_atoms], evenly spaced on [v_min, v_max]; None for
-    num_atoms 0 (a scalar critic)."""
-    return jnp.linspace(v_min, v_max, num_atoms) if num_atoms else None
 
 
 def categorical_projection(atoms: jax.Array, probs: jax.Array, support: jax.Array) -> jax.Array:
