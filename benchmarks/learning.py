@@ -1,12 +1,14 @@
-"""Learning checks with the documented default configurations, seeds 0-3 of each.
+"""Learning checks at the budgets and bars of the test suite's learning tests, seeds 0-3 of each.
 
-The test suite keeps one learning run per algorithm (PPO CartPole, IMPALA CartPole with
-actor lag 4, GRPO CartPole, SAC Pendulum, recurrent PPO on CartPole without velocities);
-this script runs every documented check,
-including those, and prints one row each: per-seed final return (mean training-episode
-return over the last 10% of updates), the mean, the bar it must clear, pass/fail.
+The test suite's learning tests (tests/test_*.py, marked slow) each train one configuration on
+seeds 0-3 and assert a bar; this script runs those same configurations, through the same
+command-line pieces (`run.train_and_write`), plus the documented checks the suite leaves to it
+(IMPALA without lag and on Pendulum, PPO on Pendulum, the memory checks), and prints one row
+each: per-seed final return, the mean, the bar it must clear, pass/fail. The final return is
+the mean training-episode return over the last 10% of updates, or, for PQN (whose test reads
+it), the greedy evaluation after the last update.
 
-    python benchmarks/learning.py                 # all checks (~5 minutes on 2 cores)
+    python benchmarks/learning.py                 # all checks (~10 minutes on 2 cores)
     python benchmarks/learning.py ppo_pendulum    # some of them
     python benchmarks/learning.py --out benchmarks/reference/learning/checks.json   # and keep them
 """
@@ -18,14 +20,15 @@ import datetime
 import json
 import platform
 import sys
+import tempfile
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from scanrl.algos import grpo, impala, ppo, ppo_rnn, sac
-from scanrl.common import algorithm
-from scanrl.common.harness import devices, envsettings, provenance
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, td3
+from scanrl.common.harness import devices, provenance, run
+from scanrl.common.harness.runconfig import compose
 
 devices.use_cpu_cores()  # one CPU device per core, as the command line has
 
@@ -33,16 +36,22 @@ MASKED = dict(hide_obs=(1, 3))  # CartPole without its velocities
 MEMORY_20 = dict(env_params={"memory_length": 20}, total_timesteps=200_000)
 
 # name: (module, env, overrides, minimum mean, minimum of every seed or None[, maximum mean]);
-# a maximum: feed-forward PPO must stay at chance where memory is needed.
+# a maximum: feed-forward PPO must stay at chance where memory is needed. `score: "greedy"`: the
+# greedy evaluation after the last update. Each check that a test also runs (its name in the
+# comment) has that test's budget and bars.
 CHECKS = {
-    "ppo_cartpole": (ppo, "CartPole-v1", dict(total_timesteps=500_000), 475, None),
+    "ppo_cartpole": (ppo, "CartPole-v1", dict(total_timesteps=500_000), 475, None),  # test_ppo
     "ppo_pendulum": (ppo, "Pendulum-v1", {}, -400, None),
     "impala_cartpole_lag0": (impala, "CartPole-v1", dict(actor_lag=0), 475, 400),
-    "impala_cartpole_lag4": (impala, "CartPole-v1", dict(actor_lag=4), 475, 400),
+    "impala_cartpole_lag4": (impala, "CartPole-v1", dict(actor_lag=4), 475, 400),  # test_impala
     "impala_pendulum": (impala, "Pendulum-v1", {}, -400, None),
-    "grpo_cartpole": (grpo, "CartPole-v1", {}, 475, None),
-    "sac_pendulum": (sac, "Pendulum-v1", {}, -200, -300),
-    "ppo_rnn_masked_cartpole": (ppo_rnn, "CartPole-v1", MASKED, 400, None),
+    "grpo_cartpole": (grpo, "CartPole-v1", dict(total_timesteps=2_000_000), 475, None),  # test_grpo
+    "sac_pendulum": (sac, "Pendulum-v1", dict(total_timesteps=10_000), -200, -300),  # test_sac
+    "td3_pendulum": (td3, "Pendulum-v1", dict(total_timesteps=15_000), -200, -250),  # test_td3
+    "td3_brax_inverted_pendulum": (td3, "brax/inverted_pendulum",  # test_td3
+                                   dict(recipe="none", total_timesteps=40_000, eval_every=0), 800, 500),
+    "pqn_cartpole": (pqn, "CartPole-v1", dict(total_timesteps=200_000, score="greedy"), 475, None),  # test_pqn
+    "ppo_rnn_masked_cartpole": (ppo_rnn, "CartPole-v1", MASKED, 400, None),  # test_ppo_rnn
     "ppo_masked_cartpole": (ppo, "CartPole-v1", dict(MASKED, total_timesteps=200_000), -1e9, None, 100),
     "ppo_rnn_memory_chain_20": (ppo_rnn, "MemoryChain-bsuite", MEMORY_20, 0.9, None),
     "ppo_memory_chain_20": (ppo, "MemoryChain-bsuite", MEMORY_20, -1e9, None, 0.2),
@@ -50,18 +59,17 @@ CHECKS = {
 
 
 def final_returns(module, env: str, overrides: dict) -> np.ndarray:
-    """Seeds 0-3's final returns; `hide_obs` and `env_params` are run settings (the command
-    line's --hide-obs and --env-params): applied to the env handed to make_train."""
+    """Seeds 0-3's final returns, trained as the tests train: `compose` then
+    `run.train_and_write` (the command line's pieces), in a scratch run folder."""
     overrides = dict(overrides)
-    hidden, params = overrides.pop("hide_obs", ()), overrides.pop("env_params", {})
-    config = module.default_config(env, **overrides)
-    env_obj, env_params = algorithm.train_env(config)
-    env_params = envsettings.override_params(env_params, params) if params else env_params
-    env_obj = envsettings.HiddenObs(env_obj, hidden, env_params) if hidden else env_obj
-    out = module.make_train(config, env_obj, env_params)(devices.seed_keys(0, 4))
-    returns = np.asarray(out["metrics"]["episode_return"])
-    tail = max(1, int(np.ceil(0.1 * returns.shape[1])))
-    return np.nanmean(returns[:, -tail:], axis=1)
+    greedy = overrides.pop("score", "train") == "greedy"
+    with tempfile.TemporaryDirectory() as scratch:
+        config = compose(module, env, num_seeds=4, seed=0, log_every=0, out_dir=scratch, **overrides)
+        summary = run.train_and_write(module.ALGO, config, module.make_algorithm)
+        if greedy:
+            evals = np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]
+            return evals[:, -1]
+        return np.array(summary["final_return_per_seed"])
 
 
 def main(names: list[str], out: str | None = None) -> int:
