@@ -83,7 +83,7 @@ def run_arm(algo: str, flags: list[str]) -> dict:
                 metrics["eval_return_sampled"][..., -1], pbt)
 
     command, wall, (summary, returns, evals, pbt) = sidebyside.run_in_folder(algo, flags, read)
-    from scanrl.common.harness.logging import final_returns
+    from scanrl.common.harness.stats import final_returns
 
     configs, seeds = returns.shape[:2]
     final = final_returns(returns.reshape(configs * seeds, -1)).reshape(configs, seeds)

@@ -338,6 +338,8 @@ TABLES_WITHOUT_MEASUREMENTS = {
     "| algorithm | envs | source | published | `cpu` form |":
         "the suites' published configurations (environments, budgets), each with its source",
     "| `--recipe` | what applies |": "the recipe forms: settings",
+    "| layer | its modules | may import |": "the harness's layers: module names, checked against the "
+                                           "imports by tests/test_loop.py",
 }
 
 

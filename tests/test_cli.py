@@ -57,7 +57,8 @@ def test_help_lists_every_flag_with_its_help(help_of, algo, phrase):
 def test_help_groups_every_flag_in_boxes(algo, capsys):
     """--help shows the flags in boxes (algorithm, environment, run, lifecycle, logging, sweeps),
     and every flag the parser takes is in exactly one of them."""
-    from scanrl.common.harness.configs import RunConfig, flag
+    from scanrl.common.algorithm import flag
+    from scanrl.common.harness.runconfig import RunConfig
 
     with pytest.raises(SystemExit) as exit_info:
         algo.main(["--help"])

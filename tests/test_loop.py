@@ -580,6 +580,60 @@ def test_no_import_circles_and_no_algorithm_file_imported_by_the_kit_or_the_harn
     assert {"scanrl.common.harness.evaluate", "scanrl.common.harness.bench"} <= graph["scanrl.algos"]
 
 
+
+def design_layers(graph: dict[str, set[str]]) -> list[tuple[str, set[str], list[str]]]:
+    """docs/design.md's "The harness in layers" table, from the bottom: (layer, its modules as
+    scanrl module names, the layers it may import); graph: `scanrl_imports()`."""
+    import re
+
+    text = (REPO / "docs/design.md").read_text()
+    section = text.split("### The harness in layers", 1)[1].split("\n#", 1)[0]
+    kit = {m for m in graph if m.startswith("scanrl.common")
+           and not m.startswith("scanrl.common.harness")}
+    layers = []
+    row = r"^\| (the [\w ]+?) \| (.+?) \| (.+?) \|$"
+    for name, modules, allowed in re.findall(row, section, re.M):
+        if name == "the kit":
+            members = kit
+        else:
+            files = re.findall(r"`([\w]+)\.py`", modules)
+            members = {"scanrl.common.harness" + ("" if f == "__init__" else f".{f}")
+                       for f in files}
+        layers.append((name, members, [a.strip() for a in allowed.split(",")]))
+    return layers
+
+
+def test_the_harness_imports_only_down_its_layers():
+    """docs/design.md's table of the harness's layers says what each module may import: its own
+    layer and the layers below it. Every module of common/ is in exactly one layer, each row
+    allows exactly the layers below it, and every import of a harness module (at module level
+    or inside a function, read by ast) stays within what its row allows; the program builder
+    (loop.py) reaches no plots, statistics or reports, even lazily."""
+    graph = scanrl_imports()
+    layers = design_layers(graph)
+    names = [name for name, _, _ in layers]
+    assert names == ["the kit", "the settings", "the programs", "the reports", "the run",
+                     "the command lines"], names
+    for i, (name, _, allowed) in enumerate(layers):
+        assert sorted(allowed) == sorted(names[:i] or ["the kit"]), (name, allowed)
+    placed = [m for _, members, _ in layers for m in members]
+    common = {m for m in graph if m.startswith("scanrl.common")}
+    assert sorted(placed) == sorted(common), (sorted(common - set(placed)),
+                                              sorted(set(placed) - common),
+                                              sorted(m for m in placed if placed.count(m) > 1))
+    layer_of = {m: i for i, (_, members, _) in enumerate(layers) for m in members}
+    upward = {m: sorted(t for t in targets if t in layer_of and layer_of[t] > layer_of[m])
+              for m, targets in graph.items() if m in layer_of}
+    assert not {m: t for m, t in upward.items() if t}, {m: t for m, t in upward.items() if t}
+    reached, todo = set(), ["scanrl.common.harness.loop"]
+    while todo:
+        for t in graph[todo.pop()] - reached:
+            reached.add(t)
+            todo.append(t)
+    harness = "scanrl.common.harness."
+    files = {harness + m for m in ("plots", "stats", "reports", "logging", "checkpoint")}
+    assert not reached & files, reached
+
 def test_every_algorithm_file_keeps_its_lines_within_100_columns():
     """An algorithm file is read, and copied, as one page: no line of algos/*.py is wider than
     100 columns."""

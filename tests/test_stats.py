@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rliable import library, metrics
 
-from scanrl.common.harness import plots, stats, sweeps
+from scanrl.common.harness import plots, reports, stats, sweeps
 from scanrl.common.harness.runconfig import compose
 
 REPS = 300  # resamples: the oracle and the wrapper draw the same ones, so few suffice
@@ -163,9 +163,9 @@ def test_a_sweep_reports_rliables_iqm_interval_per_config(tmp_path):
     config = compose(ppo, "CartPole-v1", num_seeds=4)
     sweep = sweeps.parse(("learning_rate=1e-3,3e-3",), 8, 0, config.config)
     returns = [np.tile(np.array([[10.0], [20.0], [30.0], [40.0]]), (1, 10)) + c for c in range(2)]  # [seeds, updates]
-    rows = sweeps.report(tmp_path, sweep, returns, None, {"learning_rate": 3e-4}, 4)
+    rows = reports.sweep_report(tmp_path, sweep, returns, None, {"learning_rate": 3e-4}, 4)
     for c, row in enumerate(rows):
-        expected = stats.iqm_interval(np.array([10.0, 20.0, 30.0, 40.0]) + c, reps=sweeps.IQM_REPS)
+        expected = stats.iqm_interval(np.array([10.0, 20.0, 30.0, 40.0]) + c, reps=reports.IQM_REPS)
         assert row["final_return_iqm"] == expected.point == 25.0 + c
         assert row["final_return_iqm_ci95"] == [expected.low, expected.high]
     saved = json.loads((tmp_path / "sweep.json").read_text())

@@ -51,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from scanrl.common.harness import configs, stats
+from scanrl.common.algorithm import flag
+from scanrl.common.harness import configs, runconfig, stats
 from scanrl.common.harness.configs import fail
 from scanrl.common.harness.stats import load_results  # noqa: F401  (the results file's reader, here too)
 
@@ -292,10 +293,12 @@ def check_cells(suite: Suite) -> None:
 def _check_unchanged(run_dir: Path, config: Any) -> None:
     """A finished cell is kept only if the suite still asks for what it ran."""
     saved = json.loads((run_dir / "config.json").read_text())
-    now = json.loads(json.dumps(configs.config_dict(config), default=str))
+    now = json.loads(json.dumps(runconfig.config_dict(config), default=str))
     for key, value in now.items():
-        if key not in configs.RESUMABLE - {"total_timesteps"} and key in saved and saved[key] != value:
-            raise ValueError(f"its finished run {run_dir} used {configs.flag(key)} {saved[key]} and the suite now "
+        resumable = runconfig.RESUMABLE - {"total_timesteps"}
+        if key not in resumable and key in saved and saved[key] != value:
+            raise ValueError(f"its finished run {run_dir} used {flag(key)} {saved[key]} and the "
+                             f"suite now "
                              f"gives {value}; delete that folder to run the cell again.")
 
 

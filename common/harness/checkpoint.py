@@ -118,6 +118,34 @@ def run_state(run_dir: Path | None) -> str:
     return "resume" if all_checkpoints(Path(run_dir) / "checkpoints") else "restart"
 
 
+def to_resume(resume: str) -> Path:
+    """The checkpoint `--resume RUN_DIR` continues from: the folder's last (ValueError with one
+    sentence where it has none)."""
+    found = all_checkpoints(Path(resume) / "checkpoints")
+    if not found:
+        raise ValueError(f"--resume {resume} has no checkpoint (the run stopped before its first "
+                         f"one); start it again with --config {resume}/config.json.")
+    return found[-1]
+
+
+def check_unfinished(ckpt: Path | None, resume: str, num_updates: int) -> None:
+    """ValueError with one sentence where the checkpoint to resume already trained the whole run."""
+    if ckpt is not None and update_of(ckpt) >= num_updates:
+        raise ValueError(f"--resume {resume}: the run already trained all {num_updates} updates; "
+                         f"raise --total-timesteps to extend it.")
+
+
+def verify_resume(resume: str, ckpt: Path | None, state_shape: Any) -> None:
+    """`verify`, as the sentence `--resume` fails with (nothing to check without a checkpoint)."""
+    if ckpt is not None:
+        try:
+            verify(ckpt, state_shape)
+        except ValueError as e:
+            raise ValueError(f"--resume {resume}: {e} A flag (e.g. SAC's replay buffer is capped "
+                             f"at --total-timesteps) or another version of scanrl changed the "
+                             "state's shapes; start a new run instead.") from None
+
+
 def update_of(path: Path) -> int:
     return int(NAME.match(Path(path).name).group(1))
 

@@ -1,13 +1,14 @@
 """Flag values and config files.
 
 `RunConfig` (common/harness/runconfig.py) declares the run settings every algorithm shares,
-and the sets beside it say once what each touches (the program, a resume, the plots' labels).
+and the sets beside it say once what each touches (the program, a resume, the plots' labels);
+each name is imported from the module that defines it, not from here.
 
-`check_values` is what each algorithm's `Config.__post_init__` calls (finite floats, ranges,
-intervals, echoing the bad value); `read_config_file` reads a JSON or YAML file of fields
-(flat, or with a nested `run:` mapping), coercing each value by its field's type, with one
-sentence naming the key and the file for anything wrong. common/harness/run.py uses them to parse a
-command line.
+`read_config_file` reads a JSON or YAML file of fields (flat, or with a nested `run:`
+mapping), coercing each value by its field's type, with one sentence naming the key and the
+file for anything wrong; the flag checks here (unknown names, `--env-params` pairs, whole
+numbers, tyro's errors as one sentence) and the grouped `--help` complete what
+common/harness/run.py uses to parse a command line.
 """
 
 from __future__ import annotations
@@ -29,11 +30,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
-from scanrl.common.algorithm import INDEFINITE_UPDATES, check_budget, check_values, flag, updates_for  # noqa: F401
-from scanrl.common.harness.runconfig import (  # noqa: F401  (re-exported for the harness's modules)
-    LAUNCH_FIELDS, NOT_IN_LABELS, NOT_IN_PROGRAM, OUTPUT_FIELDS, RESUMABLE, RUN_FIELDS, STOP_FIELDS, Job, RunConfig,
-    compose, config_dict,
-)
+from scanrl.common.algorithm import flag
+from scanrl.common.harness.runconfig import LAUNCH_FIELDS, RunConfig
 
 
 def _field_types(config_cls: type) -> dict[str, Any]:

@@ -33,8 +33,8 @@ import numpy as np
 
 from scanrl.common import envs
 from scanrl.common.algorithm import Algorithm
-from scanrl.common.harness import checkpoint, configs, devices, envsettings, loop
-from scanrl.common.harness.logging import differ_widely
+from scanrl.common.harness import checkpoint, configs, devices, envsettings, loop, runconfig
+from scanrl.common.harness.stats import differ_widely
 
 
 def load_algorithm(run_dir: str | Path, algorithms: Any) -> Any:
@@ -67,7 +67,7 @@ def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
         raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
                                      f"--config {run_dir}/best_config.json) and evaluate that run.")
     env = saved.pop("env", module.Config.__dataclass_fields__["env"].default)
-    return module, configs.compose(module, env, **saved)
+    return module, runconfig.compose(module, env, **saved)
 
 
 def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: int | None = None,

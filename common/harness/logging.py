@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import jax
 import numpy as np
 
 from scanrl.common.harness import console, provenance
+from scanrl.common.harness.stats import differ_widely, final_returns, latest_mean, nanmean
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -53,20 +55,6 @@ def _short(x: float) -> str:
     return f"{float(x):.1f}" if abs(x) < 1000 else f"{float(x):.0f}"
 
 
-def nanmean(x: np.ndarray, axis=None):
-    x = np.asarray(x, dtype=np.float64)
-    count = np.sum(~np.isnan(x), axis=axis)
-    total = np.nansum(x, axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def latest_mean(x: np.ndarray | None) -> float | None:
-    """Of [seeds, n]: the mean over seeds of the latest column where any seed has a value."""
-    if x is None:
-        return None
-    columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
-    return float(nanmean(x[:, columns[-1]])) if columns.size else None
 
 
 def evaluation_lines(summary: dict[str, Any]) -> list[str]:
@@ -88,16 +76,6 @@ def evaluation_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def differ_widely(a: float, b: float) -> bool:
-    """Two returns more than 25% of the larger magnitude apart (and not both about 0)."""
-    return abs(a - b) > 0.25 * max(abs(a), abs(b)) and abs(a - b) > 1e-3
-
-
-def final_returns(episode_return: np.ndarray) -> np.ndarray:
-    """[seeds, updates] -> [seeds]: the mean return over the last 10% of the updates (NaN where
-    no episode ended there): the "final return" of summary.json and of a sweep's table."""
-    tail = max(1, math.ceil(0.1 * episode_return.shape[1]))
-    return nanmean(episode_return[:, -tail:], axis=1)
 
 
 def latest_returns(episode_return: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +99,17 @@ def new_run_dir(out_dir: str | Path, algo: str, env: str, kind: str = "") -> Pat
         suffix += 1
         path = Path(out_dir) / f"{algo}__{env}__{stamp}-{suffix}"
     return path
+
+def check_out_dir(out_dir: str) -> None:
+    """ValueError with one sentence where `--out-dir` cannot take a new run folder."""
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out-dir {out_dir} is a file, not a folder.")
+    existing = next(p for p in (path, *path.absolute().parents) if p.exists())
+    try:  # the real test (permissions, read-only mounts, root): create something there, then remove it
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as e:
+        raise ValueError(f"--out-dir {out_dir} is not writable ({existing}: {e.strerror}).") from None
 
 
 class RunLogger:

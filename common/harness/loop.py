@@ -323,3 +323,29 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         train=train, start=start, advance=advance, policy=jit(policy_of),
         state_sharding=state_sharding, sweep=sweep, pbt=spec,
     )
+
+
+def build_run(make_algorithm: Callable, config: Any, env: Any = None,
+              env_params: Any = None) -> Program:
+    """`build` for a run of the command line: its sweep or population (`--sweep`, `--pbt`)
+    parsed, the chunks of `--log-every` updates, and the run checked against the program's
+    number of updates (ValueError with one sentence)."""
+    run = config.run
+    sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config.config,
+                         population=run.pbt_population if run.pbt else None)
+    program = build(make_algorithm, config, env, env_params, chunk=run.log_every or None,
+                    sweep=sweep)
+    pbt_lib.check(run, program.num_updates if config.total_timesteps else None)
+    if program.num_updates >= 2**31:  # update indices are int32 inside the program
+        total = config.total_timesteps
+        budget = f"{total:,}" if total < 10**15 else f"{total:.3g}"
+        raise ValueError(f"--total-timesteps {budget} is {program.num_updates:.3g} updates of "
+                         f"{program.steps_per_update:,} env steps; a run counts at most 2**31 - 1 "
+                         f"updates: lower --total-timesteps.")
+    return program
+
+
+def row_keys(run: Any, program: Program) -> jax.Array:
+    """One key per row of the seed axis: the seeds' keys, repeated for every config of a sweep."""
+    keys = devices.seed_keys(run.seed, run.num_seeds)
+    return keys[np.arange(program.num_seeds) % run.num_seeds] if program.sweep else keys

@@ -29,20 +29,15 @@ exploit gathers the fitness and the inherited state over the "seed" axis.
 
 What each interval decided is in the run's metrics (`pbt_parent`: the member copied, -1 for
 none; `pbt_fitness`; `pbt_<field>`: the values in effect from the next update on), which
-this module turns into the run folder's `pbt.jsonl`, `pbt.json` (each run's winner and its
-whole schedule), `best_config.json` and `pbt.png`.
+common/harness/reports.py turns into the run folder's `pbt.jsonl`, `pbt.json` (each run's
+winner and its whole schedule), `best_config.json` and `pbt.png`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from functools import partial
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 PBT_TAG = 0x9B7  # fold_in tag of PBT's random draws
 # A member keeps these fields of its TrainState when it copies another's: where its own
@@ -210,166 +205,3 @@ def step(states: Any, u: Any, active: Any, spec: Spec, shard_rows: int, num_rows
     metrics = {"pbt_parent": parent, "pbt_fitness": fitness,
                **{f"pbt_{k}": v.astype(jnp.float32) for k, v in states.hparams.items()}}
     return states, metrics
-
-
-# ---------------------------------------------------------------------------------------------
-# What a PBT run writes
-# ---------------------------------------------------------------------------------------------
-def intervals(metrics: dict[str, np.ndarray]) -> np.ndarray:
-    """The updates (0-based) at whose end an exploit ran: where pbt_fitness is set."""
-    return np.flatnonzero(np.isfinite(metrics["pbt_fitness"]).any(axis=0))
-
-
-def lineage(metrics: dict[str, np.ndarray], sweep: Any, spec: Spec, first_seed: int, steps_per_update: int
-            ) -> list[dict]:
-    """One record per interval so far: every member's fitness, parent and hyperparameters after it."""
-    fields = sorted(sweep.values)
-    records = []
-    for u in intervals(metrics):
-        members = []
-        for row in range(spec.members * spec.seeds):
-            parent = metrics["pbt_parent"][row, u]
-            members.append({
-                "member": row // spec.seeds, "seed": first_seed + row % spec.seeds,
-                "fitness": _float32_or_none(metrics["pbt_fitness"][row, u]),
-                "parent": int(parent) if parent >= 0 else None,
-                "hparams": {k: _value(metrics[f"pbt_{k}"][row, u]) for k in fields},
-            })
-        records.append({"update": int(u + 1), "steps_per_seed": int((u + 1) * steps_per_update), "members": members})
-    return records
-
-
-def write_lineage(run_dir: Path, records: list[dict]) -> None:
-    """pbt.jsonl, rewritten whole after every chunk (a rename: never half a file)."""
-    path = run_dir / "pbt.jsonl"
-    temporary = path.with_suffix(".jsonl.tmp")
-    temporary.write_text("".join(json.dumps(r) + "\n" for r in records))
-    temporary.replace(path)
-
-
-def _float32_or_none(x: float) -> float | None:
-    """x with float32's 7 significant digits, or None (null) where it is NaN or infinite."""
-    return float(f"{x:.7g}") if math.isfinite(x) else None
-
-
-def _value(x: Any) -> float:
-    """A hyperparameter as the program held it (float32), written with the digits float32 has."""
-    return float(f"{np.float32(x):.7g}")
-
-
-def schedule(metrics: dict[str, np.ndarray], sweep: Any, spec: Spec, row: int) -> list[dict]:
-    """The hyperparameters row `row` trained with at each update, following its ancestry back
-    through every copy: segments {first_update, last_update (1-based, inclusive), member, values}."""
-    fields = sorted(sweep.values)
-    num_updates = metrics["pbt_parent"].shape[1]
-    used = []  # (member row, values) per update, from the last back
-    current = row
-    for u in range(num_updates - 1, -1, -1):
-        values = {k: _value(sweep.values[k][current // spec.seeds] if u == 0 else metrics[f"pbt_{k}"][current, u - 1])
-                  for k in fields}
-        used.append((current, values))
-        if u > 0 and metrics["pbt_parent"][current, u - 1] >= 0:  # copied at the end of update u - 1
-            current = int(metrics["pbt_parent"][current, u - 1]) * spec.seeds + current % spec.seeds
-    used.reverse()
-    segments = []
-    for u, (r, values) in enumerate(used):
-        if segments and segments[-1]["member"] == r // spec.seeds and segments[-1]["values"] == values:
-            segments[-1]["last_update"] = u + 1
-        else:
-            segments.append({"first_update": u + 1, "last_update": u + 1, "member": r // spec.seeds, "values": values})
-    return segments
-
-
-def report(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray], config_values: dict[str, Any],
-           first_seed: int, steps_per_update: int) -> dict:
-    """pbt.json (per run: the members' final returns, the winner and its schedule), best_config.json
-    (the winner of the first run: its final values as constants and its schedule), the table."""
-    from scanrl.common.harness.logging import final_returns
-
-    final = final_returns(metrics["episode_return"])  # [R]: mean over the last 10% of updates
-    runs = []
-    for s in range(spec.seeds):
-        rows = [m * spec.seeds + s for m in range(spec.members)]
-        scores = np.array([-np.inf if np.isnan(final[r]) else final[r] for r in rows])
-        best = rows[int(np.argmax(scores))]
-        runs.append({
-            "seed": first_seed + s, "winner": best // spec.seeds, "winner_final_return": _float32_or_none(final[best]),
-            "final_return_per_member": [_float32_or_none(final[r]) for r in rows],
-            "schedule": schedule(metrics, sweep, spec, best),
-        })
-    summary = {
-        "members": spec.members, "seeds": spec.seeds, "interval": spec.interval, "burn_in": spec.burn_in,
-        "fraction": spec.fraction, "perturb": spec.perturb, "resample": spec.resample, "fields": sorted(sweep.values),
-        "space": {k: list(v) if v[0] != "grid" else ["grid", list(v[1])] for k, v in spec.space.items()},
-        "ranked_by": "final return (mean episode return over the last 10% of updates)", "runs": runs,
-    }
-    (run_dir / "pbt.json").write_text(json.dumps(summary, indent=2) + "\n")
-    winner = runs[0]
-    best = {k: v for k, v in config_values.items() if not k.startswith("pbt") and k not in ("sweep", "sweep_samples")}
-    best.update(winner["schedule"][-1]["values"])
-    best["pbt_schedule"] = {
-        "note": "PBT found a schedule, not a constant: the values above are the winner's last ones, which training "
-                "with --config holds fixed from the start; the segments below are what the winner trained with.",
-        "seed": winner["seed"], "member": winner["winner"], "segments": winner["schedule"]}
-    (run_dir / "best_config.json").write_text(json.dumps(best, indent=2, default=str) + "\n")
-    burn_in = f", none replaced before update {spec.burn_in + 1}" if spec.burn_in else ""
-    print(f"\npbt: {spec.members} members x {spec.seeds} runs, interval {spec.interval} updates{burn_in}")
-    for r in runs:
-        last = r["schedule"][-1]["values"]
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items())
-        final = "none" if r["winner_final_return"] is None else f"{r['winner_final_return']:.2f}"
-        print(f"  seed {r['seed']}: winner member {r['winner']}, final return {final}, "
-              f"{len(r['schedule'])} segments, last values {shown}")
-    print(f"  schedule and values: {run_dir / 'pbt.json'}, {run_dir / 'best_config.json'}", flush=True)
-    return summary
-
-
-def draw(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray], summary: dict,
-         steps_per_update: int) -> None:
-    """pbt.png: per field, every member's values over training (the first run's winner's schedule
-    bold), and every member's fitness at each interval."""
-    from scanrl.common.harness import plots
-
-    fields = sorted(sweep.values)
-    fig = plots.figure(4 * (len(fields) + 1), 4)
-    updates = metrics["pbt_parent"].shape[1]
-    x = (np.arange(updates) + 1) * steps_per_update
-    winner = summary["runs"][0]["schedule"]
-    for i, name in enumerate(fields):
-        ax = fig.add_subplot(1, len(fields) + 1, i + 1)
-        for m in range(spec.members):
-            ax.step(np.concatenate([[0], x]), np.concatenate([[_value(sweep.values[name][m])], metrics[f"pbt_{name}"][m * spec.seeds]]),
-                    where="post", lw=0.8, alpha=0.4)
-        sx = [(seg["first_update"] - 1) * steps_per_update for seg in winner] + [winner[-1]["last_update"] * steps_per_update]
-        sy = [seg["values"][name] for seg in winner] + [winner[-1]["values"][name]]
-        ax.step(sx, sy, where="post", color="k", lw=2, label="winner's schedule")
-        if name in sweep.log_fields or spec.space[name][0] == "log":
-            ax.set_yscale("log")
-        ax.set(xlabel="env steps per member", ylabel=name)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        plots.steps_axis(ax)
-    ax = fig.add_subplot(1, len(fields) + 1, len(fields) + 1)
-    at = intervals(metrics)
-    for m in range(spec.members):
-        ax.plot((at + 1) * steps_per_update, metrics["pbt_fitness"][m * spec.seeds, at], "o-", ms=3, lw=0.8, alpha=0.6)
-    ax.set(xlabel="env steps per member", ylabel="fitness at each interval", title=f"{spec.members} members (seed run 0)")
-    ax.grid(alpha=0.3)
-    plots.steps_axis(ax)
-    fig.tight_layout()
-    plots.save(fig, run_dir / "pbt.png")
-
-
-def write(run_dir: Path, sweep: Any, spec: Spec, metrics: dict[str, np.ndarray], config_values: dict[str, Any],
-          first_seed: int, steps_per_update: int) -> None:
-    """A finished PBT run's files: pbt.jsonl (`write_lineage`), pbt.json, best_config.json and
-    the table (`report`), then pbt.png (a plotting failure is only a warning)."""
-    import sys
-
-    write_lineage(run_dir, lineage(metrics, sweep, spec, first_seed, steps_per_update))
-    summary = report(run_dir, sweep, spec, metrics, config_values, first_seed, steps_per_update)
-    try:
-        draw(run_dir, sweep, spec, metrics, summary, steps_per_update)
-    except Exception as e:  # noqa: BLE001 - a picture must never fail a finished run
-        print(f"warning: pbt.png was not drawn ({type(e).__name__}: {e}); the run's other files are complete.",
-              file=sys.stderr)

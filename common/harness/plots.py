@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from scanrl.common.harness import configs
-from scanrl.common.harness.configs import NOT_IN_LABELS, RUN_FIELDS, Run, fail
-from scanrl.common.harness.logging import nanmean
+from scanrl.common.harness.configs import Run, fail
+from scanrl.common.harness.runconfig import NOT_IN_LABELS, RUN_FIELDS
+from scanrl.common.harness.stats import nanmean
 
 BINS = 400
 SMOOTH = 10  # bins in the trailing moving average (1 or 0: none): 2.5% of a long run

@@ -46,6 +46,7 @@ import site
 import sys
 import sysconfig
 import tempfile
+import time
 import types
 from dataclasses import dataclass
 from functools import partial
@@ -57,8 +58,10 @@ import jax.numpy as jnp
 from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache
 
+from scanrl.common import algorithm
+from scanrl.common.harness import checkpoint, loop, memory, sweeps
 from scanrl.common.harness.checkpoint import tree_text
-from scanrl.common.harness.configs import NOT_IN_PROGRAM
+from scanrl.common.harness.runconfig import NOT_IN_PROGRAM, config_dict
 
 FORMAT = 2  # 2: trees stored apart from the executables, so they can be swapped
 # Packages whose code is traced into a program (their version stands for their source).
@@ -273,3 +276,98 @@ def compile_and_keep(key: str, lowered_start: Any, lowered_advance: Any, state: 
         "tree_text": [tree_text(t) for t in trees], "metric_names": names, "largest_array_bytes": largest_array_bytes,
     })
     return entry
+
+
+# ---------------------------------------------------------------------------------------------
+# A run ready to compile
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Prepared:
+    """A run ready to compile: its programs, lowered (or already compiled, from
+    this module's disk), and where it starts."""
+
+    program: loop.Program
+    start: Any  # jax.stages.Lowered, or Compiled when loaded
+    advance: Any
+    state_shape: Any  # the state's pytree of jax.ShapeDtypeStruct (with shardings)
+    checkpoint: Path | None  # resume from this file
+    lowering_seconds: float  # tracing and lowering (or loading), counted in compile_seconds
+    largest_array_bytes: int = 0
+    # where this module keeps the compiled programs (None: JAX's cache)
+    source_key: str | None = None
+    metric_names: list[str] | None = None
+    # summary.json's program_cache: "hit" (loaded, nothing traced), "program" (traced and lowered,
+    # the compiled programs loaded), "miss" (compiled and kept), "off" (JAX's own cache only)
+    cache: str = "off"
+
+    def compile(self) -> tuple[Any, Any, list[str]]:
+        """(start, advance, metric names), compiled."""
+        if self.cache == "hit":
+            return self.start, self.advance, self.metric_names
+        if self.source_key is None:
+            return self.start.compile(), self.advance.compile(), metric_names(self.advance)
+        mesh_devices = list(self.program.layout.mesh.devices.flat)
+        options = algorithm.compiler_options(mesh_devices)
+        key = program_key(self.start, self.advance, mesh_devices, options)
+        entry, self.cache = load_program(key, mesh_devices, self.start, self.advance), "program"
+        if entry is None:
+            unsharded = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape)
+            entry = compile_and_keep(key, self.start, self.advance, unsharded,
+                                     self.largest_array_bytes)
+            self.cache = "miss"
+        link(self.source_key, key)
+        return entry.start, entry.advance, entry.metric_names
+
+
+def lower(config: Any, program: loop.Program, make_algorithm: Callable, ckpt: Path | None,
+          user_env: bool = False) -> Prepared:
+    """The run's programs ready to compile: loaded where an identical earlier start kept them
+    (nothing traced), else `start` and `advance` lowered, with the memory checks before and
+    after lowering an update and the checkpoint to resume checked against the state's shapes
+    (ValueError with one sentence). user_env: the run's env is a user's object."""
+    run, sweep = config.run, program.sweep
+    t0 = time.perf_counter()
+    num_local = len(program.layout.mesh.local_devices)
+    options = algorithm.compiler_options(program.layout.mesh.devices.flat)
+    source = source_key(config_dict(config), sweep.values if sweep else None, make_algorithm, options,
+                        user_env=user_env)
+    cached = load(source, list(program.layout.mesh.devices.flat)) if source else None
+    if cached is not None:  # a repeated start: nothing to trace, lower or compile
+        state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(
+            s.shape, s.dtype, sharding=program.state_sharding), cached.state)
+        checkpoint.verify_resume(run.resume, ckpt, state_shape)
+        memory.check_memory(config, state_shape, cached.largest_array_bytes, num_local)
+        return Prepared(program=program, start=cached.start, advance=cached.advance, state_shape=state_shape,
+                        checkpoint=ckpt, lowering_seconds=time.perf_counter() - t0,
+                        largest_array_bytes=cached.largest_array_bytes,
+                        metric_names=cached.metric_names, cache="hit")
+    try:
+        start = program.start.lower(loop.row_keys(run, program))
+    except jax.errors.JAXTypeError as e:  # a swept value reached Python control flow
+        if sweep is None:
+            raise
+        raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
+    state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
+                               start.out_info)
+    checkpoint.verify_resume(run.resume, ckpt, state_shape)
+    # before tracing an update: the state alone may not fit
+    memory.check_memory(config, state_shape, 0, num_local)
+    try:
+        advance = program.advance.lower(state_shape, 0, 0)
+    except OverflowError:  # an array longer than int32 indices reach
+        raise ValueError(f"an array of one update would hold more than 2**31 elements; "
+                         f"{memory.size_flags(config)}.") from None
+    except jax.errors.JAXTypeError as e:
+        if sweep is None:
+            raise
+        raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
+    largest = memory.largest_array_bytes(advance)
+    memory.check_memory(config, state_shape, largest, num_local)
+    return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
+                    lowering_seconds=time.perf_counter() - t0, largest_array_bytes=largest, source_key=source)
+
+
+def compile_label(config: Any) -> str:
+    """'<algorithm file> <env>': the programs whose past compile time estimates this one's."""
+    name = type(config.config).__module__
+    return f"{Path(getattr(sys.modules.get(name), '__file__', None) or name).stem} {config.env}"

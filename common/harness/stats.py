@@ -48,7 +48,6 @@ import numpy as np
 
 from scanrl.common.suites import suite_of
 from scanrl.common.harness.configs import Run
-from scanrl.common.harness.logging import nanmean
 
 CONFIDENCE = 0.95
 REPS = 10_000  # bootstrap resamples for intervals of aggregates (rliable's own default is 50,000: 5x the time)
@@ -61,6 +60,37 @@ METRICS = {
 }
 LAYOUT = '{suite: {task: {algo: {"seed_<s>": {"absolute_metrics": {metric: [score]}, "step_<k>": {...}}}}}}'
 CURVE_POINTS = 20  # step_k entries of a results file when a run did not evaluate
+
+
+# ---------------------------------------------------------------------------------------------
+# Returns over seeds and updates: what summary.json, the tables and the stop conditions read
+# ---------------------------------------------------------------------------------------------
+def nanmean(x: np.ndarray, axis=None):
+    x = np.asarray(x, dtype=np.float64)
+    count = np.sum(~np.isnan(x), axis=axis)
+    total = np.nansum(x, axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def latest_mean(x: np.ndarray | None) -> float | None:
+    """Of [seeds, n]: the mean over seeds of the latest column where any seed has a value."""
+    if x is None:
+        return None
+    columns = np.nonzero(~np.isnan(x).all(axis=0))[0]
+    return float(nanmean(x[:, columns[-1]])) if columns.size else None
+
+
+def final_returns(episode_return: np.ndarray) -> np.ndarray:
+    """[seeds, updates] -> [seeds]: the mean return over the last 10% of the updates (NaN where
+    no episode ended there): the "final return" of summary.json and of a sweep's table."""
+    tail = max(1, math.ceil(0.1 * episode_return.shape[1]))
+    return nanmean(episode_return[:, -tail:], axis=1)
+
+
+def differ_widely(a: float, b: float) -> bool:
+    """Two returns more than 25% of the larger magnitude apart (and not both about 0)."""
+    return abs(a - b) > 0.25 * max(abs(a), abs(b)) and abs(a - b) > 1e-3
 
 
 # ---------------------------------------------------------------------------------------------

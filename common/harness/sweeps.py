@@ -1,4 +1,4 @@
-"""Hyperparameter sweeps: configs x seeds in one program, and what a sweep writes.
+"""Hyperparameter sweeps: configs x seeds in one program.
 
 `--sweep FIELD=V1,V2,...` (a grid: the product over every such flag) and
 `--sweep FIELD=log:LOW:HIGH` / `FIELD=uniform:LOW:HIGH` (random search: `--sweep-samples K`
@@ -11,30 +11,22 @@ itself is never changed), so one compile serves every config. A field that sets 
 value) cannot: it is refused with one sentence, or run one program per config with
 `--sweep-mode loop`.
 
-A sweep's run folder adds `sweep.json` (per config: its values and, over seeds, the mean,
-std, interquartile mean (rliable's, with its 95% stratified-bootstrap interval:
-common/harness/stats.py) and min of the final return, and the best evaluation return),
-`best_config.json` (loadable with `--config`) and `sweep.png`; `metrics.npz` is
-`[configs, seeds, updates]`.
+What a sweep's run folder adds (`sweep.json`, `best_config.json`, `sweep.png`) is written by
+common/harness/reports.py; `metrics.npz` is `[configs, seeds, updates]`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from scanrl.common.harness.configs import coerce
-from scanrl.common.harness.logging import final_returns
-
-IQM_REPS = 2_000  # bootstrap resamples per config: about 0.3 s each (rliable's default 50,000 takes 6 s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,130 +202,7 @@ def with_values(config: Any, values: dict[str, Any]) -> Any:
     return Swept(config, values) if values else config
 
 
-# ---------------------------------------------------------------------------------------------
-# What a sweep writes
-# ---------------------------------------------------------------------------------------------
-def _final_and_best(returns: np.ndarray, evals: np.ndarray | None) -> tuple[np.ndarray, float]:
-    """Of one config ([seeds, updates]): the final return per seed (mean over the last 10% of
-    the updates) and the best evaluation (of the mean over seeds)."""
-    import warnings
-
-    final = final_returns(returns)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
-        best = np.nanmax(np.nanmean(evals, axis=0)) if evals is not None and not np.isnan(evals).all() else np.nan
-    return final, float(best)
-
-
-def report(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,
-           config_values: dict[str, Any], num_seeds: int) -> list[dict[str, Any]]:
-    """Write sweep.json and best_config.json, print the table (best first); returns the
-    per-config rows. returns, evals: per config, [seeds, updates] (configs of a loop-mode sweep
-    may train different numbers of updates); config_values: the sweep's flat config."""
-    from scanrl.common.harness import stats  # here: an algorithm file's import need not load the statistics
-
-    rows = []
-    for c in range(sweep.size):
-        f, best_eval = _final_and_best(returns[c], evals[c] if evals is not None else None)
-        iqm = stats.iqm_interval(f, reps=IQM_REPS)  # over the seeds with a final return
-        rows.append({
-            "config": c, "values": sweep.config_values(c),
-            "final_return_mean": stats.finite_or_none(np.nanmean(f)) if not np.isnan(f).all() else None,
-            "final_return_std": stats.finite_or_none(np.nanstd(f)) if not np.isnan(f).all() else None,
-            "final_return_iqm": stats.finite_or_none(iqm.point) if iqm else None,
-            "final_return_iqm_ci95": [stats.finite_or_none(iqm.low), stats.finite_or_none(iqm.high)] if iqm else None,
-            "final_return_min": stats.finite_or_none(np.nanmin(f)) if not np.isnan(f).all() else None,
-            "final_return_per_seed": [stats.finite_or_none(x) for x in f],
-            "best_eval_return": stats.finite_or_none(best_eval),
-        })
-    ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
-                    reverse=True)
-    best = ranked[0]
-    fields = list(sweep.values)
-    (run_dir / "sweep.json").write_text(json.dumps(
-        {"fields": fields, "num_configs": sweep.size, "num_seeds": num_seeds,
-         "ranked_by": "final_return_mean (mean over seeds of the mean return over the last 10% of updates)",
-         "iqm_interval": f"rliable's IQM over seeds, 95% stratified-bootstrap interval (percentile, {IQM_REPS:,} "
-                         f"resamples, numpy seed {stats.SEED})",
-         "best": best, "configs": rows}, indent=2) + "\n")
-    best_config = {k: v for k, v in config_values.items() if k not in ("sweep", "sweep_samples", "sweep_mode")}
-    best_config.update(best["values"])
-    (run_dir / "best_config.json").write_text(json.dumps(best_config, indent=2, default=str) + "\n")
-
-    print(f"\nsweep: {sweep.size} configs x {num_seeds} seeds, best first (final return over the seeds)")
-    head = "".join(f"{name:>14}" for name in fields)
-    print(f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {'iqm 95% interval':>20} {'min':>10} {'best eval':>10}")
-    for r in ranked:
-        cells = "".join(f"{show_value(r['values'][name]):>14}" for name in fields)
-        show = lambda v, w: f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
-        ci = r["final_return_iqm_ci95"]
-        interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "-"
-        print(f"  {r['config']:>3}{cells} {show(r['final_return_mean'], 10)} {show(r['final_return_std'], 8)} "
-              f"{show(r['final_return_iqm'], 10)} {interval:>20} {show(r['final_return_min'], 10)} "
-              f"{show(r['best_eval_return'], 10)}")
-    print(f"  best config: {run_dir / 'best_config.json'} (train it with --config)", flush=True)
-    return rows
-
-
 def show_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "x".join(map(str, value)) if isinstance(value, tuple) else str(value)
-
-
-def draw(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], rows: list[dict[str, Any]],
-         steps_per_update: list[float], top: int = 3) -> None:
-    """sweep.png: the final return against each swept field (mean and each seed), and the
-    learning curves of the `top` configs."""
-    from scanrl.common.harness import plots
-
-    fields = list(sweep.values)
-    fig = plots.figure(4 * (len(fields) + 1), 4)
-    for i, name in enumerate(fields):
-        ax = fig.add_subplot(1, len(fields) + 1, i + 1)
-        x = sweep.values[name]
-        numeric = x.dtype != object or all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x)
-        if numeric:
-            x = x.astype(np.float64)
-        else:  # switches, names, sizes: one position per distinct value
-            labels = sorted({show_value(v) for v in x})
-            x = np.array([labels.index(show_value(v)) for v in x], np.float64)
-            ax.set_xticks(range(len(labels)), labels)
-        per_seed = np.array([[np.nan if v is None else v for v in r["final_return_per_seed"]] for r in rows])
-        ax.scatter(np.repeat(x, per_seed.shape[1]), per_seed.ravel(), s=8, alpha=0.4, label="each seed")
-        mean = np.array([np.nan if r["final_return_mean"] is None else r["final_return_mean"] for r in rows])
-        order = np.argsort(x)
-        ax.plot(x[order], mean[order], "o-" if len(fields) == 1 else "o", color="C1", label="mean over seeds")
-        if name in sweep.log_fields:
-            ax.set_xscale("log")
-        ax.set(xlabel=name, ylabel="final return")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    ax = fig.add_subplot(1, len(fields) + 1, len(fields) + 1)
-    ranked = sorted(rows, key=lambda r: -math.inf if r["final_return_mean"] is None else r["final_return_mean"],
-                    reverse=True)[:top]
-    for r in ranked:
-        x, values = plots.binned(returns[r["config"]])
-        label = ", ".join(f"{k}={show_value(v)}" for k, v in r["values"].items())
-        plots.band(ax, x * steps_per_update[r["config"]], plots.smooth(values, plots.SMOOTH), label, seed_lines=False)
-    ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    plots.steps_axis(ax)
-    fig.tight_layout()
-    plots.save(fig, run_dir / "sweep.png")
-
-
-def write(run_dir: Path, sweep: Sweep, returns: list[np.ndarray], evals: list[np.ndarray] | None,
-          config_values: dict[str, Any], num_seeds: int, steps_per_update: list[float]) -> None:
-    """A finished sweep's files: sweep.json, best_config.json and the table (`report`), then
-    sweep.png (a plotting failure is only a warning). returns, evals: per config [seeds, updates];
-    config_values: the sweep's flat config; steps_per_update: per config."""
-    import sys
-
-    rows = report(run_dir, sweep, returns, evals, json.loads(json.dumps(config_values, default=str)), num_seeds)
-    try:
-        draw(run_dir, sweep, returns, rows, steps_per_update)
-    except Exception as e:  # noqa: BLE001 - a picture must never fail a finished sweep
-        print(f"warning: sweep.png was not drawn ({type(e).__name__}: {e}); the sweep's other files are complete.",
-              file=sys.stderr)
