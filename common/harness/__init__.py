@@ -25,4 +25,6 @@ def quiet_start() -> None:
         signal.signal(sig, leave)
 
 
-QUIET_HANDLER = None  # quiet_start's handler: run.main's Signals does not put it back when the run ends
+QUIET_HANDLER = (
+    None  # quiet_start's handler: run.main's Signals does not put it back when the run ends
+)

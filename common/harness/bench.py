@@ -54,18 +54,38 @@ import numpy as np
 from scanrl.common.algorithm import flag
 from scanrl.common.harness import configs, runconfig, stats
 from scanrl.common.harness.configs import fail
-from scanrl.common.harness.stats import load_results  # noqa: F401  (the results file's reader, here too)
+from scanrl.common.harness.stats import (
+    load_results,
+)  # noqa: F401  (the results file's reader, here too)
 
 SUITE_KEYS = {"out_dir", "seeds", "metric", "flags", "cells", "reference_points"}
 GROUP_KEYS = {"algos", "envs", "total_timesteps", "seeds", "flags"}
 # Flags a suite's `flags:` cannot hold, and why
 NOT_FLAGS = {
-    "num_seeds": "set by the suite's `seeds:` key", "total_timesteps": "set by the group's `total_timesteps:` key",
-    "env": "set by the group's `envs:` key", "out_dir": "set by the suite's `out_dir:` key (or --out-dir)",
-    **dict.fromkeys(("resume", "config"), "not for a suite: it resumes its cells itself, and its file is their config"),
-    **dict.fromkeys(("sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_burn_in",
-                     "pbt_fraction", "pbt_perturb", "pbt_resample", "pbt_fitness"),
-                    "not for a suite: each cell is one run of one config"),
+    "num_seeds": "set by the suite's `seeds:` key",
+    "total_timesteps": "set by the group's `total_timesteps:` key",
+    "env": "set by the group's `envs:` key",
+    "out_dir": "set by the suite's `out_dir:` key (or --out-dir)",
+    **dict.fromkeys(
+        ("resume", "config"),
+        "not for a suite: it resumes its cells itself, and its file is their config",
+    ),
+    **dict.fromkeys(
+        (
+            "sweep",
+            "sweep_samples",
+            "sweep_mode",
+            "pbt",
+            "pbt_population",
+            "pbt_interval",
+            "pbt_burn_in",
+            "pbt_fraction",
+            "pbt_perturb",
+            "pbt_resample",
+            "pbt_fitness",
+        ),
+        "not for a suite: each cell is one run of one config",
+    ),
 }
 
 
@@ -85,8 +105,19 @@ class Cell:
         return f"{self.algo}__{self.env.replace('/', '-')}"
 
     def argv(self, folder: Path) -> list[str]:
-        budget = [] if self.total_timesteps is None else ["--total-timesteps", str(self.total_timesteps)]
-        return ["--env", self.env, "--num-seeds", str(self.seeds), *budget, "--out-dir", str(folder), *self.flags]
+        budget = (
+            [] if self.total_timesteps is None else ["--total-timesteps", str(self.total_timesteps)]
+        )
+        return [
+            "--env",
+            self.env,
+            "--num-seeds",
+            str(self.seeds),
+            *budget,
+            "--out-dir",
+            str(folder),
+            *self.flags,
+        ]
 
     def __str__(self) -> str:
         return f"{self.algo} on {self.env}"
@@ -125,7 +156,9 @@ def _flag_words(flags: Any, where: str) -> tuple[str, ...]:
     for key, value in flags.items():
         name = str(key).lstrip("-").replace("_", "-")
         if name.replace("-", "_") in NOT_FLAGS:
-            raise ValueError(f"{where}: --{name} is {NOT_FLAGS[name.replace('-', '_')]}, got {value!r}.")
+            raise ValueError(
+                f"{where}: --{name} is {NOT_FLAGS[name.replace('-', '_')]}, got {value!r}."
+            )
         if isinstance(value, bool):
             words.append(f"--{name}" if value else f"--no-{name}")
         elif isinstance(value, (list, tuple)):
@@ -146,7 +179,9 @@ def _whole(value: Any, where: str) -> int:
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or number != int(number) or number < 1:
-        raise ValueError(f"{where} must be a whole number of at least 1 (such as 500000 or 5e5), got {value!r}.")
+        raise ValueError(
+            f"{where} must be a whole number of at least 1 (such as 500000 or 5e5), got {value!r}."
+        )
     return int(number)
 
 
@@ -158,7 +193,8 @@ def _names(value: Any, where: str) -> list[str]:
 
 
 def _points(value: Any, where: str) -> dict[str, stats.ReferencePoint]:
-    """The suite's own reference points: {env: {random, reference, random_source, reference_source}}."""
+    """The suite's own reference points: {env: {random, reference, random_source,
+    reference_source}}."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -167,19 +203,33 @@ def _points(value: Any, where: str) -> dict[str, stats.ReferencePoint]:
     for env, p in value.items():
         need = {"random", "reference", "random_source", "reference_source"}
         if not isinstance(p, dict) or set(p) != need:
-            raise ValueError(f"{where}.{env} needs exactly {', '.join(sorted(need))} (every point with its source), "
-                             f"got {p!r}.")
+            raise ValueError(
+                f"{where}.{env} needs exactly {', '.join(sorted(need))} (every point with its"
+                f" source), got {p!r}."
+            )
         try:
             random, reference = float(p["random"]), float(p["reference"])
         except (TypeError, ValueError):
-            raise ValueError(f"{where}.{env}: random and reference must be numbers, got {p['random']!r} and "
-                             f"{p['reference']!r}.") from None
+            raise ValueError(
+                f"{where}.{env}: random and reference must be numbers, got {p['random']!r} and "
+                f"{p['reference']!r}."
+            ) from None
         if not (math.isfinite(random) and math.isfinite(reference)) or reference == random:
-            raise ValueError(f"{where}.{env}: random and reference must be finite and differ, got {random} and {reference}.")
-        if not all(isinstance(p[k], str) and p[k].strip() for k in ("random_source", "reference_source")):
-            raise ValueError(f"{where}.{env}: each point needs its source (a paper, a repository file, or the command "
-                             f"that measured it), got {p['random_source']!r} and {p['reference_source']!r}.")
-        out[str(env)] = stats.ReferencePoint(random, reference, p["random_source"], p["reference_source"])
+            raise ValueError(
+                f"{where}.{env}: random and reference must be finite and differ, got {random} and"
+                f" {reference}."
+            )
+        if not all(
+            isinstance(p[k], str) and p[k].strip() for k in ("random_source", "reference_source")
+        ):
+            raise ValueError(
+                f"{where}.{env}: each point needs its source (a paper, a repository file, or the"
+                f" command that measured it), got {p['random_source']!r} and"
+                f" {p['reference_source']!r}."
+            )
+        out[str(env)] = stats.ReferencePoint(
+            random, reference, p["random_source"], p["reference_source"]
+        )
     return out
 
 
@@ -197,10 +247,14 @@ def read_suite(path: str | Path, out_dir: str | None, algorithms: Any) -> Suite:
     except yaml.YAMLError as e:
         raise ValueError(f"{path} is not valid YAML: {' '.join(str(e).split())}.") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a mapping with a `cells:` list, not {type(data).__name__} {data!r}.")
+        raise ValueError(
+            f"{path} must hold a mapping with a `cells:` list, not {type(data).__name__} {data!r}."
+        )
     unknown = sorted(set(map(str, data)) - SUITE_KEYS)
     if unknown:
-        raise ValueError(f"{path}: unknown key '{unknown[0]}'; a suite has {', '.join(sorted(SUITE_KEYS))}.")
+        raise ValueError(
+            f"{path}: unknown key '{unknown[0]}'; a suite has {', '.join(sorted(SUITE_KEYS))}."
+        )
     seeds = _whole(data.get("seeds", 10), f"{path}: seeds")
     metric = data.get("metric", "return")
     if not isinstance(metric, str) or metric not in stats.METRICS:
@@ -211,8 +265,10 @@ def read_suite(path: str | Path, out_dir: str | None, algorithms: Any) -> Suite:
     common = _flag_words(data.get("flags"), f"{path}: flags")
     groups = data.get("cells")
     if not isinstance(groups, list) or not groups:
-        raise ValueError(f"{path}: cells must be a non-empty list of groups (algos, envs, total_timesteps, seeds, "
-                         f"flags), got {groups!r}.")
+        raise ValueError(
+            f"{path}: cells must be a non-empty list of groups (algos, envs, total_timesteps,"
+            f" seeds, flags), got {groups!r}."
+        )
     cells, seen = [], {}
     for i, group in enumerate(groups):
         where = f"{path}: cells[{i}]"
@@ -220,7 +276,9 @@ def read_suite(path: str | Path, out_dir: str | None, algorithms: Any) -> Suite:
             raise ValueError(f"{where} must be a mapping with algos and envs, got {group!r}.")
         unknown = sorted(set(map(str, group)) - GROUP_KEYS)
         if unknown:
-            raise ValueError(f"{where}: unknown key '{unknown[0]}'; a group has {', '.join(sorted(GROUP_KEYS))}.")
+            raise ValueError(
+                f"{where}: unknown key '{unknown[0]}'; a group has {', '.join(sorted(GROUP_KEYS))}."
+            )
         for key in ("algos", "envs"):
             if key not in group:
                 raise ValueError(f"{where} has no `{key}:`.")
@@ -230,19 +288,31 @@ def read_suite(path: str | Path, out_dir: str | None, algorithms: Any) -> Suite:
                 raise ValueError(f"{where}.algos: unknown algorithm {name!r}; scanrl has "
                                  f"{', '.join(algorithms.names())}.")
         envs = _names(group["envs"], f"{where}.envs")
-        budget = _whole(group["total_timesteps"], f"{where}.total_timesteps") if "total_timesteps" in group else None
+        budget = (
+            _whole(group["total_timesteps"], f"{where}.total_timesteps")
+            if "total_timesteps" in group
+            else None
+        )
         group_seeds = _whole(group["seeds"], f"{where}.seeds") if "seeds" in group else seeds
         flags = common + _flag_words(group.get("flags"), f"{where}.flags")
         for algo in names:
             for env in envs:
                 cell = Cell(algo, env, group_seeds, budget, flags, f"cells[{i}]")
                 if cell.name in seen:
-                    raise ValueError(f"{where}: {cell} is already in {seen[cell.name]}; each (algorithm, environment) "
-                                     f"appears once.")
+                    raise ValueError(
+                        f"{where}: {cell} is already in {seen[cell.name]}; each (algorithm,"
+                        " environment) appears once."
+                    )
                 seen[cell.name] = cell.where
                 cells.append(cell)
-    points = {**stats.REFERENCE_POINTS, **_points(data.get("reference_points"), f"{path}: reference_points")}
-    return Suite(path=path, out_dir=Path(folder), metric=metric, cells=cells, points=points, algorithms=algorithms)
+    points = {
+        **stats.REFERENCE_POINTS,
+        **_points(data.get("reference_points"), f"{path}: reference_points"),
+    }
+    return Suite(
+        path=path, out_dir=Path(folder), metric=metric, cells=cells, points=points,
+        algorithms=algorithms,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +320,11 @@ def read_suite(path: str | Path, out_dir: str | None, algorithms: Any) -> Suite:
 # ---------------------------------------------------------------------------------------------
 def run_folders(folder: Path) -> list[Path]:
     """The run folders (with a config.json) in a cell's folder."""
-    return sorted(p for p in folder.glob("*") if (p / "config.json").is_file()) if folder.is_dir() else []
+    return (
+        sorted(p for p in folder.glob("*") if (p / "config.json").is_file())
+        if folder.is_dir()
+        else []
+    )
 
 
 def _parse(module: Any, argv: list[str]) -> Any:
@@ -263,7 +337,9 @@ def _parse(module: Any, argv: list[str]) -> Any:
             return run.parse_config(module, argv)
     except SystemExit as e:
         message = captured.getvalue().strip().splitlines()
-        raise ValueError(message[-1].removeprefix("error: ") if message else f"exit code {e.code}.") from None
+        raise ValueError(
+            message[-1].removeprefix("error: ") if message else f"exit code {e.code}."
+        ) from None
 
 
 def check_cells(suite: Suite) -> None:
@@ -277,8 +353,10 @@ def check_cells(suite: Suite) -> None:
         try:
             existing = run_folders(folder)
             if len(existing) > 1:
-                raise ValueError(f"{folder} holds {len(existing)} run folders and a cell has one; delete the ones "
-                                 f"that are not this cell's.")
+                raise ValueError(
+                    f"{folder} holds {len(existing)} run folders and a cell has one; delete the"
+                    " ones that are not this cell's."
+                )
             config = _parse(module, argv)
             loop.build(module.make_algorithm, config, chunk=config.run.log_every or None)
             state = checkpoint.run_state(existing[0] if existing else None)
@@ -323,7 +401,8 @@ def run_cell(module: str, argv: list[str]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    # Stopped by the user, however the run ended (a signal during its imports ends it with a traceback)
+    # Stopped by the user, however the run ended (a signal during its imports ends it with a
+    # traceback)
     return 128 + received[0] if received else code
 
 
@@ -358,8 +437,12 @@ def run_suite(suite: Suite) -> int:
         if code:
             failed.append(f"{cell} (exit code {code})")
     if failed:
-        print(f"error: {len(failed)} cell{'s' if len(failed) > 1 else ''} failed: {'; '.join(failed)}; the report "
-              f"covers the finished cells.", file=sys.stderr, flush=True)
+        print(
+            f"error: {len(failed)} cell{'s' if len(failed) > 1 else ''} failed:"
+            f" {'; '.join(failed)}; the report covers the finished cells.",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     return 0
 
@@ -379,7 +462,9 @@ def collect(suite: Suite) -> list[dict[str, Any]]:
     return out
 
 
-def report(suite: Suite, runs: list[dict[str, Any]], reps: int = stats.REPS, seed: int = stats.SEED) -> dict:
+def report(
+    suite: Suite, runs: list[dict[str, Any]], reps: int = stats.REPS, seed: int = stats.SEED
+) -> dict:
     """Write results.json, report.json, report.md, aggregates.png and profiles.png into the
     suite's folder; returns report.json's content."""
     results = stats.results_from_runs(runs)
@@ -388,14 +473,22 @@ def report(suite: Suite, runs: list[dict[str, Any]], reps: int = stats.REPS, see
     for r in runs:
         s, x = r["summary"], r[suite.metric]
         finite = x[np.isfinite(x)] if x is not None else np.zeros(0)
-        rows.append({
-            "algo": r["algo"], "env": r["env"], "seeds": len(r["seeds"]), "scored": int(finite.size),
-            "steps_per_seed": s["total_timesteps"], "mean": float(finite.mean()) if finite.size else None,
-            "std": float(finite.std()) if finite.size else None,
-            "wall_seconds": s["wall_seconds"], "compile_seconds": s["compile_seconds"],
-            "env_steps_per_second": s["env_steps_per_second"], "stopped_by": s["stopped_by"],
-            "run_dir": s["run_dir"],
-        })
+        rows.append(
+            {
+                "algo": r["algo"],
+                "env": r["env"],
+                "seeds": len(r["seeds"]),
+                "scored": int(finite.size),
+                "steps_per_seed": s["total_timesteps"],
+                "mean": float(finite.mean()) if finite.size else None,
+                "std": float(finite.std()) if finite.size else None,
+                "wall_seconds": s["wall_seconds"],
+                "compile_seconds": s["compile_seconds"],
+                "env_steps_per_second": s["env_steps_per_second"],
+                "stopped_by": s["stopped_by"],
+                "run_dir": s["run_dir"],
+            }
+        )
     return write_report(suite, results, rows, reps, seed)
 
 
@@ -413,23 +506,41 @@ def write_report(suite: Suite, results: dict, rows: list[dict], reps: int, seed:
     writes report.json and report.md and returns report.json's content."""
     metric = suite.metric
     scores = stats.cell_scores(results, metric)
-    progress = stats.BootstrapProgress(f"IQMs of {len(rows)} cell{'s' if len(rows) > 1 else ''}, then the aggregates, "
-                              f"{reps:,} resamples per interval", len(rows) + 1)
+    progress = stats.BootstrapProgress(
+        f"IQMs of {len(rows)} cell{'s' if len(rows) > 1 else ''}, then the aggregates, "
+        f"{reps:,} resamples per interval",
+        len(rows) + 1,
+    )
     with progress:
         for row in rows:
             progress.step(f"{row['algo']} on {row['env']}")
             x = scores.get((row["algo"], row["env"]))
             raw = stats.iqm_interval(x, reps, seed) if x is not None else None
-            normalised = stats.iqm_interval(stats.normalise(x, row["env"], suite.points), reps, seed) \
-                if x is not None and stats.reference_point(row["env"], suite.points) else None
-            row.update(iqm=raw.as_list() if raw else None, normalised_iqm=normalised.as_list() if normalised else None)
+            normalised = (
+                stats.iqm_interval(stats.normalise(x, row["env"], suite.points), reps, seed)
+                if x is not None and stats.reference_point(row["env"], suite.points)
+                else None
+            )
+            row.update(
+                iqm=raw.as_list() if raw else None,
+                normalised_iqm=normalised.as_list() if normalised else None,
+            )
         progress.step("aggregates and performance profiles")
         aggregate, notes = _suite_aggregates(results, metric, suite.points, reps, seed)
-    content = {"suite": str(suite.path), "metric": metric, "metric_means": stats.METRICS[metric],
-               "interval": f"95%, rliable stratified bootstrap (percentile), {reps:,} resamples, numpy seed {seed}",
-               "cells": rows,
-               "aggregates": {a: {k: e.as_list() for k, e in v.items()} for a, v in aggregate["estimates"].items()},
-               "aggregate_envs": aggregate["tasks"], "notes": notes}
+    content = {
+        "suite": str(suite.path),
+        "metric": metric,
+        "metric_means": stats.METRICS[metric],
+        "interval": (
+            f"95%, rliable stratified bootstrap (percentile), {reps:,} resamples, numpy seed {seed}"
+        ),
+        "cells": rows,
+        "aggregates": {
+            a: {k: e.as_list() for k, e in v.items()} for a, v in aggregate["estimates"].items()
+        },
+        "aggregate_envs": aggregate["tasks"],
+        "notes": notes,
+    }
     pictures = []
     if aggregate["estimates"]:
         try:
@@ -443,7 +554,9 @@ def write_report(suite: Suite, results: dict, rows: list[dict], reps: int, seed:
     return content
 
 
-def _suite_aggregates(results: dict, metric: str, points: dict, reps: int, seed: int) -> tuple[dict, list[str]]:
+def _suite_aggregates(
+    results: dict, metric: str, points: dict, reps: int, seed: int
+) -> tuple[dict, list[str]]:
     """Per algorithm, over the envs it ran that have reference points: the interval estimates and
     performance profiles of its normalised scores; and notes on what was left out."""
     notes = []
@@ -456,16 +569,33 @@ def _suite_aggregates(results: dict, metric: str, points: dict, reps: int, seed:
             notes.append(f"{algo} is left out of the aggregates: some runs have no {metric} "
                          f"(no episode ended in their last 10% of updates, or no evaluation).")
             del scores[algo], tasks[algo]
-    missing = sorted({env for (_, env) in stats.cell_scores(results, metric) if stats.reference_point(env, points) is None})
+    missing = sorted(
+        {
+            env
+            for (_, env) in stats.cell_scores(results, metric)
+            if stats.reference_point(env, points) is None
+        }
+    )
     if missing:
-        notes.append(f"no reference points for {', '.join(missing)}: "  # an env id is never capitalised
-                     f"{'they are' if len(missing) > 1 else 'it is'} in the per-cell table only.")
+        notes.append(
+            f"no reference points for {', '.join(missing)}: "  # an env id is never capitalised
+            f"{'they are' if len(missing) > 1 else 'it is'} in the per-cell table only."
+        )
     if len({tuple(t) for t in tasks.values()}) > 1:
-        notes.append("the algorithms ran different sets of envs: each aggregate is over its own algorithm's envs.")
+        notes.append(
+            "the algorithms ran different sets of envs: each aggregate is over its own algorithm's"
+            " envs."
+        )
     estimates = stats.interval_estimates(scores, reps, seed)
     taus = stats.profile_taus(scores)
     profiles, intervals = stats.performance_profiles(scores, taus, seed=seed)
-    return {"estimates": estimates, "tasks": tasks, "taus": taus, "profiles": profiles, "intervals": intervals}, notes
+    return {
+        "estimates": estimates,
+        "tasks": tasks,
+        "taus": taus,
+        "profiles": profiles,
+        "intervals": intervals,
+    }, notes
 
 
 def draw_aggregates(aggregate: dict, out: Path) -> None:
@@ -494,8 +624,14 @@ def draw_profiles(aggregate: dict, out: Path) -> None:
     ax = fig.add_subplot()
     for i, name in enumerate(aggregate["estimates"]):
         n = len(aggregate["tasks"][name])
-        stats.draw_profile(ax, aggregate["taus"], aggregate["profiles"][name], aggregate["intervals"][name],
-                           f"{name} ({n} env{'s' if n > 1 else ''})", f"C{i}")
+        stats.draw_profile(
+            ax,
+            aggregate["taus"],
+            aggregate["profiles"][name],
+            aggregate["intervals"][name],
+            f"{name} ({n} env{'s' if n > 1 else ''})",
+            f"C{i}",
+        )
     ax.set(xlabel="normalised score (tau)", ylabel="fraction of runs with score > tau",
            title="performance profiles (band: 95% interval)")
     ax.legend(fontsize=8)
@@ -511,21 +647,39 @@ def _show(e: list | None) -> str:
 
 def markdown(suite: Suite, content: dict, pictures: list[str]) -> str:
     """report.md: the per-cell table, the aggregates, the plots and the reference points used."""
-    lines = [f"# Suite report: `{suite.path}`", "",
-             f"Score per run: **{content['metric']}**, the {content['metric_means']}. Intervals: {content['interval']}. "
-             f"Normalised score = (score - random) / (reference - random), with the reference points below.", "",
-             "## Cells", "",
-             "| algo | env | seeds | env steps per seed | IQM [95% CI] | normalised IQM [95% CI] | mean ± std | "
-             "wall s | compile s | env steps/s | stopped by |",
-             "|---|---|---:|---:|---|---|---|---:|---:|---:|---|"]
+    lines = [
+        f"# Suite report: `{suite.path}`",
+        "",
+        (
+            f"Score per run: **{content['metric']}**, the {content['metric_means']}. Intervals:"
+            f" {content['interval']}. Normalised score = (score - random) / (reference - random),"
+            " with the reference points below."
+        ),
+        "",
+        "## Cells",
+        "",
+        (
+            "| algo | env | seeds | env steps per seed | IQM [95% CI] | normalised IQM [95% CI] |"
+            " mean ± std | wall s | compile s | env steps/s | stopped by |"
+        ),
+        "|---|---|---:|---:|---|---|---|---:|---:|---:|---|",
+    ]
     for r in content["cells"]:
         seeds = f"{r['seeds']}" if r["scored"] == r["seeds"] else f"{r['scored']} of {r['seeds']}"
         mean = f"{r['mean']:.4g} ± {r['std']:.3g}" if r["mean"] is not None else "-"
-        lines.append(f"| {r['algo']} | {r['env']} | {seeds} | {r['steps_per_seed']:,} | {_show(r['iqm'])} | "
-                     f"{_show(r['normalised_iqm'])} | {mean} | {r['wall_seconds']:.1f} | {r['compile_seconds']:.1f} | "
-                     f"{r['env_steps_per_second']:,.0f} | {r['stopped_by']} |")
-    lines += ["", "Wall seconds, compile seconds and env steps/s (all seeds, compile excluded) are each run's "
-              "summary.json's; for a cell that was resumed they cover its last process only.", ""]
+        lines.append(
+            f"| {r['algo']} | {r['env']} | {seeds} | {r['steps_per_seed']:,} | {_show(r['iqm'])} |"
+            f" {_show(r['normalised_iqm'])} | {mean} | {r['wall_seconds']:.1f} |"
+            f" {r['compile_seconds']:.1f} | {r['env_steps_per_second']:,.0f} | {r['stopped_by']} |"
+        )
+    lines += [
+        "",
+        (
+            "Wall seconds, compile seconds and env steps/s (all seeds, compile excluded) are each"
+            " run's summary.json's; for a cell that was resumed they cover its last process only."
+        ),
+        "",
+    ]
     if content["aggregates"]:
         lines += ["## Aggregates (normalised scores)", "",
                   "| algo | envs | " + " | ".join(f"{a} [95% CI]" for a in stats.AGGREGATES) + " |",
@@ -533,8 +687,14 @@ def markdown(suite: Suite, content: dict, pictures: list[str]) -> str:
         for algo, values in content["aggregates"].items():
             lines.append(f"| {algo} | {', '.join(content['aggregate_envs'][algo])} | "
                          + " | ".join(_show(values[a]) for a in stats.AGGREGATES) + " |")
-        lines += ["", "Optimality gap: the mean shortfall below the reference (1), scores above it counting as 1; "
-                  "lower is better.", ""]
+        lines += [
+            "",
+            (
+                "Optimality gap: the mean shortfall below the reference (1), scores above it"
+                " counting as 1; lower is better."
+            ),
+            "",
+        ]
         lines += [f"![{p[:-4]}]({p})" for p in pictures] + [""]
     for note in content["notes"]:
         lines.append(f"- {note[0].upper()}{note[1:]}")
@@ -543,9 +703,17 @@ def markdown(suite: Suite, content: dict, pictures: list[str]) -> str:
     envs = sorted({r["env"] for r in content["cells"]})
     used = [(env, stats.reference_point(env, suite.points)) for env in envs]
     if any(p for _, p in used):
-        lines += ["## Reference points", "", "| env | random | source | reference | source |", "|---|---:|---|---:|---|"]
-        lines += [f"| {env} | {p.random:g} | {p.random_source} | {p.reference:g} | {p.reference_source} |"
-                  for env, p in used if p]
+        lines += [
+            "## Reference points",
+            "",
+            "| env | random | source | reference | source |",
+            "|---|---:|---|---:|---|",
+        ]
+        lines += [
+            f"| {env} | {p.random:g} | {p.random_source} | {p.reference:g} | {p.reference_source} |"
+            for env, p in used
+            if p
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -559,15 +727,26 @@ def main(argv: list[str] | None, algorithms: Any) -> None:
     parser = configs.ToolParser(prog="scanrl-bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("suite", metavar="SUITE.yaml", help="the suite file (docs/statistics.md)")
     parser.add_argument("--out-dir", help="the suite's folder (default: the file's out_dir)")
-    parser.add_argument("--dry-run", action="store_true", help="check every cell and list what would run; run nothing")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check every cell and list what would run; run nothing",
+    )
     parser.add_argument("--report-only", action="store_true",
                         help="write the report over the finished cells; run nothing")
-    parser.add_argument("--rescore", action="store_true",
-                        help="write the report again from the suite folder's results.json and report.json (no run "
-                             "folders needed), with the reference points as they are now; run nothing")
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help=(
+            "write the report again from the suite folder's results.json and report.json (no run "
+            "folders needed), with the reference points as they are now; run nothing"
+        ),
+    )
     parser.add_argument("--reps", type=int, default=stats.REPS,
                         help=f"bootstrap resamples per interval (default {stats.REPS:,})")
-    parser.add_argument("--seed", type=int, default=stats.SEED, help="numpy seed of the bootstrap (default 0)")
+    parser.add_argument(
+        "--seed", type=int, default=stats.SEED, help="numpy seed of the bootstrap (default 0)"
+    )
     args = parser.parse_args(argv)
     if args.reps < 1:
         fail(f"--reps takes a number of resamples >= 1, got {args.reps}.")
@@ -581,7 +760,10 @@ def main(argv: list[str] | None, algorithms: Any) -> None:
                 if not (suite.out_dir / name).is_file():
                     fail(f"--rescore reads {suite.out_dir / name}, which is not there.")
             rescore(suite, args.reps, args.seed)
-            print(f"wrote {suite.out_dir / 'report.md'} from {suite.out_dir / 'results.json'}", flush=True)
+            print(
+                f"wrote {suite.out_dir / 'report.md'} from {suite.out_dir / 'results.json'}",
+                flush=True,
+            )
             return
         if not args.report_only:
             check_cells(suite)
@@ -591,19 +773,28 @@ def main(argv: list[str] | None, algorithms: Any) -> None:
             for i, cell in enumerate(suite.cells):
                 existing = run_folders(suite.folder(cell))
                 state = checkpoint.run_state(existing[0] if existing else None)
-                print(f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}): python -m {suite.module(cell)} "
-                      + " ".join(cell.argv(suite.folder(cell))))
+                print(
+                    f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}): python -m"
+                    f" {suite.module(cell)} "
+                    + " ".join(cell.argv(suite.folder(cell)))
+                )
             return
         suite.out_dir.mkdir(parents=True, exist_ok=True)
         code = 0 if args.report_only else run_suite(suite)
         runs = collect(suite)
         if runs:
             report(suite, runs, args.reps, args.seed)
-            print(f"wrote {suite.out_dir / 'report.md'} ({len(runs)} of {len(suite.cells)} cells finished) and "
-                  f"{suite.out_dir / 'results.json'}", flush=True)
+            print(
+                f"wrote {suite.out_dir / 'report.md'} ({len(runs)} of {len(suite.cells)} cells"
+                f" finished) and {suite.out_dir / 'results.json'}",
+                flush=True,
+            )
     except KeyboardInterrupt:  # between cells or while reporting: the cells' folders are complete
-        print(f"Ctrl-C: stopped; continue with `scanrl-bench {suite.path}`.", file=sys.stderr, flush=True)
+        print(
+            f"Ctrl-C: stopped; continue with `scanrl-bench {suite.path}`.",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(128 + signal.SIGINT) from None
     if code:
         raise SystemExit(code)
-

@@ -53,10 +53,16 @@ def tree_text(treedef: Any) -> str:
 def describe(tree: Any) -> dict[str, Any]:
     """Tree structure and leaf shapes/dtypes, the fingerprint a restore checks."""
     leaves, treedef = jax.tree.flatten(tree)
-    return {"treedef": tree_text(treedef), "leaves": [[list(x.shape), str(x.dtype)] for x in leaves]}
+    return {
+        "treedef": tree_text(treedef),
+        "leaves": [[list(x.shape), str(x.dtype)] for x in leaves],
+    }
 
 
-def save(folder: Path, update: int, tree: Any, extra: dict[str, np.ndarray] | None = None, write: bool = True) -> Path:
+def save(
+    folder: Path, update: int, tree: Any, extra: dict[str, np.ndarray] | None = None,
+    write: bool = True,
+) -> Path:
     """Write `tree` (and `extra` arrays) as `folder/update_<update>.npz`; keep the last KEEP.
 
     Every process of a multi-process run must call it (gathering is collective); only those
@@ -155,15 +161,24 @@ def verify(path: Path, template: Any) -> None:
     with np.load(path) as z:
         saved = json.loads(str(z["fingerprint"]))
     expected = describe(template)
-    saved["treedef"] = tree_text(saved["treedef"])  # a checkpoint written before addresses were left out
+    saved["treedef"] = tree_text(
+        saved["treedef"]
+    )  # a checkpoint written before addresses were left out
     if saved != expected:
-        diff = next((f"leaf {i}: saved {a}, now {b}" for i, (a, b) in enumerate(zip(saved["leaves"], expected["leaves"]))
-                     if a != b), "the tree structure differs")
+        diff = next(
+            (
+                f"leaf {i}: saved {a}, now {b}"
+                for i, (a, b) in enumerate(zip(saved["leaves"], expected["leaves"]))
+                if a != b
+            ),
+            "the tree structure differs",
+        )
         raise ValueError(f"checkpoint {path} does not match this run's state ({diff}).")
 
 
 def read(path: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
-    """A checkpoint's fingerprint and raw leaves, as saved (keys as key data), without a template."""
+    """A checkpoint's fingerprint and raw leaves, as saved (keys as key data), without a
+    template."""
     with np.load(path) as z:
         fingerprint = json.loads(str(z["fingerprint"]))
         return fingerprint, [z[f"leaf_{i}"] for i in range(len(fingerprint["leaves"]))]
@@ -184,9 +199,16 @@ def load(path: Path, template: Any) -> tuple[Any, dict[str, np.ndarray]]:
         sharding = getattr(t, "sharding", None)
         if _is_key(t):
             shape = a.shape
-            out = jax.make_array_from_callback(shape, _key_data_sharding(sharding, shape), lambda i: data[i]) \
-                if sharding is not None else jnp.asarray(data)
-            return jax.random.wrap_key_data(out)  # the default (threefry) implementation, as seed_keys makes
+            out = (
+                jax.make_array_from_callback(
+                    shape, _key_data_sharding(sharding, shape), lambda i: data[i]
+                )
+                if sharding is not None
+                else jnp.asarray(data)
+            )
+            return jax.random.wrap_key_data(
+                out
+            )  # the default (threefry) implementation, as seed_keys makes
         if sharding is None:
             return jnp.asarray(data)
         return jax.make_array_from_callback(a.shape, sharding, lambda i: data[i])

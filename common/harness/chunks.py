@@ -49,7 +49,9 @@ class StopConditions:
             if np.isnan(evals[:, column]).all():
                 continue
             mean = float(np.nanmean(evals[:, column]))
-            self.best, self.since_best = (mean, 0) if mean > self.best else (self.best, self.since_best + 1)
+            self.best, self.since_best = (
+                (mean, 0) if mean > self.best else (self.best, self.since_best + 1)
+            )
         if run.stop_return is not None:
             source = evals if run.eval_every else metrics.get("episode_return")
             latest = latest_mean(source)
@@ -57,31 +59,45 @@ class StopConditions:
                 reached = "stop_return"
         if run.stop_plateau is not None and self.since_best >= run.stop_plateau:
             reached = reached or "stop_plateau"
-        if run.stop_minutes is not None and time.perf_counter() - self.started >= 60 * run.stop_minutes:
+        if (
+            run.stop_minutes is not None
+            and time.perf_counter() - self.started >= 60 * run.stop_minutes
+        ):
             reached = reached or "stop_minutes"
         return reached
 
 
 def stop_sentence(run: RunConfig, reason: str) -> str:
-    """What a stop condition read, in words (the evaluation of --eval-policy, or the training return)."""
+    """What a stop condition read, in words (the evaluation of --eval-policy, or the training
+    return)."""
     evaluation = f"the {run.eval_policy} policy's mean evaluation return"
     if reason == "stop_return":
         read = evaluation if run.eval_every else "the mean training episode return"
         return f"{read} reached --stop-return {run.stop_return:g}"
     if reason == "stop_plateau":
-        return f"{run.stop_plateau} evaluations in a row brought no new best of {evaluation} (--stop-plateau)"
+        return (
+            f"{run.stop_plateau} evaluations in a row brought no new best of {evaluation}"
+            " (--stop-plateau)"
+        )
     return f"--stop-minutes {run.stop_minutes:g} of training passed"
 
 
-def first_nonfinite(metrics: dict[str, np.ndarray], first_update: int) -> tuple[int, int, list[str]] | None:
+def first_nonfinite(
+    metrics: dict[str, np.ndarray], first_update: int
+) -> tuple[int, int, list[str]] | None:
     """(seed index, update, metric names) where a seed's policy first went non-finite, or None."""
     finite = metrics["_policy_finite"]
     bad = np.argwhere(finite == 0)
     if not bad.size:
         return None
     seed, column = min(map(tuple, bad), key=lambda sc: (sc[1], sc[0]))
-    names = sorted(k for k, v in metrics.items() if not k.startswith("_") and np.isinf(v[seed, column])
-                   or (k.endswith("loss") and np.isnan(v[seed, column])))
+    names = sorted(
+        k
+        for k, v in metrics.items()
+        if not k.startswith("_")
+        and np.isinf(v[seed, column])
+        or (k.endswith("loss") and np.isnan(v[seed, column]))
+    )
     return int(seed), first_update + int(column) + 1, names
 
 
@@ -131,9 +147,13 @@ def first_state(run: RunConfig, prepared: Prepared, start: Callable, metric_name
     else:
         state = start(row_keys(run, prepared.program))
     return RunRecord(
-        state=state, done=done, chunks=[_saved_metrics(extra, metric_names)] if done else [],
+        state=state,
+        done=done,
+        chunks=[_saved_metrics(extra, metric_names)] if done else [],
         resumed_from=[int(u) for u in extra.get("resumed_from", [])] + ([done] if done else []),
-        stops=StopConditions(run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0))),
+        stops=StopConditions(
+            run, float(extra.get("best_eval", -math.inf)), int(extra.get("since_best", 0))
+        ),
     )
 
 
@@ -141,21 +161,34 @@ def _saved_metrics(extra: dict, metric_names: list[str]) -> dict[str, np.ndarray
     """A checkpoint's metrics so far [rows, done]; NaN for one it predates (a checkpoint of a
     version without the sampled evaluation: that metric starts at the resume)."""
     shape = np.shape(next(v for k, v in extra.items() if k.startswith("metric_")))
-    return {k: extra[f"metric_{k}"] if f"metric_{k}" in extra else np.full(shape, np.nan, np.float32)
-            for k in metric_names}
+    return {
+        k: extra[f"metric_{k}"] if f"metric_{k}" in extra else np.full(shape, np.nan, np.float32)
+        for k in metric_names
+    }
 
 
 def save_checkpoint(logger: RunLogger, progress: RunRecord, metric_names: list[str]) -> None:
     t = time.perf_counter()
     metrics = {f"metric_{k}": v for k, v in progress.metrics(metric_names).items()}
-    checkpoint.save(logger.run_dir / "checkpoints", progress.done, progress.state, write=logger.active, extra={
-        **metrics, "best_eval": progress.stops.best, "since_best": progress.stops.since_best,
-        "resumed_from": progress.resumed_from})
+    checkpoint.save(
+        logger.run_dir / "checkpoints",
+        progress.done,
+        progress.state,
+        write=logger.active,
+        extra={
+            **metrics,
+            "best_eval": progress.stops.best,
+            "since_best": progress.stops.since_best,
+            "resumed_from": progress.resumed_from,
+        },
+    )
     progress.checkpoint_seconds += time.perf_counter() - t
 
 
-def advance_until_done(run: RunConfig, program: loop.Program, advance: Callable, metric_names: list[str],
-                        logger: RunLogger, progress: RunRecord, signals: Signals) -> float:
+def advance_until_done(
+    run: RunConfig, program: loop.Program, advance: Callable, metric_names: list[str],
+    logger: RunLogger, progress: RunRecord, signals: Signals,
+) -> float:
     """Chunk after chunk until the budget or a stop; returns the seconds it took.
 
     Chunk k + 1 is dispatched before chunk k's metrics are fetched and logged, so the devices
@@ -170,10 +203,17 @@ def advance_until_done(run: RunConfig, program: loop.Program, advance: Callable,
             p.state, metrics = advance(p.state, p.done, n)
             launched.append((p.done, n, metrics))
             p.done += n
-        checkpoint_due = run.checkpoint_every and p.done // run.checkpoint_every > last_ckpt // run.checkpoint_every
-        while launched and (len(launched) == 2 or p.reason is not None or p.done == num_updates or checkpoint_due):
+        checkpoint_due = (
+            run.checkpoint_every
+            and p.done // run.checkpoint_every > last_ckpt // run.checkpoint_every
+        )
+        while launched and (
+            len(launched) == 2 or p.reason is not None or p.done == num_updates or checkpoint_due
+        ):
             first, n, metrics = launched.popleft()
-            metrics = {k: v[:, :n] for k, v in devices.fetch(metrics).items()}  # waits for the chunk
+            metrics = {
+                k: v[:, :n] for k, v in devices.fetch(metrics).items()
+            }  # waits for the chunk
             now = time.perf_counter()
             found = first_nonfinite(metrics, first)
             metrics.pop("_policy_finite")

@@ -50,7 +50,10 @@ def coerce(value: Any, hint: Any) -> Any:
             return str(value).lower() == "true"
         raise ValueError("true or false")
     if hint is int:
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit())):
+        if isinstance(value, bool) or not (
+            isinstance(value, int)
+            or (isinstance(value, str) and value.strip().lstrip("-").isdigit())
+        ):
             raise ValueError("an integer")
         return int(value)
     if hint is float:
@@ -98,13 +101,20 @@ def read_config_file(path: str | Path, config_cls: type) -> dict[str, Any]:
         else:
             data = json.loads(text)
     except Exception as e:  # a syntax error: say where
-        raise ValueError(f"{path} is not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
-                         f"{str(e).splitlines()[0]}.") from None
+        raise ValueError(
+            f"{path} is not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: "
+            f"{str(e).splitlines()[0]}."
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a mapping of field names to values, not a {type(data).__name__}.")
-    data = {**{k: v for k, v in data.items() if k not in ("run", "algo", "algo_file", "pbt_schedule")}, **(data.get("run") or {})}
+        raise ValueError(
+            f"{path} must hold a mapping of field names to values, not a {type(data).__name__}."
+        )
+    data = {
+        **{k: v for k, v in data.items() if k not in ("run", "algo", "algo_file", "pbt_schedule")},
+        **(data.get("run") or {}),
+    }
     types, values = _field_types(config_cls), {}
     for key, value in data.items():
         if key in LAUNCH_FIELDS:
@@ -149,16 +159,22 @@ class Run:
             raise RunFolderError(f"{self.dir} does not exist.")
         for name in ("config.json", "summary.json", "metrics.npz"):
             if not (self.dir / name).is_file():
-                raise RunFolderError(f"{self.dir} is not a finished run folder (it has no {name}; a run writes "
-                                     f"metrics.npz and summary.json when it ends or is interrupted).")
+                raise RunFolderError(
+                    f"{self.dir} is not a finished run folder (it has no {name}; a run writes "
+                    "metrics.npz and summary.json when it ends or is interrupted)."
+                )
         self.config = json.loads((self.dir / "config.json").read_text())
         self.summary = json.loads((self.dir / "summary.json").read_text())
         with np.load(self.dir / "metrics.npz") as z:
             self.metrics = {k: z[k].astype(np.float64) for k in z.files}
         if self.summary.get("num_configs") and self.config.get("pbt"):
-            raise RunFolderError(f"{self.dir} is a population-based training run: its pbt.png shows the members.")
+            raise RunFolderError(
+                f"{self.dir} is a population-based training run: its pbt.png shows the members."
+            )
         if self.summary.get("num_configs"):
-            raise RunFolderError(f"{self.dir} is a sweep of several configs: its sweep.png compares them.")
+            raise RunFolderError(
+                f"{self.dir} is a sweep of several configs: its sweep.png compares them."
+            )
         self.steps_per_update = self.summary["total_timesteps"] / max(self.summary["updates"], 1)
 
     def steps(self, updates_done: np.ndarray) -> np.ndarray:
@@ -166,9 +182,16 @@ class Run:
 
     def seconds(self, updates_done: np.ndarray) -> np.ndarray:
         """Training seconds (compile excluded) at these update counts, from progress.jsonl."""
-        records = [json.loads(l) for l in (self.dir / "progress.jsonl").read_text().splitlines() if l.strip()]
+        records = [
+            json.loads(l)
+            for l in (self.dir / "progress.jsonl").read_text().splitlines()
+            if l.strip()
+        ]
         if not records or "seconds" not in records[-1]:
-            raise ValueError(f"--x wall: {self.dir}/progress.jsonl has no timing (an older scanrl wrote it); use --x steps.")
+            raise ValueError(
+                f"--x wall: {self.dir}/progress.jsonl has no timing (an older scanrl wrote it); use"
+                " --x steps."
+            )
         done = np.array([0] + [r["update"] for r in records], np.float64)
         elapsed = np.array([0.0] + [r["seconds"] for r in records])
         return np.interp(updates_done, done, elapsed)
@@ -184,7 +207,8 @@ def algorithm_file(run_dir: str | Path) -> str | None:
 
 
 def algorithm_command(run_dir: str | Path, algo: str) -> str:
-    """What follows `python` to run the algorithm that trained `run_dir`: its file, or scanrl's module."""
+    """What follows `python` to run the algorithm that trained `run_dir`: its file, or scanrl's
+    module."""
     return algorithm_file(run_dir) or f"-m scanrl.algos.{algo}"
 
 
@@ -200,17 +224,30 @@ def check_algorithm(argv: list[str], algo: str) -> None:
                  f"`python {algorithm_command(resume, theirs)} --resume {resume}`.")
     elif config_file and Path(config_file).is_file():
         try:
-            data = json.loads(Path(config_file).read_text()) if not config_file.endswith((".yaml", ".yml")) else {}
+            data = (
+                json.loads(Path(config_file).read_text())
+                if not config_file.endswith((".yaml", ".yml"))
+                else {}
+            )
         except ValueError:
             return  # read_config_file says what is wrong with it
         theirs = data.get("algo") if isinstance(data, dict) else None
-        if theirs is None and Path(config_file).name == "config.json" and (Path(config_file).parent / "summary.json").is_file():
+        if (
+            theirs is None
+            and Path(config_file).name == "config.json"
+            and (Path(config_file).parent / "summary.json").is_file()
+        ):
             theirs = run_algorithm(Path(config_file).parent)
         if theirs and theirs != algo:
-            command = data.get("algo_file") if isinstance(data, dict) and data.get("algo_file") else \
-                f"-m scanrl.algos.{theirs}"
-            fail(f"--config {config_file} is the config of a {theirs} run, not a {algo} one: train it with "
-                 f"`python {command} --config {config_file}`.")
+            command = (
+                data.get("algo_file")
+                if isinstance(data, dict) and data.get("algo_file")
+                else f"-m scanrl.algos.{theirs}"
+            )
+            fail(
+                f"--config {config_file} is the config of a {theirs} run, not a {algo} one: train"
+                f" it with `python {command} --config {config_file}`."
+            )
 
 
 # Reading argv before tyro does
@@ -244,7 +281,8 @@ def check_pairs(argv: list[str], name: str, numbers: bool = True) -> None:
 
 
 def _flag_types(config_cls: type) -> dict[str, Any]:
-    """`--flag` -> type hint for every field of a Config and of RunConfig (bools also as --no-flag)."""
+    """`--flag` -> type hint for every field of a Config and of RunConfig (bools also as
+    --no-flag)."""
     hints = {**typing.get_type_hints(config_cls), **typing.get_type_hints(RunConfig)}
     flags = {}
     for name, hint in hints.items():
@@ -268,9 +306,15 @@ def whole_numbers(argv: list[str], config_cls: type) -> list[str]:
             try:
                 number = float(text.replace("_", ""))
             except ValueError:
-                fail(f"{name} takes a whole number (such as 1000000, 1e6 or 1_000_000), got {text!r}.")
+                fail(
+                    f"{name} takes a whole number (such as 1000000, 1e6 or 1_000_000), got"
+                    f" {text!r}."
+                )
             if not math.isfinite(number) or number != int(number):
-                fail(f"{name} takes a whole number (such as 1000000, 1e6 or 1_000_000), got {text!r}.")
+                fail(
+                    f"{name} takes a whole number (such as 1000000, 1e6 or 1_000_000), got"
+                    f" {text!r}."
+                )
             out[index] = f"{name}={int(number)}" if eq else str(int(number))
             i = index
         i += 1
@@ -286,8 +330,13 @@ def check_flag_names(argv: list[str], config_cls: type) -> None:
         if not name.startswith("--") or name in known or name.replace("_", "-") in known:
             continue
         letters = name[2:].replace("_", "-").replace("-", "")
-        initials = [k for k in sorted(known) if k.startswith("--") and
-                    "".join(w[0] for w in k[2:].split("-") if w) == letters and not k.startswith("--no-")]
+        initials = [
+            k
+            for k in sorted(known)
+            if k.startswith("--")
+            and "".join(w[0] for w in k[2:].split("-") if w) == letters
+            and not k.startswith("--no-")
+        ]
         close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
         hints = list(dict.fromkeys(initials + close))
         hint = f"; did you mean {' or '.join(hints)}?" if hints else "; --help lists the flags."
@@ -346,18 +395,52 @@ def fail(message: str) -> typing.NoReturn:
 # ---------------------------------------------------------------------------------------------
 # --help in groups
 # ---------------------------------------------------------------------------------------------
-HELP_GROUPS = {  # box -> (what it holds, its run settings); the algorithm's own fields make a first box
-    "environment": ("the task", ("env", "recipe", "env_options", "env_params", "hide_obs", "eval_env_params")),
-    "run": ("seeds and devices", ("seed", "num_seeds", "num_devices", "data_parallel", "distributed")),
-    "lifecycle": ("evaluation, checkpoints, resume, stop conditions", (
-        "eval_every", "eval_episodes", "eval_policy", "checkpoint_every", "resume", "config", "stop_return", "stop_minutes",
-        "stop_plateau")),
-    "logging": ("progress, run folder, wandb, compile cache",
-                ("log_every", "out_dir", "wandb_mode", "wandb_project", "compile_cache")),
-    "sweeps": ("many configs in one program, and population-based training", (
-        "sweep", "sweep_samples", "sweep_mode", "pbt", "pbt_population", "pbt_interval", "pbt_burn_in", "pbt_fraction",
-        "pbt_perturb", "pbt_resample", "pbt_fitness")),
-}
+HELP_GROUPS = (
+    {  # box -> (what it holds, its run settings); the algorithm's own fields make a first box
+        "environment": (
+            "the task",
+            ("env", "recipe", "env_options", "env_params", "hide_obs", "eval_env_params"),
+        ),
+        "run": (
+            "seeds and devices",
+            ("seed", "num_seeds", "num_devices", "data_parallel", "distributed"),
+        ),
+        "lifecycle": (
+            "evaluation, checkpoints, resume, stop conditions",
+            (
+                "eval_every",
+                "eval_episodes",
+                "eval_policy",
+                "checkpoint_every",
+                "resume",
+                "config",
+                "stop_return",
+                "stop_minutes",
+                "stop_plateau",
+            ),
+        ),
+        "logging": (
+            "progress, run folder, wandb, compile cache",
+            ("log_every", "out_dir", "wandb_mode", "wandb_project", "compile_cache"),
+        ),
+        "sweeps": (
+            "many configs in one program, and population-based training",
+            (
+                "sweep",
+                "sweep_samples",
+                "sweep_mode",
+                "pbt",
+                "pbt_population",
+                "pbt_interval",
+                "pbt_burn_in",
+                "pbt_fraction",
+                "pbt_perturb",
+                "pbt_resample",
+                "pbt_fitness",
+            ),
+        ),
+    }
+)
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -368,7 +451,11 @@ def field_docs(cls: type) -> dict[str, str]:
 
     docs, body = {}, ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
     for node, after in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+        ):
             docs[node.target.id] = " ".join(str(after.value.value).split())
     return docs
 
@@ -391,23 +478,34 @@ def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoRetu
 
     def spec(cls: type, name: str, value: Any) -> tuple:
         hint = typing.get_type_hints(cls, include_extras=True)[name]
-        default = field(default_factory=lambda v=value: v) if isinstance(value, (dict, list)) else field(default=value)
+        default = (
+            field(default_factory=lambda v=value: v)
+            if isinstance(value, (dict, list))
+            else field(default=value)
+        )
         return name, Annotated[hint, tyro.conf.arg(help=field_docs(cls).get(name, ""))], default
 
     owner = {name: box for box, (_, names) in HELP_GROUPS.items() for name in names}
     boxes: dict[str, list] = {"algorithm": []} | {box: [] for box in HELP_GROUPS}
     for f in dataclasses.fields(config_cls):
-        boxes[owner.get(f.name, "algorithm")].append(spec(config_cls, f.name, getattr(base.config, f.name)))
+        boxes[owner.get(f.name, "algorithm")].append(
+            spec(config_cls, f.name, getattr(base.config, f.name))
+        )
     for f in dataclasses.fields(RunConfig):
         boxes[owner[f.name]].append(spec(RunConfig, f.name, getattr(base.run, f.name)))
     fields = []
     for name, specs in boxes.items():
         box = dataclasses.make_dataclass(name, specs, frozen=True)
-        box.__doc__ = HELP_GROUPS[name][0] if name in HELP_GROUPS else "this algorithm's hyperparameters"
+        box.__doc__ = (
+            HELP_GROUPS[name][0] if name in HELP_GROUPS else "this algorithm's hyperparameters"
+        )
         fields.append((name, box, field(default_factory=box)))
     flags = dataclasses.make_dataclass("Flags", fields, frozen=True)
     try:
-        tyro.cli(flags, args=["--help"], description=description + examples(base.config.env), config=(tyro.conf.OmitArgPrefixes,))
+        tyro.cli(
+            flags, args=["--help"], description=description + examples(base.config.env),
+            config=(tyro.conf.OmitArgPrefixes,),
+        )
     except BrokenPipeError:  # `--help | head`: the reader left; no traceback for that
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(0)  # tyro exits after printing the help

@@ -72,8 +72,10 @@ class Compiling:
             return
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        self._live = Progress(SpinnerColumn(), TimeElapsedColumn(), TextColumn(past), TextColumn("{task.description}"),
-                              transient=True)
+        self._live = Progress(
+            SpinnerColumn(), TimeElapsedColumn(), TextColumn(past),
+            TextColumn("{task.description}"), transient=True,
+        )
         # spinner 1, elapsed 7, the estimate, 1 space between columns; what is left holds `what`
         room = self._live.console.width - 1 - 7 - (len(past) + 1 if past else 0) - 3
         text = f"compiling… {what}"
@@ -124,7 +126,11 @@ class NativeStderr:
         self._file.seek(0)
         self.text = self._file.read().decode(errors="replace")
         self._file.close()
-        if exc[0] is not None and exc[0] is not KeyboardInterrupt and not issubclass(exc[0], KeyboardInterrupt):
+        if (
+            exc[0] is not None
+            and exc[0] is not KeyboardInterrupt
+            and not issubclass(exc[0], KeyboardInterrupt)
+        ):
             sys.stderr.write(self.text)  # a failed compile: what XLA said may be why
 
 
@@ -143,11 +149,15 @@ class Bar:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.label, self.total = label, total
-        self._progress = Progress(TextColumn("{task.fields[head]}"), BarColumn(bar_width=24),
-                                  TextColumn("{task.fields[count]}"), TimeElapsedColumn(), TextColumn("{task.fields[tail]}"),
-                                  console=screen)
+        self._progress = Progress(
+            TextColumn("{task.fields[head]}"), BarColumn(bar_width=24),
+            TextColumn("{task.fields[count]}"), TimeElapsedColumn(),
+            TextColumn("{task.fields[tail]}"), console=screen,
+        )
         self._bar = self._progress.columns[1]
-        self._task = self._progress.add_task(label, total=total, completed=done, head="", count="", tail="")
+        self._task = self._progress.add_task(
+            label, total=total, completed=done, head="", count="", tail=""
+        )
         self.update(done, math.nan, [])
         self._progress.start()
 
@@ -166,13 +176,19 @@ class Bar:
         for head, bar, word, kept in tries:
             tail = "  ".join([left, *kept])
             # columns: head, bar, count, elapsed (h:mm:ss, 7), tail; one space between each
-            used = (len(head) + 1 if head else 1) + bar + 1 + len(count + word) + 1 + 7 + 1 + len(tail)
+            used = (
+                (len(head) + 1 if head else 1) + bar + 1 + len(count + word) + 1 + 7 + 1 + len(tail)
+            )
             if used <= width:
                 break
         return head, bar, count + word, tail
 
-    def update(self, done: int, eta_seconds: float, texts: list[str], compact: list[str] | None = None) -> None:
-        head, bar, count, tail = self.layout(done, eta_seconds, texts, self._progress.console.width, compact)
+    def update(
+        self, done: int, eta_seconds: float, texts: list[str], compact: list[str] | None = None
+    ) -> None:
+        head, bar, count, tail = self.layout(
+            done, eta_seconds, texts, self._progress.console.width, compact
+        )
         self._bar.bar_width = bar
         self._progress.update(self._task, completed=done, head=head, count=count, tail=tail)
 

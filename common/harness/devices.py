@@ -7,8 +7,8 @@ computes anything.
 `plan_layout` picks a mesh with axes ("seed", "data"): seeds are vmapped within a device
 and sharded over the "seed" axis; the "data" axis splits each seed's environments
 (data parallelism, `--data-parallel`), left to XLA's partitioner (common/envs.py's
-`shard_envs`). common/harness/loop.py builds the programs on this mesh. The mesh may span several processes
-(`initialize_distributed`).
+`shard_envs`). common/harness/loop.py builds the programs on this mesh. The mesh may span several
+processes (`initialize_distributed`).
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from scanrl.common.cores import cpu_count, select_devices, use_cpu_cores  # noqa: F401  (the kit's; re-exported)
-
+from scanrl.common.cores import (
+    cpu_count, select_devices, use_cpu_cores,
+)  # noqa: F401  (the kit's; re-exported)
 
 def enable_compile_cache(enabled: bool = True, cache_dir: str | None = None) -> str | None:
-    """Turn JAX's persistent compilation cache on (dir: `cache_dir`, else $JAX_COMPILATION_CACHE_DIR,
-    else ~/.cache/scanrl/jax).
+    """Turn JAX's persistent compilation cache on (dir: `cache_dir`, else
+    $JAX_COMPILATION_CACHE_DIR, else ~/.cache/scanrl/jax).
 
     A repeated run of the same program then loads the compiled executable instead of
     compiling it again. Returns the directory, or None when disabled.
@@ -52,7 +53,11 @@ def distributed_requested(argv: list[str]) -> bool:
     """--distributed on the command line, or JAX_COORDINATOR_ADDRESS in the environment."""
     if "--no-distributed" in argv:
         return False
-    return "--distributed" in argv or "--distributed=True" in argv or "JAX_COORDINATOR_ADDRESS" in os.environ
+    return (
+        "--distributed" in argv
+        or "--distributed=True" in argv
+        or "JAX_COORDINATOR_ADDRESS" in os.environ
+    )
 
 
 def initialize_distributed() -> None:
@@ -131,8 +136,9 @@ class Layout:
 
     def describe(self) -> str:
         return (
-            f"{self.num_devices} device(s): {self.seed_shards} seed shard(s) x {self.seeds_per_shard} seed(s)"
-            f", each seed's environments split over {self.data_parallel} device(s)"
+            f"{self.num_devices} device(s): {self.seed_shards} seed shard(s) x"
+            f" {self.seeds_per_shard} seed(s), each seed's environments split over"
+            f" {self.data_parallel} device(s)"
         )
 
 
@@ -141,8 +147,9 @@ def check_data_parallel(data_parallel: int, n: int, split_sizes: dict[str, int])
     if n % data_parallel:
         fits = [d for d in divisors(n) if all(size % d == 0 for size in split_sizes.values())]
         raise ValueError(
-            f"--data-parallel {data_parallel} does not split the {n} devices into equal groups; "
-            f"use one of {', '.join(map(str, fits))}, or --num-devices with a multiple of {data_parallel}."
+            f"--data-parallel {data_parallel} does not split the {n} devices into equal groups; use"
+            f" one of {', '.join(map(str, fits))}, or --num-devices with a multiple of"
+            f" {data_parallel}."
         )
     for name, size in split_sizes.items():
         if size % data_parallel:
@@ -202,9 +209,10 @@ def plan_layout(
         if num_seeds % shards:
             options = sorted({shards * k for k in (1, 2, 4)} | {shards})
             raise ValueError(
-                f"--num-seeds {num_seeds} cannot be spread evenly over the {shards} seed shards "
-                f"({n} devices / data-parallel {data_parallel}) of this multi-process run; "
-                f"use a multiple of {shards} (e.g. {', '.join(map(str, options))}) or a larger --data-parallel."
+                f"--num-seeds {num_seeds} cannot be spread evenly over the {shards} seed shards"
+                f" ({n} devices / data-parallel {data_parallel}) of this multi-process run; use a"
+                f" multiple of {shards} (e.g. {', '.join(map(str, options))}) or a larger"
+                " --data-parallel."
             )
     else:
         shards = min(shards, num_seeds)
@@ -224,7 +232,8 @@ def fetch(tree):
 
 
 def seed_keys(first_seed: int, num_seeds: int) -> jax.Array:
-    """Keys for seeds `first_seed, first_seed + 1, ...`: seed i's key is `jax.random.key(first_seed + i)`.
+    """Keys for seeds `first_seed, first_seed + 1, ...`: seed i's key is
+    `jax.random.key(first_seed + i)`.
 
     So seed i of an N-seed run reproduces a single-seed run started with `--seed first_seed + i`.
     """

@@ -24,11 +24,15 @@ class HiddenObs:
     state, rendering) is the wrapped env's."""
 
     def __init__(self, env: Any, hidden: Sequence[int], env_params: Any = None):
-        size = math.prod(env.observation_space(env.default_params if env_params is None else env_params).shape)
+        size = math.prod(
+            env.observation_space(env.default_params if env_params is None else env_params).shape
+        )
         bad = [i for i in hidden if not 0 <= i < size]
         if bad or len(set(hidden)) >= size:
-            raise ValueError(f"--hide-obs {' '.join(map(str, hidden))}: the observation has {size} components "
-                             f"(0-{size - 1}), and at least one must stay visible.")
+            raise ValueError(
+                f"--hide-obs {' '.join(map(str, hidden))}: the observation has {size} components "
+                f"(0-{size - 1}), and at least one must stay visible."
+            )
         self.env, self.hidden = env, tuple(hidden)
         self.keep = tuple(i for i in range(size) if i not in set(hidden))
 
@@ -49,11 +53,17 @@ class HiddenObs:
 
     def observation_space(self, params: Any):
         space = self.env.observation_space(params)
-        bound = lambda b: jnp.broadcast_to(jnp.asarray(b), space.shape).reshape(-1)[jnp.array(self.keep)]  # noqa: E731
-        return envs.gymnax().environments.spaces.Box(bound(space.low), bound(space.high), (len(self.keep),), space.dtype)
+        bound = lambda b: jnp.broadcast_to(jnp.asarray(b), space.shape).reshape(-1)[
+            jnp.array(self.keep)
+        ]  # noqa: E731
+        return envs.gymnax().environments.spaces.Box(
+            bound(space.low), bound(space.high), (len(self.keep),), space.dtype
+        )
 
 
-def override_params(env_params: Any, overrides: dict[str, float], flag: str = "--env-params") -> Any:
+def override_params(
+    env_params: Any, overrides: dict[str, float], flag: str = "--env-params"
+) -> Any:
     """A copy of `env_params` with some fields replaced, e.g. `{"length": 0.7}` for CartPole.
 
     Integer fields keep their type. ValueError naming `flag` for an unknown name or a value
@@ -70,7 +80,10 @@ def override_params(env_params: Any, overrides: dict[str, float], flag: str = "-
     for name, value in overrides.items():
         current = getattr(env_params, name)
         if isinstance(current, bool) or not isinstance(current, (int, float, jax.Array)):
-            raise ValueError(f"{flag} {name}: this parameter is not a number and cannot be set from the command line.")
+            raise ValueError(
+                f"{flag} {name}: this parameter is not a number and cannot be set from the command"
+                " line."
+            )
         if isinstance(current, int):
             if value != int(value):
                 raise ValueError(f"{flag} {name} must be a whole number, got {value}.")
@@ -80,7 +93,12 @@ def override_params(env_params: Any, overrides: dict[str, float], flag: str = "-
     return env_params.replace(**typed)
 
 
-TIME_LIMITS = ("max_steps", "time_limit", "episode_length", "horizon")  # in a parameter's name: a time limit
+TIME_LIMITS = (
+    "max_steps",
+    "time_limit",
+    "episode_length",
+    "horizon",
+)  # in a parameter's name: a time limit
 POSITIVE = ("mass", "length", "tau", "dt")  # masses, lengths, time steps: above 0
 
 
@@ -92,6 +110,8 @@ def check_param(name: str, value: float, flag: str = "--env-params") -> None:
         raise ValueError(f"{flag} {name} must be a finite number, got {value}.")
     if any(t in lower for t in TIME_LIMITS):
         if value < 1:
-            raise ValueError(f"{flag} {name} is a time limit and must be at least 1 step, got {value}.")
+            raise ValueError(
+                f"{flag} {name} is a time limit and must be at least 1 step, got {value}."
+            )
     elif any(p in lower for p in POSITIVE) and value <= 0:
         raise ValueError(f"{flag} {name} must be above 0, got {value}.")

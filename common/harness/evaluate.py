@@ -1,11 +1,11 @@
 """`scanrl-eval RUN_DIR`: reload a run's policy, evaluate it, optionally render an episode.
 
 The policy is rebuilt from the folder alone: config.json gives the algorithm's Config (the
-algorithm's name comes from config.json, summary.json, or the folder's name `<algo>__<env>__<time>`),
-params.npz the final policy of every seed, or `--checkpoint N` the one saved at update N.
-All seeds run `--episodes` episodes each in one jitted program, on the env the run evaluated
-on (its `--eval-env-params`, else its `--env-params`), with `--env-params KEY VALUE ...` on
-top to test how the policy generalises.
+algorithm's name comes from config.json, summary.json, or the folder's name
+`<algo>__<env>__<time>`), params.npz the final policy of every seed, or `--checkpoint N` the one
+saved at update N. All seeds run `--episodes` episodes each in one jitted program, on the env the
+run evaluated on (its `--eval-env-params`, else its `--env-params`), with `--env-params KEY
+VALUE ...` on top to test how the policy generalises.
 
 Both policies run: the deterministic one (the mode) and the sampled one. By default each
 seed's evaluation keys are those the run's own evaluation after its last update used, and the
@@ -45,8 +45,9 @@ def load_algorithm(run_dir: str | Path, algorithms: Any) -> Any:
     if path is None:
         return algorithms.get(configs.run_algorithm(run_dir, required=True))
     if not Path(path).is_file():
-        raise configs.RunFolderError(f"{run_dir} was trained by {path}, which is gone; put that file back to use "
-                                     f"this run.")
+        raise configs.RunFolderError(
+            f"{run_dir} was trained by {path}, which is gone; put that file back to use this run."
+        )
     import importlib.util
     import sys
 
@@ -64,8 +65,10 @@ def load_config(run_dir: str | Path, algorithms: Any) -> tuple[Any, Any]:
     module = load_algorithm(run_dir, algorithms)
     saved = configs.read_config_file(Path(run_dir) / "config.json", module.Config)
     if saved.get("sweep") and not saved.get("pbt"):
-        raise configs.RunFolderError(f"{run_dir} is a sweep of several configs; train one of them (e.g. "
-                                     f"--config {run_dir}/best_config.json) and evaluate that run.")
+        raise configs.RunFolderError(
+            f"{run_dir} is a sweep of several configs; train one of them (e.g. "
+            f"--config {run_dir}/best_config.json) and evaluate that run."
+        )
     env = saved.pop("env", module.Config.__dataclass_fields__["env"].default)
     return module, runconfig.compose(module, env, **saved)
 
@@ -82,15 +85,19 @@ def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: in
     def template(k):
         if not hparams:
             return loop.SeedState(train=algo.init(k), eval_key=k, hparams={})
-        return loop.PopulationState(train=algo.init(k), eval_key=k, hparams={name: jnp.float32(0) for name in hparams},
-                                    pbt=pbt.initial_record())
+        return loop.PopulationState(
+            train=algo.init(k), eval_key=k, hparams={name: jnp.float32(0) for name in hparams},
+            pbt=pbt.initial_record(),
+        )
 
     one_seed = jax.eval_shape(template, jax.random.key(0))
     if update is None:
         path = run_dir / "params.npz"
         if not path.is_file():
-            raise configs.RunFolderError(f"{run_dir} has no params.npz yet (a run writes it when it ends or is interrupted); "
-                                 f"pass --checkpoint N to use a checkpoint.")
+            raise configs.RunFolderError(
+                f"{run_dir} has no params.npz yet (a run writes it when it ends or is interrupted);"
+                " pass --checkpoint N to use a checkpoint."
+            )
         template = jax.eval_shape(algo.policy_params, one_seed.train)
         flat, treedef = jax.tree_util.tree_flatten_with_path(template)
         with np.load(path) as saved:
@@ -101,14 +108,21 @@ def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: in
         return treedef.unflatten([jnp.asarray(x) for x in leaves]), int(summary["updates"])
     path = run_dir / "checkpoints" / f"update_{update}.npz"
     if not path.is_file():
-        have = ", ".join(str(checkpoint.update_of(p)) for p in checkpoint.all_checkpoints(run_dir / "checkpoints"))
-        raise configs.RunFolderError(f"--checkpoint {update}: {run_dir} has no checkpoint at update {update} "
-                             f"(it has: {have or 'none'}).")
+        have = ", ".join(
+            str(checkpoint.update_of(p))
+            for p in checkpoint.all_checkpoints(run_dir / "checkpoints")
+        )
+        raise configs.RunFolderError(
+            f"--checkpoint {update}: {run_dir} has no checkpoint at update {update} "
+            f"(it has: {have or 'none'})."
+        )
     fingerprint, raw = checkpoint.read(path)
     leaves, treedef = jax.tree.flatten(one_seed)
     if fingerprint["treedef"] != str(treedef):
-        raise configs.RunFolderError(f"--checkpoint {update}: {path} does not hold this algorithm's state "
-                             f"(the algorithm file changed since the run).")
+        raise configs.RunFolderError(
+            f"--checkpoint {update}: {path} does not hold this algorithm's state "
+            "(the algorithm file changed since the run)."
+        )
 
     def seeds_only(a: np.ndarray, t) -> jax.Array:
         is_key = jnp.issubdtype(t.dtype, jax.dtypes.prng_key)
@@ -119,7 +133,9 @@ def load_policy(run_dir: str | Path, algo: Algorithm, num_seeds: int, update: in
     return jax.vmap(algo.policy_params)(train), update
 
 
-def evaluation_keys(first_seed: int, num_seeds: int, update: int, key: int | None = None) -> jax.Array:
+def evaluation_keys(
+    first_seed: int, num_seeds: int, update: int, key: int | None = None
+) -> jax.Array:
     """[num_seeds] keys: those of the run's evaluation after update `update` (0-based), or
     with `key`, the seeds' evaluation streams folded with `key` instead (other episodes)."""
     streams = jax.vmap(loop.eval_key)(devices.seed_keys(first_seed, num_seeds))
@@ -143,8 +159,10 @@ def episode_returns(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Arr
 QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-def record_episode(algo: Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
-                   max_steps: int = 1000) -> tuple[Any, np.ndarray, np.ndarray]:
+def record_episode(
+    algo: Algorithm, env_params: Any, policy: Any, key: jax.Array, deterministic: bool = True,
+    max_steps: int = 1000,
+) -> tuple[Any, np.ndarray, np.ndarray]:
     """One episode of one seed's policy (leaves unbatched), at most `max_steps` steps: the
     L + 1 states it passes through (leaves [L + 1, ...]: the reset state, then the state after
     each step, the last one the episode's end), their observations [L + 1, *obs] and the
@@ -164,15 +182,20 @@ def record_episode(algo: Algorithm, env_params: Any, policy: Any, key: jax.Array
             k_act, k_step = jax.random.split(k)
             action, policy_carry = act(obs, k_act, policy_carry, vec_env.action_mask(state))
             next_obs, next_state, info = vec_env.step(k_step, state, action)
-            return (next_obs, next_state, policy_carry), (state.env_state, obs, info.reward, info.terminated | info.truncated)
+            return (next_obs, next_state, policy_carry), (
+                state.env_state, obs, info.reward, info.terminated | info.truncated,
+            )
 
         (obs, state, _), (states, observations, rewards, done) = jax.lax.scan(
             step, (obs, state, policy_carry), jax.random.split(k_steps, max_steps))
-        last = lambda xs, x: jnp.concatenate([xs, x[None]])  # noqa: E731 - the state after the last step
+        last = lambda xs, x: jnp.concatenate(
+            [xs, x[None]]
+        )  # noqa: E731 - the state after the last step
         return jax.tree.map(last, states, state.env_state), last(observations, obs), rewards, done
 
     lowered = jax.jit(rollout).lower(policy, key)
-    try:  # the episode runs in milliseconds, its compile took seconds: compile it with less optimisation
+    # the episode runs in milliseconds, its compile took seconds: compile it with less optimisation
+    try:
         compiled = lowered.compile(compiler_options=QUICK_COMPILE)
     except Exception:  # noqa: BLE001 - a backend without these options compiles as usual
         compiled = lowered.compile()
@@ -197,10 +220,14 @@ class _KeepEnd:
         return getattr(self.env, name)
 
     def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
-        if not self.resets:  # a `restart_finished` or `cached_starts` env: its own step does not reset
+        if (
+            not self.resets
+        ):  # a `restart_finished` or `cached_starts` env: its own step does not reset
             return self.env.step(key, state, action, params)
         params = self.env.default_params if params is None else params
-        obs, state, reward, terminated, info = self.env.step_env(jax.random.split(key)[0], state, action, params)
+        obs, state, reward, terminated, info = self.env.step_env(
+            jax.random.split(key)[0], state, action, params
+        )
         truncated = self.env.is_truncated(state, params)
         return obs, state, reward, terminated, truncated, {**info, "final_observation": obs}
 
@@ -210,10 +237,16 @@ def _keep_end(env: Any) -> Any:
     know how its step resets."""
     if isinstance(env, envsettings.HiddenObs):
         inner = _keep_end(env.env)
-        return None if inner is None else envsettings.HiddenObs(inner, env.hidden, inner.default_params)
+        return (
+            None
+            if inner is None
+            else envsettings.HiddenObs(inner, env.hidden, inner.default_params)
+        )
     from gymnax.environments import environment
 
-    if getattr(type(env), "step", None) is environment.Environment.step and callable(getattr(env, "step_env", None)):
+    if getattr(type(env), "step", None) is environment.Environment.step and callable(
+        getattr(env, "step_env", None)
+    ):
         return _KeepEnd(env, resets=True)
     if envs.hook(env, "restart_finished") is not None or envs.hook(env, "cached_starts"):
         return _KeepEnd(env, resets=False)
@@ -226,17 +259,50 @@ def _keep_end(env: Any) -> Any:
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = configs.ToolParser(prog="scanrl-eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run folder (runs/<algo>__<env>__<time>)")
-    parser.add_argument("--episodes", type=int, help="episodes per seed (default: the run's --eval-episodes)")
-    parser.add_argument("--checkpoint", type=int, metavar="N", help="use the checkpoint at update N, not the final policy")
-    parser.add_argument("--sample", action="store_true", help="show the sampled policy's table (default: the deterministic policy's); both policies' means are printed and saved")
-    parser.add_argument("--env-params", nargs="+", default=[], metavar="KEY VALUE",
-                        help="change env parameters on top of the run's evaluation env, e.g. --env-params length 0.7")
-    parser.add_argument("--key", type=int, help="draw other episodes (default: the run's last evaluation's key)")
+    parser.add_argument(
+        "--episodes", type=int, help="episodes per seed (default: the run's --eval-episodes)"
+    )
+    parser.add_argument(
+        "--checkpoint",
+        type=int,
+        metavar="N",
+        help="use the checkpoint at update N, not the final policy",
+    )
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help=(
+            "show the sampled policy's table (default: the deterministic policy's); both policies'"
+            " means are printed and saved"
+        ),
+    )
+    parser.add_argument(
+        "--env-params",
+        nargs="+",
+        default=[],
+        metavar="KEY VALUE",
+        help=(
+            "change env parameters on top of the run's evaluation env, e.g. --env-params length 0.7"
+        ),
+    )
+    parser.add_argument(
+        "--key", type=int, help="draw other episodes (default: the run's last evaluation's key)"
+    )
     parser.add_argument("--gif", metavar="FILE", help="render one episode of one seed to this GIF")
-    parser.add_argument("--seed-index", type=int, default=0, help="which seed of the run --gif shows (0-based)")
-    parser.add_argument("--member", type=int, help="a --pbt run: evaluate this member of the population (0-based; "
-                        "default: each run's winner, as pbt.json names it)")
-    parser.add_argument("--out", metavar="FILE", help="where to write the results (default: RUN_DIR/eval.json)")
+    parser.add_argument(
+        "--seed-index", type=int, default=0, help="which seed of the run --gif shows (0-based)"
+    )
+    parser.add_argument(
+        "--member",
+        type=int,
+        help=(
+            "a --pbt run: evaluate this member of the population (0-based; "
+            "default: each run's winner, as pbt.json names it)"
+        ),
+    )
+    parser.add_argument(
+        "--out", metavar="FILE", help="where to write the results (default: RUN_DIR/eval.json)"
+    )
     args = parser.parse_args(argv)
     if args.episodes is not None and args.episodes < 1:
         parser.error(f"--episodes must be at least 1, got {args.episodes}")
@@ -256,54 +322,97 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     try:
         module, config = load_config(args.run_dir, algorithms)
         run = config.run
-        devices.enable_compile_cache(run.compile_cache)  # as the run does: a second look compiles nothing
+        devices.enable_compile_cache(
+            run.compile_cache
+        )  # as the run does: a second look compiles nothing
         if not 0 <= args.seed_index < run.num_seeds:
-            configs.fail(f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}: 0..{run.num_seeds - 1}).")
+            configs.fail(
+                f"--seed-index {args.seed_index} is not a seed of this run (it has {run.num_seeds}:"
+                f" 0..{run.num_seeds - 1})."
+            )
         env, base_params, _ = loop.environment(config)
         train_params = envsettings.override_params(base_params, run.env_params, "--env-params")
-        eval_params = envsettings.override_params(loop.evaluation_params(run, base_params), args.env_params, "--env-params")
+        eval_params = envsettings.override_params(
+            loop.evaluation_params(run, base_params), args.env_params, "--env-params"
+        )
         algo = module.make_algorithm(config.config, env, train_params)
         rows, members = population_rows(args, run)
-        policy, update = load_policy(args.run_dir, algo, run.num_seeds, args.checkpoint, rows,
-                                     tuple(sorted(f.split("=")[0].strip().replace("-", "_") for f in run.sweep))
-                                     if run.pbt else ())
+        policy, update = load_policy(
+            args.run_dir,
+            algo,
+            run.num_seeds,
+            args.checkpoint,
+            rows,
+            (
+                tuple(sorted(f.split("=")[0].strip().replace("-", "_") for f in run.sweep))
+                if run.pbt
+                else ()
+            ),
+        )
     except ValueError as e:
         configs.fail(str(e))
     episodes = args.episodes or run.eval_episodes
     keys = evaluation_keys(run.seed, run.num_seeds, update - 1, args.key)
-    # both policies, each on the keys of its evaluation in the run (the sampled one's fold in SAMPLED_TAG)
+    # both policies, each on the keys of its evaluation in the run (the sampled one's fold in
+    # SAMPLED_TAG)
     sampled_keys = jax.vmap(lambda k: jax.random.fold_in(k, loop.SAMPLED_TAG))(keys)
-    returns, lengths = episode_returns(algo, eval_params, policy, sampled_keys if args.sample else keys, episodes,
-                                    not args.sample)
-    other, _ = episode_returns(algo, eval_params, policy, keys if args.sample else sampled_keys, episodes, args.sample)
+    returns, lengths = episode_returns(
+        algo, eval_params, policy, sampled_keys if args.sample else keys, episodes, not args.sample
+    )
+    other, _ = episode_returns(
+        algo, eval_params, policy, keys if args.sample else sampled_keys, episodes, args.sample
+    )
     sampled, deterministic = (returns, other) if args.sample else (other, returns)
 
-    rows = [{"seed": run.seed + i, "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()),
-             "max": float(r.max()), "mean_length": float(l.mean()), "returns": r.tolist()}
-            for i, (r, l) in enumerate(zip(returns, lengths))]
+    rows = [
+        {
+            "seed": run.seed + i,
+            "mean": float(r.mean()),
+            "std": float(r.std()),
+            "min": float(r.min()),
+            "max": float(r.max()),
+            "mean_length": float(l.mean()),
+            "returns": r.tolist(),
+        }
+        for i, (r, l) in enumerate(zip(returns, lengths))
+    ]
     if members is not None:
         for row, member in zip(rows, members):
             row["member"] = member
     result = {
-        "run_dir": str(args.run_dir), "algo": configs.run_algorithm(args.run_dir, required=True), "env": config.env,
+        "run_dir": str(args.run_dir),
+        "algo": configs.run_algorithm(args.run_dir, required=True),
+        "env": config.env,
         **({"pbt_members": members} if members is not None else {}),
-        "update": update, "policy": "params.npz" if args.checkpoint is None else f"checkpoints/update_{update}.npz",
-        "episodes": episodes, "deterministic": not args.sample, "env_params": args.env_params,
+        "update": update,
+        "policy": "params.npz" if args.checkpoint is None else f"checkpoints/update_{update}.npz",
+        "episodes": episodes,
+        "deterministic": not args.sample,
+        "env_params": args.env_params,
         "key": "the run's last evaluation" if args.key is None else args.key,
-        "mean_return": float(returns.mean()), "per_seed": rows,
+        "mean_return": float(returns.mean()),
+        "per_seed": rows,
         # both policies' mean over seeds and episodes, whichever the table shows
-        "mean_return_deterministic": float(deterministic.mean()), "mean_return_sampled": float(sampled.mean()),
+        "mean_return_deterministic": float(deterministic.mean()),
+        "mean_return_sampled": float(sampled.mean()),
     }
     if members is not None:
-        print(f"PBT population: member {', '.join(map(str, members))} of the run{'s' if len(members) > 1 else ''} "
-              f"({'--member' if args.member is not None else 'each run' + chr(39) + 's winner, pbt.json'})")
-    print(f"{result['algo']} on {config.env}, policy after update {update}: {episodes} episode(s) per seed, "
-          f"{'deterministic' if not args.sample else 'sampled'} actions"
-          + (f", env params {args.env_params}" if args.env_params else ""))
+        chosen_by = "--member" if args.member is not None else "each run's winner, pbt.json"
+        print(
+            f"PBT population: member {', '.join(map(str, members))} of the"
+            f" run{'s' if len(members) > 1 else ''} ({chosen_by})"
+        )
+    print(
+        f"{result['algo']} on {config.env}, policy after update {update}: {episodes} episode(s) per"
+        f" seed, {'deterministic' if not args.sample else 'sampled'} actions"
+        + (f", env params {args.env_params}" if args.env_params else "")
+    )
     print(f"  {'seed':>4} {'mean':>10} {'std':>9} {'min':>10} {'max':>10} {'length':>8}")
     for row in rows:
-        print(f"  {row['seed']:>4} {row['mean']:10.2f} {row['std']:9.2f} {row['min']:10.2f} {row['max']:10.2f} "
-              f"{row['mean_length']:8.1f}")
+        print(
+            f"  {row['seed']:>4} {row['mean']:10.2f} {row['std']:9.2f} {row['min']:10.2f}"
+            f" {row['max']:10.2f} {row['mean_length']:8.1f}"
+        )
     print(f"  mean {result['mean_return']:10.2f}")
     shown, hidden = ("sampled", "deterministic") if args.sample else ("deterministic", "sampled")
     print(f"  {hidden} actions instead: mean {result[f'mean_return_{hidden}']:.2f}"
@@ -317,7 +426,9 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     return result
 
 
-def population_rows(args: argparse.Namespace, run: Any) -> tuple[list[int] | None, list[int] | None]:
+def population_rows(
+    args: argparse.Namespace, run: Any
+) -> tuple[list[int] | None, list[int] | None]:
     """(rows of params.npz, members): for a --pbt run, per seed the member --member names or the
     winner pbt.json names; (None, None) otherwise."""
     if not run.pbt:
@@ -326,44 +437,69 @@ def population_rows(args: argparse.Namespace, run: Any) -> tuple[list[int] | Non
         return None, None
     if args.member is not None:
         if not 0 <= args.member < run.pbt_population:
-            configs.fail(f"--member {args.member} is not a member of this population (it has {run.pbt_population}: "
-                         f"0..{run.pbt_population - 1}).")
+            configs.fail(
+                f"--member {args.member} is not a member of this population (it has"
+                f" {run.pbt_population}: 0..{run.pbt_population - 1})."
+            )
         members = [args.member] * run.num_seeds
     else:
         path = Path(args.run_dir) / "pbt.json"
         if not path.is_file():
-            configs.fail(f"{args.run_dir} has no pbt.json yet (a PBT run writes it when it ends); pass --member K.")
+            configs.fail(
+                f"{args.run_dir} has no pbt.json yet (a PBT run writes it when it ends); pass"
+                " --member K."
+            )
         members = [r["winner"] for r in json.loads(path.read_text())["runs"]]
     return [m * run.num_seeds + s for s, m in enumerate(members)], members
 
 
-def write_episode_gif(args: argparse.Namespace, algo: Algorithm, config: Any, env_params: Any, policy: Any,
-                      keys: jax.Array) -> str | None:
-    """Render one episode of seed `--seed-index` to `--gif`; None (with a sentence) if it cannot be drawn."""
+def write_episode_gif(
+    args: argparse.Namespace, algo: Algorithm, config: Any, env_params: Any, policy: Any,
+    keys: jax.Array,
+) -> str | None:
+    """Render one episode of seed `--seed-index` to `--gif`; None (with a sentence) if it cannot be
+    drawn."""
     from scanrl.common.harness import render
 
     obs_shape = algo.env.observation_space(env_params).shape
     if not render.can_draw(algo.env, obs_shape):
-        print(f"  --gif: scanrl cannot draw {config.env} (only classic control and image/grid observations); "
-              f"no GIF written, the numbers above stand.")
+        print(
+            f"  --gif: scanrl cannot draw {config.env} (only classic control and image/grid"
+            " observations); no GIF written, the numbers above stand."
+        )
         return None
     start = time.perf_counter()
     i = args.seed_index
     one = jax.tree.map(lambda x: x[i], policy)
     max_steps = int(getattr(env_params, "max_steps_in_episode", 1000))
-    states, obs, rewards = record_episode(algo, env_params, one, keys[i], not args.sample, max_steps)
-    returns = np.concatenate([[0.0], np.cumsum(rewards, dtype=np.float64)])  # [t]: after t steps, as frame t shows
-    titles = [f"{config.env}  seed {config.run.seed + i}  step {t}  return {r:.1f}" for t, r in enumerate(returns)]
+    states, obs, rewards = record_episode(
+        algo, env_params, one, keys[i], not args.sample, max_steps
+    )
+    returns = np.concatenate(
+        [[0.0], np.cumsum(rewards, dtype=np.float64)]
+    )  # [t]: after t steps, as frame t shows
+    titles = [
+        f"{config.env}  seed {config.run.seed + i}  step {t}  return {r:.1f}"
+        for t, r in enumerate(returns)
+    ]
     try:  # a suite's own renderer may need what this machine lacks (MuJoCo: an EGL or X display)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # matplotlib's "non-interactive backend" (Jumanji)
+            warnings.simplefilter(
+                "ignore", UserWarning
+            )  # matplotlib's "non-interactive backend" (Jumanji)
             frames = render.frames(algo.env, env_params, states, obs, titles)
-    except Exception as error:  # noqa: BLE001 - any renderer failure is reported, the evaluation stands
+    except (
+        Exception
+    ) as error:  # noqa: BLE001 - any renderer failure is reported, the evaluation stands
         first = (str(error).strip().splitlines() or [""])[0][:160]
-        print(f"  --gif: {config.env} cannot be drawn on this machine ({type(error).__name__}: {first}); "
-              f"no GIF written, the numbers above stand.")
+        print(
+            f"  --gif: {config.env} cannot be drawn on this machine ({type(error).__name__}:"
+            f" {first}); no GIF written, the numbers above stand."
+        )
         return None
     render.write_gif(args.gif, frames, 50 if config.env in render.CLASSIC else 100)
-    print(f"  wrote {args.gif}: {len(frames)} frames (the start, then the state after each of {len(frames) - 1} "
-          f"steps), return {returns[-1]:.1f} ({time.perf_counter() - start:.1f} s)")
+    print(
+        f"  wrote {args.gif}: {len(frames)} frames (the start, then the state after each of"
+        f" {len(frames) - 1} steps), return {returns[-1]:.1f} ({time.perf_counter() - start:.1f} s)"
+    )
     return str(args.gif)

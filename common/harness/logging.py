@@ -4,8 +4,8 @@ The driver (common/harness/run.py) hands `RunLogger.on_chunk` each chunk's metri
 (`[num_seeds, updates in the chunk]`) as the run goes: it moves the progress bar or prints
 one plain line (common/harness/console.py; means over the chunk's updates and over seeds,
 `-` where no episode ended), appends the same to `progress.jsonl` and logs it to wandb
-(keys `seed_<i>/<metric>` plus `mean/<metric>`). Only process 0 of a multi-process run prints or writes; the metrics
-it receives cover every seed.
+(keys `seed_<i>/<metric>` plus `mean/<metric>`). Only process 0 of a multi-process run prints or
+writes; the metrics it receives cover every seed.
 
 A run folder `<out_dir>/<algo>__<env>__<time>/` holds `config.json` and `provenance.json` (what
 produced the run: scanrl's version and commit, package versions, the algorithm file's hash;
@@ -37,7 +37,9 @@ def _finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-EVAL_METRICS = frozenset({"eval_return", "eval_return_sampled"})  # the deterministic and the sampled policy's
+EVAL_METRICS = frozenset(
+    {"eval_return", "eval_return_sampled"}
+)  # the deterministic and the sampled policy's
 
 
 def _last_finite(x: np.ndarray) -> np.ndarray:
@@ -69,10 +71,16 @@ def evaluation_lines(summary: dict[str, Any]) -> list[str]:
     parts = [("sampled", sampled), ("deterministic", deterministic)]
     if summary.get("eval_policy") == "deterministic":
         parts.reverse()
-    lines = ["last evaluation, mean over seeds: " + ", ".join(f"{n} {v:.2f}" for n, v in parts if v is not None)]
+    lines = [
+        "last evaluation, mean over seeds: "
+        + ", ".join(f"{n} {v:.2f}" for n, v in parts if v is not None)
+    ]
     if sampled is not None and deterministic is not None and differ_widely(sampled, deterministic):
-        lines.append(f"note: the deterministic policy returns {deterministic:.2f} where the sampled one returns {sampled:.2f}; "
-                     f"--eval-policy picks the one the stop conditions read ({summary.get('eval_policy')} here).")
+        lines.append(
+            f"note: the deterministic policy returns {deterministic:.2f} where the sampled one"
+            f" returns {sampled:.2f}; --eval-policy picks the one the stop conditions read"
+            f" ({summary.get('eval_policy')} here)."
+        )
     return lines
 
 
@@ -91,8 +99,11 @@ def latest_returns(episode_return: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def new_run_dir(out_dir: str | Path, algo: str, env: str, kind: str = "") -> Path:
     """A new folder name `<out_dir>/<algo>__<env>__<time>` (`-2`, `-3`, ... if taken); not created.
-    `kind` ("sweep", "pbt") names a sweep's or a population's folder: `<algo>__<env>__sweep-<time>`."""
-    stamp, env = time.strftime("%Y%m%d-%H%M%S"), env.replace("/", "-")  # brax/ant: ppo__brax-ant__<time>
+    `kind` ("sweep", "pbt") names a sweep's or a population's folder:
+    `<algo>__<env>__sweep-<time>`."""
+    stamp, env = time.strftime("%Y%m%d-%H%M%S"), env.replace(
+        "/", "-"
+    )  # brax/ant: ppo__brax-ant__<time>
     stamp = f"{kind}-{stamp}" if kind else stamp
     path, suffix = Path(out_dir) / f"{algo}__{env}__{stamp}", 1
     while path.exists():
@@ -106,10 +117,13 @@ def check_out_dir(out_dir: str) -> None:
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out-dir {out_dir} is a file, not a folder.")
     existing = next(p for p in (path, *path.absolute().parents) if p.exists())
-    try:  # the real test (permissions, read-only mounts, root): create something there, then remove it
+    # the real test (permissions, read-only mounts, root): create something there, then remove it
+    try:
         tempfile.TemporaryDirectory(dir=existing).cleanup()
     except OSError as e:
-        raise ValueError(f"--out-dir {out_dir} is not writable ({existing}: {e.strerror}).") from None
+        raise ValueError(
+            f"--out-dir {out_dir} is not writable ({existing}: {e.strerror})."
+        ) from None
 
 
 class RunLogger:
@@ -119,22 +133,10 @@ class RunLogger:
     """
 
     def __init__(
-        self,
-        *,
-        algo: str,
-        env: str,
-        config: dict[str, Any],
-        num_seeds: int,
-        steps_per_update: int,
-        num_updates: int | None,
-        out_dir: str = "runs",
-        wandb_mode: str = "disabled",
-        wandb_project: str = "scanrl",
-        first_seed: int = 0,
-        progress: bool = True,
-        run_dir: str | None = None,
-        resume_update: int = 0,
-        num_configs: int = 1,
+        self, *, algo: str, env: str, config: dict[str, Any], num_seeds: int, steps_per_update: int,
+        num_updates: int | None, out_dir: str = "runs", wandb_mode: str = "disabled",
+        wandb_project: str = "scanrl", first_seed: int = 0, progress: bool = True,
+        run_dir: str | None = None, resume_update: int = 0, num_configs: int = 1,
     ):
         """num_updates: None for a run without a budget (until a stop condition holds).
         run_dir, resume_update: continue that run folder from a checkpoint at that update
@@ -146,7 +148,9 @@ class RunLogger:
         self.steps_per_update, self.num_updates = steps_per_update, num_updates
         self.first_seed, self.progress = first_seed, progress
         self.active = jax.process_index() == 0
-        self._bar, self._resumed_at, self._session_seconds, self._last_eval = None, resume_update, 0.0, ("", "")
+        self._bar, self._resumed_at, self._session_seconds, self._last_eval = (
+            None, resume_update, 0.0, ("", ""),
+        )
         # the evaluation shown first (and read by the stop conditions): --eval-policy's
         self.eval_policy = config.get("eval_policy", "sampled")
         self.population = bool(config.get("pbt"))  # a sweep's rows are a --pbt population
@@ -156,12 +160,22 @@ class RunLogger:
         if not self.active:
             return
         self.run_dir.mkdir(parents=True, exist_ok=bool(run_dir))
-        (self.run_dir / "config.json").write_text(json.dumps({"algo": algo, **config}, indent=2, default=str) + "\n")
-        provenance.record(self.run_dir, resume_update, algo, config.get("algo_file"), resumed=bool(run_dir))
+        (self.run_dir / "config.json").write_text(
+            json.dumps({"algo": algo, **config}, indent=2, default=str) + "\n"
+        )
+        provenance.record(
+            self.run_dir, resume_update, algo, config.get("algo_file"), resumed=bool(run_dir)
+        )
         progress_file = self.run_dir / "progress.jsonl"
         self._seconds = 0.0  # training seconds so far (compile excluded), over every resume
-        if run_dir and progress_file.exists():  # drop what was logged after the checkpoint: it is redone
-            kept = [l for l in progress_file.read_text().splitlines() if l and json.loads(l)["update"] <= resume_update]
+        if (
+            run_dir and progress_file.exists()
+        ):  # drop what was logged after the checkpoint: it is redone
+            kept = [
+                l
+                for l in progress_file.read_text().splitlines()
+                if l and json.loads(l)["update"] <= resume_update
+            ]
             progress_file.write_text("".join(l + "\n" for l in kept))
             self._seconds = json.loads(kept[-1]).get("seconds", 0.0) if kept else 0.0
         self._progress = open(progress_file, "a", buffering=1)
@@ -169,11 +183,8 @@ class RunLogger:
             import wandb
 
             self._wandb = wandb.init(
-                project=wandb_project,
-                mode=wandb_mode,
-                dir=str(self.run_dir),
-                name=self.run_dir.name,
-                config=config,
+                project=wandb_project, mode=wandb_mode, dir=str(self.run_dir),
+                name=self.run_dir.name, config=config,
             )
 
     def say(self, text: str) -> None:
@@ -193,7 +204,8 @@ class RunLogger:
             self._bar = None
 
     def on_chunk(self, updates_done: int, metrics: dict[str, np.ndarray], seconds: float) -> None:
-        """After each chunk: metrics name -> [num_seeds, n] of its n updates, which took `seconds`."""
+        """After each chunk: metrics name -> [num_seeds, n] of its n updates, which took
+        `seconds`."""
         if not self.active:
             return
         n = next(iter(metrics.values())).shape[1]
@@ -207,9 +219,16 @@ class RunLogger:
         remaining = self.num_updates - updates_done if self.num_updates else None
         eta = console.eta(self._session_seconds, updates_done - self._resumed_at, remaining)
         # Shown: the average since this process started training, which ends at summary.json's
-        # figure; a chunk's own rate dips at the last, partly masked chunk (progress.jsonl keeps it).
-        average = (updates_done - self._resumed_at) * self.steps_per_update * self.num_seeds / self._session_seconds \
-            if self._session_seconds > 0 else float("nan")
+        # figure; a chunk's own rate dips at the last, partly masked chunk (progress.jsonl keeps
+        # it).
+        average = (
+            (updates_done - self._resumed_at)
+            * self.steps_per_update
+            * self.num_seeds
+            / self._session_seconds
+            if self._session_seconds > 0
+            else float("nan")
+        )
         if self._bar is not None:
             texts = self._stats(average, table)
             # "eval 1.0" where "eval sampled 1.0" does not fit (80 columns)
@@ -224,7 +243,11 @@ class RunLogger:
             "seconds": round(self._seconds, 4),
             "env_steps_per_second": _finite_or_none(sps),
             "seeds": [self.first_seed + i % self.seeds_per_config for i in range(self.num_seeds)],
-            **({"configs": [i // self.seeds_per_config for i in range(self.num_seeds)]} if self.num_configs > 1 else {}),
+            **(
+                {"configs": [i // self.seeds_per_config for i in range(self.num_seeds)]}
+                if self.num_configs > 1
+                else {}
+            ),
             "per_seed": {k: [_finite_or_none(v) for v in vals] for k, vals in table.items()},
         }
         self._progress.write(json.dumps(record) + "\n")
@@ -273,7 +296,9 @@ class RunLogger:
         speed = f"{console.si(sps)} env steps/s" if math.isfinite(sps) else "- env steps/s"
         return [shown, speed, evaluated, other]
 
-    def _line(self, update: int, steps: int, sps: float, table: dict[str, np.ndarray], eta: float) -> str:
+    def _line(
+        self, update: int, steps: int, sps: float, table: dict[str, np.ndarray], eta: float
+    ) -> str:
         """One plain progress line of at most console.WIDTH characters: what does not fit is
         left out, steps per seed first, then the spread over seeds, the other policy's
         evaluation, the evaluation's policy name ("eval sampled 9.5" -> "eval 9.5"), the ETA,
@@ -285,27 +310,31 @@ class RunLogger:
         evals = f"{evaluated} ({other})" if evaluated and other else evaluated
         left = f"ETA {console.clock(eta)}" if math.isfinite(eta) else ""
         short = evaluated.replace(f"eval {self.eval_policy} ", "eval ")
-        return console.fit([head, f"{console.si(steps)} steps/seed", speed, f"{shown} {spread}".strip(), evals, left],
-                           [head, speed, f"{shown} {spread}".strip(), evals, left],
-                           [head, speed, shown, evals, left],
-                           [head, speed, shown, evaluated, left],
-                           [head, speed, shown, short, left],
-                           [head, speed, shown, evaluated],
-                           [head, speed, shown, short],
-                           [head, speed, shown])
+        return console.fit(
+            [
+                head,
+                f"{console.si(steps)} steps/seed",
+                speed,
+                f"{shown} {spread}".strip(),
+                evals,
+                left,
+            ],
+            [head, speed, f"{shown} {spread}".strip(), evals, left],
+            [head, speed, shown, evals, left],
+            [head, speed, shown, evaluated, left],
+            [head, speed, shown, short, left],
+            [head, speed, shown, evaluated],
+            [head, speed, shown, short],
+            [head, speed, shown],
+        )
 
     def finish(
-        self,
-        *,
-        metrics: dict[str, np.ndarray],
-        params: Any,
-        total_timesteps: int,
-        compile_seconds: float,
-        run_seconds: float,
-        wall_seconds: float,
+        self, *, metrics: dict[str, np.ndarray], params: Any, total_timesteps: int,
+        compile_seconds: float, run_seconds: float, wall_seconds: float,
         extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Write metrics.npz, params.npz and summary.json; print the final table; return the summary.
+        """Write metrics.npz, params.npz and summary.json; print the final table; return the
+        summary.
 
         metrics: name -> [num_seeds, updates trained]; params: pytree with leaves [num_seeds, ...];
         extra: more summary.json entries. Every process must call it (it only writes on process 0).
@@ -314,10 +343,18 @@ class RunLogger:
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         final = final_returns(metrics["episode_return"])  # over the updates trained
         latest_ended = latest_returns(metrics["episode_return"])
-        latest = {k: _finite_or_none(latest_mean(metrics[k])) if k in metrics and not np.all(np.isnan(metrics[k]))
-                  else None for k in ("eval_return", "eval_return_sampled")}
+        latest = {
+            k: (
+                _finite_or_none(latest_mean(metrics[k]))
+                if k in metrics and not np.all(np.isnan(metrics[k]))
+                else None
+            )
+            for k in ("eval_return", "eval_return_sampled")
+        }
         # This process's steps: a resumed run's earlier updates took none of run_seconds.
-        steps_all_seeds = (total_timesteps - self._resumed_at * self.steps_per_update) * self.num_seeds
+        steps_all_seeds = (
+            total_timesteps - self._resumed_at * self.steps_per_update
+        ) * self.num_seeds
         summary = {
             "algo": self.algo,
             "env": self.env,
@@ -326,8 +363,11 @@ class RunLogger:
             "total_timesteps": total_timesteps,
             "final_return_per_seed": [_finite_or_none(x) for x in final],
             "final_return_mean": _finite_or_none(nanmean(final)),
-            "final_return_std": _finite_or_none(np.nanstd(final)) if not np.all(np.isnan(final)) else None,
-            # where no episode ended in the last 10%: the latest that did ([seeds]; null, 0: none at all)
+            "final_return_std": (
+                _finite_or_none(np.nanstd(final)) if not np.all(np.isnan(final)) else None
+            ),
+            # where no episode ended in the last 10%: the latest that did ([seeds]; null, 0: none at
+            # all)
             "latest_return_per_seed": [_finite_or_none(x) for x in latest_ended[0]],
             "latest_return_update_per_seed": [int(u) for u in latest_ended[1]],
             "eval_return_deterministic_mean": latest["eval_return"],
@@ -343,19 +383,30 @@ class RunLogger:
         }
         if not self.active:
             return summary
-        rows = (self.num_configs, self.seeds_per_config) if self.num_configs > 1 else (self.num_seeds,)
-        np.savez(self.run_dir / "metrics.npz", **{k: v.reshape(rows + v.shape[1:]) for k, v in metrics.items()})
+        rows = (
+            (self.num_configs, self.seeds_per_config) if self.num_configs > 1 else (self.num_seeds,)
+        )
+        np.savez(
+            self.run_dir / "metrics.npz",
+            **{k: v.reshape(rows + v.shape[1:]) for k, v in metrics.items()},
+        )
         flat, _ = jax.tree_util.tree_flatten_with_path(params)
         np.savez(
             self.run_dir / "params.npz",
-            **{jax.tree_util.keystr(path, simple=True, separator="/"): np.asarray(leaf).reshape(rows + leaf.shape[1:])
-               for path, leaf in flat},
+            **{
+                jax.tree_util.keystr(path, simple=True, separator="/"): (
+                    np.asarray(leaf).reshape(rows + leaf.shape[1:])
+                )
+                for path, leaf in flat
+            },
         )
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         self._print_table(summary)
         self._progress.close()
         if self._wandb is not None:
-            self._wandb.summary.update({k: v for k, v in summary.items() if not isinstance(v, list)})
+            self._wandb.summary.update(
+                {k: v for k, v in summary.items() if not isinstance(v, list)}
+            )
             self._wandb.finish()
         return summary
 
@@ -363,18 +414,38 @@ class RunLogger:
         out = sys.stdout
         if self.num_configs > 1:  # the sweep's table (common/harness/sweeps.py) follows
             what = "population of {} members" if self.population else "sweep of {} configs"
-            print(f"\n{self.algo} on {self.env}: {what.format(self.num_configs)} x {self.seeds_per_config} seeds", file=out)
+            print(
+                f"\n{self.algo} on {self.env}: {what.format(self.num_configs)} x"
+                f" {self.seeds_per_config} seeds",
+                file=out,
+            )
         else:
             updates = summary.get("updates")
             if summary.get("stopped_by") == "interrupt" and updates is not None:
-                heading = f"stopped at update {updates}: return per seed (mean over the last 10% of the updates trained)"
+                heading = (
+                    f"stopped at update {updates}: return per seed (mean over the last 10% of the"
+                    " updates trained)"
+                )
             else:
                 heading = "final return per seed (mean over the last 10% of updates)"
             print(f"\n{self.algo} on {self.env}: {heading}", file=out)
             for i, r in enumerate(summary["final_return_per_seed"]):
-                latest, at = summary["latest_return_per_seed"][i], summary["latest_return_update_per_seed"][i]
-                shown = (f"{r:10.2f}" if r is not None else "no episode ended" if latest is None else
-                         f"no episode ended in the last 10%; the latest that did: {latest:.2f} (update {at})")
+                latest, at = (
+                    summary["latest_return_per_seed"][i],
+                    summary["latest_return_update_per_seed"][i],
+                )
+                shown = (
+                    f"{r:10.2f}"
+                    if r is not None
+                    else (
+                        "no episode ended"
+                        if latest is None
+                        else (
+                            f"no episode ended in the last 10%; the latest that did: {latest:.2f}"
+                            f" (update {at})"
+                        )
+                    )
+                )
                 print(f"  seed {self.first_seed + i:>4}  {shown}", file=out)
             mean, std = summary["final_return_mean"], summary["final_return_std"]
             if mean is not None:

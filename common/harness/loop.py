@@ -1,8 +1,8 @@
 """From an algorithm's pieces to compiled programs: the whole run, and the same run in chunks.
 
 An algorithm file's `make_algorithm(config, env, env_params)` returns an `Algorithm`
-(common/algorithm.py): `init(key) -> state`, `update(state, update_index) -> (state, metrics)`, `act(policy,
-obs, key, deterministic) -> action`, `policy_params(state) -> policy`, and its env and
+(common/algorithm.py): `init(key) -> state`, `update(state, update_index) -> (state, metrics)`,
+`act(policy, obs, key, deterministic) -> action`, `policy_params(state) -> policy`, and its env and
 sizes. `build(make_algorithm, config)` places the seeds on the device mesh
 (common/harness/devices.py) and returns a `Program` of three jitted functions:
 
@@ -12,9 +12,10 @@ sizes. `build(make_algorithm, config)` places the seeds on the device mesh
   trains bit for bit alike;
 - `start(keys) -> state` and `advance(state, first_update, n) -> (state, metrics)`: the
   same run in chunks of at most `chunk` updates (metrics [num_seeds, chunk], NaN past
-  `n`; the updates past `n` are computed and discarded). `advance` is compiled once for every n and donates its state. Chunks run back to
-  back give bit for bit the whole run's result. Its metrics also hold `_policy_finite`
-  (1 where every policy parameter is finite after the update) for the driver's watch.
+  `n`; the updates past `n` are computed and discarded). `advance` is compiled once for every n and
+  donates its state. Chunks run back to back give bit for bit the whole run's result. Its metrics
+  also hold `_policy_finite` (1 where every policy parameter is finite after the update) for the
+  driver's watch.
 
 Seeds are vmapped within a device and sharded over the mesh's "seed" axis by `shard_map`,
 which is manual over "seed" only. The "data" axis (data parallelism: one seed's environments
@@ -52,10 +53,14 @@ from scanrl.common.algorithm import Algorithm, compiler_options, resolve_env, vm
 from scanrl.common.harness import devices, envsettings, pbt as pbt_lib, sweeps
 
 EVAL_STREAM = 0x5EED  # fold_in tag that separates evaluation keys from training keys
-SAMPLED_TAG = 1  # fold_in tag of the sampled policy's evaluation keys (the deterministic one keeps its own)
+SAMPLED_TAG = (
+    1  # fold_in tag of the sampled policy's evaluation keys (the deterministic one keeps its own)
+)
 
 
-def acting(algo: Algorithm, policy: Any, deterministic: bool, num_envs: int) -> tuple[Any, Callable]:
+def acting(
+    algo: Algorithm, policy: Any, deterministic: bool, num_envs: int
+) -> tuple[Any, Callable]:
     """(carry, act(obs, key, carry, mask=None) -> (actions, carry)) for `num_envs` environments,
     the same for feed-forward (carry ()) and recurrent policies. mask: the valid actions
     [N, A] where the env has an action mask (passed on to the algorithm's `act` only then)."""
@@ -73,12 +78,15 @@ class SeedState(NamedTuple):
 
     train: Any  # the algorithm's state
     eval_key: jax.Array
-    hparams: dict  # a sweep's values of the swept fields for this row (float32 scalars); {} otherwise
+    hparams: (
+        dict  # a sweep's values of the swept fields for this row (float32 scalars); {} otherwise
+    )
 
 
 class PopulationState(NamedTuple):
     """One member's state in a --pbt population: a SeedState's, and its fitness record
-    (common/harness/pbt.py). A class of its own, so a plain run's checkpoints keep their structure."""
+    (common/harness/pbt.py). A class of its own, so a plain run's checkpoints keep their
+    structure."""
 
     train: Any
     eval_key: jax.Array
@@ -135,7 +143,9 @@ def evaluation_params(run: Any, base_params: Any) -> Any:
     return envsettings.override_params(base_params, run.env_params, "--env-params")
 
 
-def run_episodes(vec_env: envs.VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> tuple[jax.Array, jax.Array]:
+def run_episodes(
+    vec_env: envs.VecEnv, act: Callable, key: jax.Array, carry: Any = ()
+) -> tuple[jax.Array, jax.Array]:
     """The evaluation protocol: return [N] and length [N] of the first episode of each of
     vec_env's N environments.
 
@@ -167,8 +177,9 @@ def run_episodes(vec_env: envs.VecEnv, act: Callable, key: jax.Array, carry: Any
     return returns, lengths
 
 
-def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int, fitness: str | None = None
-             ) -> tuple[Callable, Callable]:
+def one_seed(
+    run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int, fitness: str | None = None
+) -> tuple[Callable, Callable]:
     """`init_one(key, hparams) -> SeedState` and `update_one(state, u) -> (state, metrics)` for one
     seed (one sweep row): the algorithm's update, the non-finite watch and the evaluation.
     `fitness`: with --pbt, the metric each update adds to the member's fitness record."""
@@ -177,7 +188,10 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
         """(deterministic, sampled) mean evaluation returns."""
         policy = algo.policy_params(train_state)
         returns = []
-        for deterministic, policy_key in ((True, key), (False, jax.random.fold_in(key, SAMPLED_TAG))):
+        for deterministic, policy_key in (
+            (True, key),
+            (False, jax.random.fold_in(key, SAMPLED_TAG)),
+        ):
             carry, act = acting(algo, policy, deterministic, eval_env.num_envs)
             returns.append(run_episodes(eval_env, act, policy_key, carry)[0].mean())
         return tuple(returns)
@@ -191,7 +205,11 @@ def one_seed(run: Any, pieces: Callable, eval_env: envs.VecEnv, num_updates: int
         train, metrics = algo.update(state.train, u)
         # For the driver's non-finite watch (dropped from the results): a diverged loss
         # reaches the policy's parameters within the update.
-        policy = [x for x in jax.tree.leaves(algo.policy_params(train)) if jnp.issubdtype(x.dtype, jnp.inexact)]
+        policy = [
+            x
+            for x in jax.tree.leaves(algo.policy_params(train))
+            if jnp.issubdtype(x.dtype, jnp.inexact)
+        ]
         metrics["_policy_finite"] = jnp.all(jnp.stack([jnp.isfinite(x).all() for x in policy]))
         if run.eval_every:
             due = ((u + 1) % run.eval_every == 0) | (u == num_updates - 1)
@@ -235,7 +253,9 @@ def seed_mapped(init_one: Callable, update_one: Callable, layout: devices.Layout
                 keep = j < n
                 states = jax.tree.map(lambda a, b: jnp.where(keep, a, b), new_states, states)
                 if pbt is not None:
-                    states, population = pbt_lib.step(states, first + j, keep, pbt, layout.seeds_per_shard, num_rows)
+                    states, population = pbt_lib.step(
+                        states, first + j, keep, pbt, layout.seeds_per_shard, num_rows
+                    )
                     metrics = {**metrics, **population}
                 return states, jax.tree.map(lambda m: jnp.where(keep, m, jnp.nan), metrics)
 
@@ -254,40 +274,61 @@ def strong(x):
     return jax.lax.convert_element_type(x, x.dtype)
 
 
-def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None, chunk: int | None = None,
-          sweep: Any = None) -> Program:
-    """Programs for `config` (a Job: an algorithm's Config and the run settings); raises ValueError with one
-    sentence when no device layout fits or the env or its parameters are wrong.
+def build(
+    make_algorithm: Callable, config: Any, env: Any = None, env_params: Any = None,
+    chunk: int | None = None, sweep: Any = None,
+) -> Program:
+    """Programs for `config` (a Job: an algorithm's Config and the run settings); raises ValueError
+    with one sentence when no device layout fits or the env or its parameters are wrong.
 
     With a `sweep` (common/harness/sweeps.py) the rows of the seed axis are (config, seed) pairs,
     config-major, `sweep.size * num_seeds` of them; `keys` then hold one key per row. With
     `run.pbt` the sweep's rows are a population (common/harness/pbt.py) that exploits and
     explores every `run.pbt_interval` updates."""
-    # where JAX has not started yet (a library user's make_train); a warning where it started with fewer devices
+    # where JAX has not started yet (a library user's make_train); a warning where it started with
+    # fewer devices
     devices.use_cpu_cores()
     run = config.run
     num_seeds = run.num_seeds * (sweep.size if sweep else 1)  # rows of the seed axis
-    layout = devices.plan_layout(num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices)
+    layout = devices.plan_layout(
+        num_seeds, {"--num-envs": config.num_envs}, run.data_parallel, run.num_devices
+    )
     env, base_params, train_params = environment(config, env, env_params)
     algo = make_algorithm(config.config, env, train_params)
     num_updates = algo.num_updates
     # A sweep's values enter as arrays: the pieces are built inside the program from a view of
-    # the Config whose swept fields hold this row's values (tracers), so one compile serves every config.
-    hparams = {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()} if sweep else {}
-    pieces = (lambda hp: make_algorithm(sweeps.with_values(config.config, hp), env, train_params)) if sweep \
+    # the Config whose swept fields hold this row's values (tracers), so one compile serves every
+    # config.
+    hparams = (
+        {k: np.repeat(v, run.num_seeds).astype(np.float32) for k, v in sweep.values.items()}
+        if sweep
+        else {}
+    )
+    pieces = (
+        (lambda hp: make_algorithm(sweeps.with_values(config.config, hp), env, train_params))
+        if sweep
         else (lambda hp: algo)
+    )
     chunk = min(chunk or num_updates, num_updates)
-    data = layout.data_parallel  # evaluation episodes: a multiple of the data devices, so each gets a share
-    eval_env = envs.VecEnv(algo.env, evaluation_params(run, base_params), math.ceil(run.eval_episodes / data) * data)
+    data = (
+        layout.data_parallel
+    )  # evaluation episodes: a multiple of the data devices, so each gets a share
+    eval_env = envs.VecEnv(
+        algo.env, evaluation_params(run, base_params), math.ceil(run.eval_episodes / data) * data
+    )
     spec = pbt_lib.spec(run, sweep, num_updates) if sweep else None
     fitness = pbt_lib.fitness_metric(run) if spec else None
-    init_all, updates = seed_mapped(*one_seed(run, pieces, eval_env, num_updates, fitness), layout, spec, num_seeds)
+    init_all, updates = seed_mapped(
+        *one_seed(run, pieces, eval_env, num_updates, fitness), layout, spec, num_seeds
+    )
 
     def padded(keys):  # rows that do not fill the mesh evenly are padded with row 0, then dropped
         if keys.shape[0] != num_seeds:
             raise ValueError(f"expected {num_seeds} keys, got {keys.shape[0]}.")
         extra = layout.padded_seeds - num_seeds
-        pad = lambda x: jnp.concatenate([x, x[:1].repeat(extra, axis=0)]) if extra else x  # noqa: E731
+        pad = lambda x: (
+            jnp.concatenate([x, x[:1].repeat(extra, axis=0)]) if extra else x
+        )  # noqa: E731
         return pad(keys), {k: pad(jnp.asarray(v)) for k, v in hparams.items()}
 
     def policy_of(states):
@@ -305,7 +346,11 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
     def train(keys):
         states, metrics = updates(num_updates)(init_all(*padded(keys)), 0, num_updates)
         metrics = {k: m[:num_seeds] for k, m in metrics.items() if not k.startswith("_")}
-        return {"state": jax.tree.map(lambda x: x[:num_seeds], states), "policy": policy_of(states), "metrics": metrics}
+        return {
+            "state": jax.tree.map(lambda x: x[:num_seeds], states),
+            "policy": policy_of(states),
+            "metrics": metrics,
+        }
 
     @partial(jit, in_shardings=(replicated,), out_shardings=state_sharding)
     def start(keys):
@@ -313,7 +358,9 @@ def build(make_algorithm: Callable, config: Any, env: Any = None, env_params: An
         # leaf here (a Python scalar's zeros) would make the second chunk a new program.
         return jax.tree.map(strong, init_all(*padded(keys)))
 
-    @partial(jit, donate_argnums=0, out_shardings=(state_sharding, None))  # None: metrics as XLA lays them out
+    @partial(
+        jit, donate_argnums=0, out_shardings=(state_sharding, None)
+    )  # None: metrics as XLA lays them out
     def advance(states, first, n):
         states, metrics = updates(chunk)(states, first, n)
         return states, jax.tree.map(lambda m: m[:num_seeds], metrics)

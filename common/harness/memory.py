@@ -29,15 +29,30 @@ def _available_memory() -> tuple[int, str]:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"), "available RAM"
 
 
-ITEMSIZE = {"f64": 8, "i64": 8, "ui64": 8, "f32": 4, "i32": 4, "ui32": 4, "bf16": 2, "f16": 2, "i16": 2, "ui16": 2,
-            "i8": 1, "ui8": 1, "i1": 1}
+ITEMSIZE = {
+    "f64": 8,
+    "i64": 8,
+    "ui64": 8,
+    "f32": 4,
+    "i32": 4,
+    "ui32": 4,
+    "bf16": 2,
+    "f16": 2,
+    "i16": 2,
+    "ui16": 2,
+    "i8": 1,
+    "ui8": 1,
+    "i1": 1,
+}
 
 
 def largest_array_bytes(lowered: Any) -> int:
     """Bytes of the largest array any operation of a lowered program produces (per device)."""
     largest = 0
     for dims, kind in re.findall(r"tensor<((?:\d+x)+)([a-z]+\d+)>", lowered.as_text()):
-        largest = max(largest, math.prod(int(d) for d in dims[:-1].split("x")) * ITEMSIZE.get(kind, 4))
+        largest = max(
+            largest, math.prod(int(d) for d in dims[:-1].split("x")) * ITEMSIZE.get(kind, 4)
+        )
     return largest
 
 
@@ -48,12 +63,19 @@ def check_memory(config: Any, state_shape: Any, largest: int, num_local_devices:
     operation of one chunk produces (`largest_array_bytes`, 0 if not known yet; per device,
     so times the devices on this host)."""
     state = sum(x.size * getattr(x.dtype, "itemsize", 8) for x in jax.tree.leaves(state_shape))
-    need, (available, what) = state / jax.process_count() + largest * num_local_devices, _available_memory()
+    need, (available, what) = (
+        state / jax.process_count() + largest * num_local_devices,
+        _available_memory(),
+    )
     if need > available:
         gib = lambda b: f"{b / 2**30:,.1f} GiB"
-        parts = f"training state {gib(state)}" + (f", largest array of an update {gib(largest)} per device" if largest else "")
-        raise ValueError(f"this run needs at least {gib(need)} of memory ({parts}) but there is {gib(available)} of "
-                         f"{what}; {size_flags(config)}.")
+        parts = f"training state {gib(state)}" + (
+            f", largest array of an update {gib(largest)} per device" if largest else ""
+        )
+        raise ValueError(
+            f"this run needs at least {gib(need)} of memory ({parts}) but there is {gib(available)}"
+            f" of {what}; {size_flags(config)}."
+        )
 
 
 class TooBigForMemory(ValueError):
@@ -73,11 +95,18 @@ def check_compiled_memory(config: Any, compiled: list, num_local_devices: int) -
         except (AttributeError, NotImplementedError, RuntimeError):
             m = None
         if m is not None:
-            needs.append(m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes)
+            needs.append(
+                m.argument_size_in_bytes
+                + m.output_size_in_bytes
+                - m.alias_size_in_bytes
+                + m.temp_size_in_bytes
+            )
     need, (available, what) = max(needs, default=0) * num_local_devices, _available_memory()
     if need > available:
-        raise TooBigForMemory(f"this run needs {_bytes(need)} of memory (XLA's count for the compiled programs) but "
-                              f"there is {_bytes(available)} of {what}; {size_flags(config)}.")
+        raise TooBigForMemory(
+            f"this run needs {_bytes(need)} of memory (XLA's count for the compiled programs) but "
+            f"there is {_bytes(available)} of {what}; {size_flags(config)}."
+        )
 
 
 def _bytes(count: float) -> str:

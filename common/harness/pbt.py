@@ -21,10 +21,10 @@ on device and inside the scan (no host round trip, no recompile):
 
 The hyperparameters are the sweep's traced values (common/harness/sweeps.py), carried in
 the state (common/harness/loop.py's PopulationState): a checkpoint holds them, and a resumed
-run equals the uninterrupted one bit for bit. Rows are member-major, row `m * num_seeds + s` being member m of run s, and every
-member of run s starts from seed s's key, as a sweep's configs do. The random draws of
-run s at update u come from fold_in(fold_in(seed s's evaluation key, PBT_TAG), u), the same
-on every device. The population is spread over the devices like seeds; the interval's
+run equals the uninterrupted one bit for bit. Rows are member-major, row `m * num_seeds + s` being
+member m of run s, and every member of run s starts from seed s's key, as a sweep's configs do. The
+random draws of run s at update u come from fold_in(fold_in(seed s's evaluation key, PBT_TAG), u),
+the same on every device. The population is spread over the devices like seeds; the interval's
 exploit gathers the fitness and the inherited state over the "seed" axis.
 
 What each interval decided is in the run's metrics (`pbt_parent`: the member copied, -1 for
@@ -42,7 +42,9 @@ from typing import Any
 PBT_TAG = 0x9B7  # fold_in tag of PBT's random draws
 # A member keeps these fields of its TrainState when it copies another's: where its own
 # environments stand, its RNG stream and what it has collected. Every other field is learning state.
-EXPERIENCE = frozenset({"env_state", "obs", "start", "hidden", "discounted_return", "key", "buffer"})
+EXPERIENCE = frozenset(
+    {"env_state", "obs", "start", "hidden", "discounted_return", "key", "buffer"}
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,21 +73,29 @@ def check(run: Any, num_updates: int | None) -> None:
     if not run.pbt or num_updates is None:
         return
     if run.pbt_interval >= num_updates:
-        raise ValueError(f"--pbt-interval {run.pbt_interval} is not shorter than the run's {num_updates} updates, so no "
-                         f"member would ever be replaced; lower it or raise --total-timesteps.")
-    first = (run.pbt_burn_in // run.pbt_interval + 1) * run.pbt_interval  # the first interval's end after it
+        raise ValueError(
+            f"--pbt-interval {run.pbt_interval} is not shorter than the run's {num_updates}"
+            " updates, so no member would ever be replaced; lower it or raise --total-timesteps."
+        )
+    first = (
+        run.pbt_burn_in // run.pbt_interval + 1
+    ) * run.pbt_interval  # the first interval's end after it
     if first >= num_updates:
-        raise ValueError(f"--pbt-burn-in {run.pbt_burn_in} leaves no interval of --pbt-interval {run.pbt_interval} "
-                         f"ending inside the run's {num_updates} updates, so no member would ever be replaced; "
-                         "lower it or raise --total-timesteps.")
+        raise ValueError(
+            f"--pbt-burn-in {run.pbt_burn_in} leaves no interval of --pbt-interval"
+            f" {run.pbt_interval} ending inside the run's {num_updates} updates, so no member would"
+            " ever be replaced; lower it or raise --total-timesteps."
+        )
 
 
 def spec(run: Any, sweep: Any, num_updates: int) -> Spec | None:
     if not run.pbt:
         return None
-    return Spec(members=sweep.size, seeds=run.num_seeds, interval=run.pbt_interval, fraction=run.pbt_fraction,
-                perturb=run.pbt_perturb, resample=run.pbt_resample, space=dict(sweep.space), num_updates=num_updates,
-                burn_in=run.pbt_burn_in)
+    return Spec(
+        members=sweep.size, seeds=run.num_seeds, interval=run.pbt_interval,
+        fraction=run.pbt_fraction, perturb=run.pbt_perturb, resample=run.pbt_resample,
+        space=dict(sweep.space), num_updates=num_updates, burn_in=run.pbt_burn_in,
+    )
 
 
 def fitness_metric(run: Any) -> str:
@@ -126,7 +136,11 @@ def _explore(key, values, space: tuple, spec: Spec):
         return grid[jnp.where(resample, fresh, moved)]
     kind, low, high = space
     u = jax.random.uniform(k_fresh, values.shape)
-    fresh = jnp.exp(jnp.log(low) + u * (jnp.log(high) - jnp.log(low))) if kind == "log" else low + u * (high - low)
+    fresh = (
+        jnp.exp(jnp.log(low) + u * (jnp.log(high) - jnp.log(low)))
+        if kind == "log"
+        else low + u * (high - low)
+    )
     moved = jnp.clip(values * jnp.where(up, spec.perturb, 1.0 / spec.perturb), low, high)
     return jnp.where(resample, fresh, moved).astype(jnp.float32)
 
@@ -142,7 +156,9 @@ def decide(fitness, hparams: dict, run_keys, u, spec: Spec):
     by_run = jnp.where(jnp.isnan(fitness), -jnp.inf, fitness).reshape(M, S).T  # [S, M]
 
     def one_run(fit, key, s):
-        k_parent, k_explore = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, PBT_TAG), u))
+        k_parent, k_explore = jax.random.split(
+            jax.random.fold_in(jax.random.fold_in(key, PBT_TAG), u)
+        )
         order = jnp.argsort(fit, stable=True)  # worst first; ties keep member order
         bottom, top = order[:n], order[M - n:]
         parent = jnp.arange(M).at[bottom].set(top[jax.random.randint(k_parent, (n,), 0, n)])
@@ -157,13 +173,16 @@ def decide(fitness, hparams: dict, run_keys, u, spec: Spec):
     for i, (name, values) in enumerate(sorted(hparams.items())):
         keys = jax.vmap(lambda k: jax.random.fold_in(k, i))(explore_keys)  # [S]
         parents = values[source].reshape(M, S)
-        explored = jax.vmap(lambda k, v: _explore(k, v, spec.space[name], spec), in_axes=(0, 1), out_axes=1)(
-            keys, parents).reshape(-1)
+        explored = jax.vmap(
+            lambda k, v: _explore(k, v, spec.space[name], spec), in_axes=(0, 1), out_axes=1
+        )(keys, parents).reshape(-1)
         new[name] = jnp.where(replaced, explored, values)
     return source, replaced, new
 
 
-def step(states: Any, u: Any, active: Any, spec: Spec, shard_rows: int, num_rows: int) -> tuple[Any, dict]:
+def step(
+    states: Any, u: Any, active: Any, spec: Spec, shard_rows: int, num_rows: int
+) -> tuple[Any, dict]:
     """After update u, on one device's block of rows (leaves [shard_rows, ...], inside the
     shard_map over "seed"): the interval's exploit and explore where it is due. Returns the
     block and its PBT metrics [shard_rows]."""
@@ -171,30 +190,43 @@ def step(states: Any, u: Any, active: Any, spec: Spec, shard_rows: int, num_rows
     import jax.numpy as jnp
 
     due = active & ((u + 1) % spec.interval == 0) & (u + 1 < spec.num_updates)
-    mine = jnp.minimum(jax.lax.axis_index("seed") * shard_rows + jnp.arange(shard_rows), num_rows - 1)
+    mine = jnp.minimum(
+        jax.lax.axis_index("seed") * shard_rows + jnp.arange(shard_rows), num_rows - 1
+    )
     gather = lambda x: jax.lax.all_gather(x, "seed", tiled=True)[:num_rows]  # noqa: E731
     gather_tree = partial(jax.tree.map, gather)
 
     def exploit(states):
         acc = states.pbt
-        own_fitness = jnp.where(acc["count"] > 0, acc["sum"] / jnp.maximum(acc["count"], 1.0), acc["fitness"])
+        own_fitness = jnp.where(
+            acc["count"] > 0, acc["sum"] / jnp.maximum(acc["count"], 1.0), acc["fitness"]
+        )
         fitness = gather(own_fitness)
-        run_keys = jax.random.wrap_key_data(gather(jax.random.key_data(states.eval_key))[:spec.seeds])
+        run_keys = jax.random.wrap_key_data(
+            gather(jax.random.key_data(states.eval_key))[: spec.seeds]
+        )
         source, replaced, hparams = decide(fitness, gather_tree(states.hparams), run_keys, u, spec)
         src, copy = source[mine], replaced[mine]
         train = states.train
         fields = getattr(type(train), "_fields", None)
 
         def inherit(own):
-            return jax.tree.map(lambda x: jnp.where(copy.reshape((-1,) + (1,) * (x.ndim - 1)), gather(x)[src], x), own)
+            return jax.tree.map(
+                lambda x: jnp.where(copy.reshape((-1,) + (1,) * (x.ndim - 1)), gather(x)[src], x),
+                own,
+            )
 
         if fields is None:
             train = inherit(train)
         else:
-            train = train._replace(**{f: inherit(getattr(train, f)) for f in fields if f not in EXPERIENCE})
+            train = train._replace(
+                **{f: inherit(getattr(train, f)) for f in fields if f not in EXPERIENCE}
+            )
         new_acc = {"sum": jnp.zeros_like(acc["sum"]), "count": jnp.zeros_like(acc["count"]),
                    "fitness": fitness[src]}
-        states = states._replace(train=train, hparams={k: v[mine] for k, v in hparams.items()}, pbt=new_acc)
+        states = states._replace(
+            train=train, hparams={k: v[mine] for k, v in hparams.items()}, pbt=new_acc
+        )
         return states, jnp.where(copy, src // spec.seeds, -1).astype(jnp.float32), fitness[mine]
 
     def skip(states):

@@ -64,12 +64,16 @@ def mean_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     seeds (fixed resampling seed, so a figure is reproducible)."""
     from scipy.stats import bootstrap
 
-    ci = bootstrap((values,), np.mean, axis=0, n_resamples=1000, confidence_level=0.95, method="percentile",
-                   random_state=0, vectorized=True).confidence_interval
+    ci = bootstrap(
+        (values,), np.mean, axis=0, n_resamples=1000, confidence_level=0.95, method="percentile",
+        random_state=0, vectorized=True,
+    ).confidence_interval
     return ci.low, ci.high
 
 
-def band(ax, x: np.ndarray, values: np.ndarray, label: str, color=None, seed_lines: bool = True, **style) -> None:
+def band(
+    ax, x: np.ndarray, values: np.ndarray, label: str, color=None, seed_lines: bool = True, **style
+) -> None:
     """Mean over seeds as a line, its 95% bootstrap interval as a band, each seed faint."""
     keep = ~np.isnan(values).any(axis=0)  # where every seed has a value
     x, values = x[keep], values[:, keep]
@@ -90,7 +94,8 @@ def steps_axis(ax) -> None:
 
 
 def save(fig, out: str | Path, **kwargs) -> None:
-    """PNG with a 256-colour palette (a third of the size, no visible change); other formats as asked."""
+    """PNG with a 256-colour palette (a third of the size, no visible change); other formats as
+    asked."""
     if not str(out).lower().endswith(".png"):
         fig.savefig(out, **kwargs)
         return
@@ -120,19 +125,30 @@ def curves(run_dir: str | Path, out: str | Path | None = None, smooth_bins: int 
     m, seeds = run.metrics, run.summary["num_seeds"]
     losses = [k for k in sorted(m) if k.endswith("_loss")] + [k for k in ("entropy",) if k in m]
     fig = figure(10, 6.5 if losses else 4.5)
-    grid = fig.add_gridspec(2 if losses else 1, max(len(losses), 1), height_ratios=[2, 1] if losses else [1])
+    grid = fig.add_gridspec(
+        2 if losses else 1, max(len(losses), 1), height_ratios=[2, 1] if losses else [1]
+    )
     ax = fig.add_subplot(grid[0, :])
     x, values = binned(m["episode_return"])
     band(ax, run.steps(x), smooth(values, smooth_bins), "episode return (training)")
-    for key, name, marker in (("eval_return_sampled", "sampled", "s"), ("eval_return", "deterministic", "o")):
+    for key, name, marker in (
+        ("eval_return_sampled", "sampled", "s"),
+        ("eval_return", "deterministic", "o"),
+    ):
         if key in m:
             evaluated = ~np.isnan(m[key]).all(axis=0)
             band(ax, run.steps(np.nonzero(evaluated)[0] + 1.0), m[key][:, evaluated],
                  f"evaluation return ({name})", marker=marker, markersize=3, seed_lines=False)
-    ax.set(xlabel="env steps per seed", ylabel="episode return",
-           title=f"{run.summary['algo']} on {run.summary['env']}: {seeds} seed{'s' if seeds > 1 else ''} "
-                 f"(mean{'; band: 95% bootstrap CI; faint: each seed' if seeds > 1 else ''}"
-                 f"{f'; moving average of {smooth_bins} points' if smooth_bins > 1 else ''})")
+    ax.set(
+        xlabel="env steps per seed",
+        ylabel="episode return",
+        title=(
+            f"{run.summary['algo']} on {run.summary['env']}: {seeds}"
+            f" seed{'s' if seeds > 1 else ''} "
+            f"(mean{'; band: 95% bootstrap CI; faint: each seed' if seeds > 1 else ''}"
+            f"{f'; moving average of {smooth_bins} points' if smooth_bins > 1 else ''})"
+        ),
+    )
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     steps_axis(ax)
@@ -158,27 +174,36 @@ def labels(runs: list[Run]) -> list[str]:
 
     def differing(group: list[Run], keys: set[str]) -> list[str]:
         shared = set.intersection(*(set(r.config) for r in group)) & keys
-        return sorted(k for k in shared if len({json.dumps(r.config[k], sort_keys=True) for r in group}) > 1)
+        return sorted(
+            k for k in shared if len({json.dumps(r.config[k], sort_keys=True) for r in group}) > 1
+        )
 
     run_keys = differing(runs, set(RUN_FIELDS) - NOT_IN_LABELS)
     out = []
     for r in runs:
         same_algo = [o for o in runs if o.summary["algo"] == r.summary["algo"]]
         keys = run_keys + differing(same_algo, set(r.config) - set(RUN_FIELDS) - {"env"})
-        out.append(f"{r.summary['algo']} {r.summary['env']}" + "".join(f" {k}={r.config[k]}" for k in keys))
+        out.append(
+            f"{r.summary['algo']} {r.summary['env']}" + "".join(f" {k}={r.config[k]}" for k in keys)
+        )
     if len(set(out)) < len(out):  # nothing tells them apart: add the folder names
         out = [f"{t} ({r.dir.name})" for t, r in zip(out, runs)]
     return out
 
 
-def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metric: str = "episode_return",
-            smooth_bins: int = SMOOTH):
+def compare(
+    run_dirs: list[str | Path], out: str | Path, x: str = "steps", metric: str = "episode_return",
+    smooth_bins: int = SMOOTH,
+):
     """Overlay runs' `metric` (mean, 95% bootstrap band and faint seeds) against env steps per
     seed or training seconds (`x="wall"`); save to `out`. Returns the Figure."""
     runs = [Run(d) for d in run_dirs]
     for r in runs:
         if metric not in r.metrics:
-            raise ValueError(f"--metric {metric}: {r.dir} has no such metric (it has: {', '.join(sorted(r.metrics))}).")
+            raise ValueError(
+                f"--metric {metric}: {r.dir} has no such metric (it has:"
+                f" {', '.join(sorted(r.metrics))})."
+            )
     fig = figure(9, 5)
     ax = fig.add_subplot()
     for r, label in zip(runs, labels(runs)):
@@ -190,7 +215,11 @@ def compare(run_dirs: list[str | Path], out: str | Path, x: str = "steps", metri
             done, values = binned(values, fill=metric == "episode_return")
             values = smooth(values, smooth_bins)
         band(ax, r.steps(done) if x == "steps" else r.seconds(done), values, label)
-    smoothed = f"; moving average of {smooth_bins} points" if smooth_bins > 1 and metric != "eval_return" else ""
+    smoothed = (
+        f"; moving average of {smooth_bins} points"
+        if smooth_bins > 1 and metric != "eval_return"
+        else ""
+    )
     ax.set(xlabel="env steps per seed" if x == "steps" else "training seconds (compile excluded)",
            ylabel=metric.replace("_", " "),
            title=f"{metric}: mean over seeds, band: 95% bootstrap CI, faint: each seed{smoothed}")
@@ -207,28 +236,55 @@ def main(argv: list[str] | None = None) -> None:
     """`scanrl-plot RUN_DIR [RUN_DIR ...] --out FILE`, or `scanrl-plot --compare A ... --vs B ...
     --out FILE` (common/harness/stats.py's compare_groups: the numbers printed, one figure)."""
 
-    parser = configs.ToolParser(prog="scanrl-plot", description="Overlay the learning curves of several runs, or "
-                                "compare two groups of runs with rliable's statistics (--compare A ... --vs B ...).")
-    parser.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run folders (runs/<algo>__<env>__<time>)")
-    parser.add_argument("--compare", nargs="+", metavar="A",
-                        help="group A: run folders and/or results files (FILE.json, or FILE.json:ALGO for one of its "
-                             "algorithms); prints P(A > B), each group's IQM and draws their performance profiles")
+    parser = configs.ToolParser(
+        prog="scanrl-plot",
+        description=(
+            "Overlay the learning curves of several runs, or "
+            "compare two groups of runs with rliable's statistics (--compare A ... --vs B ...)."
+        ),
+    )
+    parser.add_argument(
+        "run_dirs", nargs="*", metavar="RUN_DIR", help="run folders (runs/<algo>__<env>__<time>)"
+    )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="A",
+        help=(
+            "group A: run folders and/or results files (FILE.json, or FILE.json:ALGO for one of its"
+            " algorithms); prints P(A > B), each group's IQM and draws their performance profiles"
+        ),
+    )
     parser.add_argument("--vs", nargs="+", metavar="B", help="group B, as --compare")
-    parser.add_argument("--reps", type=int, default=None, help="--compare: bootstrap resamples (default 10,000)")
-    parser.add_argument("--out", default="compare.png", help="image to write (default: compare.png)")
+    parser.add_argument(
+        "--reps", type=int, default=None, help="--compare: bootstrap resamples (default 10,000)"
+    )
+    parser.add_argument(
+        "--out", default="compare.png", help="image to write (default: compare.png)"
+    )
     parser.add_argument("--x", choices=("steps", "wall"), default="steps",
                         help="x axis: env steps per seed, or training seconds (wall)")
     parser.add_argument("--metric", default="episode_return",
                         help="any metric in the runs' metrics.npz, e.g. eval_return, value_loss")
-    parser.add_argument("--smooth", type=int, default=SMOOTH, metavar="K",
-                        help=f"trailing moving average over K plotted points (0 or 1: raw; default: {SMOOTH}); "
-                             "the run's files keep the raw values")
+    parser.add_argument(
+        "--smooth",
+        type=int,
+        default=SMOOTH,
+        metavar="K",
+        help=(
+            f"trailing moving average over K plotted points (0 or 1: raw; default: {SMOOTH}); "
+            "the run's files keep the raw values"
+        ),
+    )
     args = parser.parse_args(argv)
     if args.compare or args.vs:
         compare_statistics(args)
         return
     if not args.run_dirs:
-        parser.error("give RUN_DIR ... to overlay curves, or --compare A ... --vs B ... to compare two groups")
+        parser.error(
+            "give RUN_DIR ... to overlay curves, or --compare A ... --vs B ... to compare two"
+            " groups"
+        )
     if args.smooth < 0:
         fail(f"--smooth takes a number of points >= 0, got {args.smooth}.")
     try:
@@ -239,8 +295,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def draw_comparison(c, out: str | Path, labels: tuple[str, str] = ("A", "B")):
-    """One figure of a stats.Comparison: P(A > B) and each group's IQM with their intervals (left), the performance
-    profiles with their bands (right). Returns the Figure."""
+    """One figure of a stats.Comparison: P(A > B) and each group's IQM with their intervals (left),
+    the performance profiles with their bands (right). Returns the Figure."""
     from scanrl.common.harness.stats import draw_interval, draw_profile
 
     fig = figure(11, 4)
@@ -248,19 +304,27 @@ def draw_comparison(c, out: str | Path, labels: tuple[str, str] = ("A", "B")):
     ax = fig.add_subplot(grid[0, 0])
     draw_interval(ax, 0, c.improvement, "C2")
     ax.axvline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set(xlim=(0, 1), yticks=[0], yticklabels=[f"P({labels[0]} > {labels[1]})"], title="probability of improvement")
+    ax.set(
+        xlim=(0, 1), yticks=[0], yticklabels=[f"P({labels[0]} > {labels[1]})"],
+        title="probability of improvement",
+    )
     ax = fig.add_subplot(grid[1, 0])
     if c.iqm is not None:
         for i, (key, label) in enumerate(zip("AB", labels)):
             draw_interval(ax, i, c.iqm[key], f"C{i}")
-        ax.set(yticks=[0, 1], yticklabels=list(labels), title="IQM" + (" (normalised)" if c.normalised else ""))
+        ax.set(
+            yticks=[0, 1], yticklabels=list(labels),
+            title="IQM" + (" (normalised)" if c.normalised else ""),
+        )
     else:
         ax.set_axis_off()
     ax = fig.add_subplot(grid[:, 1])
     for i, (key, label) in enumerate(zip("AB", labels)):
         draw_profile(ax, c.taus, c.profiles[key], c.profile_intervals[key], label, f"C{i}")
-    ax.set(xlabel="normalised score (tau)" if c.normalised else f"{c.metric} (tau)", ylabel="fraction of runs > tau",
-           title=f"performance profiles ({', '.join(c.tasks)})")
+    ax.set(
+        xlabel="normalised score (tau)" if c.normalised else f"{c.metric} (tau)",
+        ylabel="fraction of runs > tau", title=f"performance profiles ({', '.join(c.tasks)})",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     save(fig, out)
@@ -272,17 +336,27 @@ def compare_statistics(args) -> None:
     from scanrl.common.harness import stats
 
     if not (args.compare and args.vs):
-        fail(f"--compare needs both groups: --compare A ... --vs B ... (got {'--vs' if args.vs else '--compare'} only).")
+        fail(
+            "--compare needs both groups: --compare A ... --vs B ... (got"
+            f" {'--vs' if args.vs else '--compare'} only)."
+        )
     if args.run_dirs:
-        fail(f"--compare takes its runs after --compare and --vs; drop {' '.join(args.run_dirs)} or add them to a group.")
+        fail(
+            f"--compare takes its runs after --compare and --vs; drop {' '.join(args.run_dirs)} or"
+            " add them to a group."
+        )
     metric = {"episode_return": "return", "eval_return": "eval_return"}.get(args.metric)
     if metric is None:
-        fail(f"--metric {args.metric}: --compare scores each run by episode_return (its final return) or eval_return "
-             f"(its last evaluation).")
+        fail(
+            f"--metric {args.metric}: --compare scores each run by episode_return (its final"
+            " return) or eval_return (its last evaluation)."
+        )
     if args.reps is not None and args.reps < 1:
         fail(f"--reps takes a number of resamples >= 1, got {args.reps}.")
     try:
-        result = stats.compare_groups(args.compare, args.vs, metric, args.reps or stats.REPS, progress=True)
+        result = stats.compare_groups(
+            args.compare, args.vs, metric, args.reps or stats.REPS, progress=True
+        )
     except ValueError as e:
         fail(str(e))
     print(f"A: {' '.join(args.compare)}\nB: {' '.join(args.vs)}")

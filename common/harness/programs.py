@@ -65,14 +65,25 @@ from scanrl.common.harness.runconfig import NOT_IN_PROGRAM, config_dict
 
 FORMAT = 2  # 2: trees stored apart from the executables, so they can be swapped
 # Packages whose code is traced into a program (their version stands for their source).
-KEY_PACKAGES = ("jax", "jaxlib", "numpy", "gymnax", "optax", "distrax", "flax", "chex", "tensorflow-probability")
+KEY_PACKAGES = (
+    "jax",
+    "jaxlib",
+    "numpy",
+    "gymnax",
+    "optax",
+    "distrax",
+    "flax",
+    "chex",
+    "tensorflow-probability",
+)
 
 
 @dataclass
 class Entry:
     start: Any  # jax.stages.Compiled
     advance: Any
-    state: Any  # the state's pytree of ShapeDtypeStructs, without shardings (None: the caller traced its own)
+    # the state's pytree of ShapeDtypeStructs, without shardings (None: the caller traced its own)
+    state: Any
     metric_names: list[str]
     largest_array_bytes: int  # for memory.check_memory
 
@@ -85,13 +96,16 @@ def folder() -> Path | None:
 
 
 def _sha(data: Any) -> str:
-    return hashlib.sha256(data if isinstance(data, bytes) else json.dumps(data, sort_keys=True, default=str).encode()
-                          ).hexdigest()
+    return hashlib.sha256(
+        data if isinstance(data, bytes) else json.dumps(data, sort_keys=True, default=str).encode()
+    ).hexdigest()
 
 
 def _library_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
-    dirs = {*site.getsitepackages(), site.getusersitepackages(), paths["stdlib"], paths["platstdlib"]}
+    dirs = {
+        *site.getsitepackages(), site.getusersitepackages(), paths["stdlib"], paths["platstdlib"],
+    }
     return tuple(os.path.join(os.path.abspath(d), "") for d in dirs if d)
 
 
@@ -103,8 +117,12 @@ def _source_files(algorithm_file: str) -> dict[str, str]:
     for name, module in list(sys.modules.items()):
         if not isinstance(module, types.ModuleType):
             continue
-        path = object.__getattribute__(module, "__dict__").get("__file__")  # never triggers a lazy import
-        if isinstance(path, str) and (name.split(".")[0] == "scanrl" or not os.path.abspath(path).startswith(library)):
+        path = object.__getattribute__(module, "__dict__").get(
+            "__file__"
+        )  # never triggers a lazy import
+        if isinstance(path, str) and (
+            name.split(".")[0] == "scanrl" or not os.path.abspath(path).startswith(library)
+        ):
             files.add(os.path.abspath(path))
     return {path: _sha(Path(path).read_bytes()) for path in sorted(files) if os.path.isfile(path)}
 
@@ -120,10 +138,16 @@ def _versions() -> dict[str, str]:
 def _machine(compiler_options: dict) -> dict[str, Any]:
     """What the compiled code depends on besides the program: JAX, the devices, flags."""
     return {
-        "format": FORMAT, "versions": _versions(), "compiler_options": compiler_options,
+        "format": FORMAT,
+        "versions": _versions(),
+        "compiler_options": compiler_options,
         "devices": [(d.id, d.platform, d.device_kind) for d in jax.devices()],
         "jax_config": {k: v for k, v in jax.config.values.items() if "cache" not in k},
-        "environ": {k: v for k, v in os.environ.items() if k.startswith(("XLA_", "JAX_")) and "CACHE" not in k},
+        "environ": {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("XLA_", "JAX_")) and "CACHE" not in k
+        },
     }
 
 
@@ -134,7 +158,13 @@ def source_key(config_values: dict[str, Any], sweep_values: dict | None, make_al
     # An interactive session (no __main__ file: a notebook, `python -c`) can change what the
     # program computes without changing any file, so it is never served from here.
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    if folder() is None or user_env or jax.process_count() > 1 or not algorithm_file or not main_file:
+    if (
+        folder() is None
+        or user_env
+        or jax.process_count() > 1
+        or not algorithm_file
+        or not main_file
+    ):
         return None
     return _sha({
         "machine": _machine(compiler_options), "sources": _source_files(algorithm_file),
@@ -144,9 +174,17 @@ def source_key(config_values: dict[str, Any], sweep_values: dict | None, make_al
     })
 
 
-def program_key(lowered_start: Any, lowered_advance: Any, devices: list, compiler_options: dict) -> str:
+def program_key(
+    lowered_start: Any, lowered_advance: Any, devices: list, compiler_options: dict
+) -> str:
     text = lowered_start.as_text() + "\n// advance\n" + lowered_advance.as_text()
-    return _sha({"machine": _machine(compiler_options), "mesh": [d.id for d in devices], "programs": _sha(text.encode())})
+    return _sha(
+        {
+            "machine": _machine(compiler_options),
+            "mesh": [d.id for d in devices],
+            "programs": _sha(text.encode()),
+        }
+    )
 
 
 def _read(path: Path) -> Any:
@@ -176,8 +214,11 @@ def _write(path: Path, content: Any) -> None:
                 os.remove(temporary)
         if path.parent not in _WARNED:
             _WARNED.add(path.parent)
-            print(f"warning: the compiled programs were not kept in {path.parent} ({e.strerror or e}); "
-                  f"the next start compiles again.", file=sys.stderr)
+            print(
+                f"warning: the compiled programs were not kept in {path.parent}"
+                f" ({e.strerror or e}); the next start compiles again.",
+                file=sys.stderr,
+            )
 
 
 def past_compile_seconds(label: str) -> float | None:
@@ -192,7 +233,10 @@ def remember_compile_seconds(label: str, seconds: float) -> None:
     where = folder()
     if where is not None:
         times = _read(where / "compile-seconds.pkl")
-        _write(where / "compile-seconds.pkl", {**(times if isinstance(times, dict) else {}), label: seconds})
+        _write(
+            where / "compile-seconds.pkl",
+            {**(times if isinstance(times, dict) else {}), label: seconds},
+        )
 
 
 @functools.cache
@@ -213,14 +257,19 @@ def _load(content: Any, devices: list, lowered: tuple[Any, Any] | None) -> Entry
             trees = pickle.loads(content["trees"])  # may import the module that defined the classes
         else:
             trees = [t for low in lowered for t in (low.in_tree, low.out_tree)]
-            if content["tree_text"] != [tree_text(t) for t in trees]:  # the text names classes without their module
+            if content["tree_text"] != [
+                tree_text(t) for t in trees
+            ]:  # the text names classes without their module
                 return None
             trees.append(None)  # the state's structure: the caller traced its own
         lapack_ready()
         load = partial(serialize_executable.deserialize_and_load, execution_devices=devices)
-        return Entry(start=load(content["start"], *trees[0:2]), advance=load(content["advance"], *trees[2:4]),
-                     state=trees[4], metric_names=content["metric_names"],
-                     largest_array_bytes=content["largest_array_bytes"])
+        return Entry(
+            start=load(content["start"], *trees[0:2]),
+            advance=load(content["advance"], *trees[2:4]), state=trees[4],
+            metric_names=content["metric_names"],
+            largest_array_bytes=content["largest_array_bytes"],
+        )
     except Exception:  # a missing class, another version's file, a device mismatch: compile instead
         return None
 
@@ -229,7 +278,9 @@ def load(source: str, devices: list) -> Entry | None:
     """The programs a start with this source key produced, if kept, loaded onto `devices`
     (the mesh's, in its order), with the pytrees stored beside them."""
     ref = _read(folder() / f"{source}.ref")
-    return _load(_read(folder() / f"{ref}.programs"), devices, None) if isinstance(ref, str) else None
+    return (
+        _load(_read(folder() / f"{ref}.programs"), devices, None) if isinstance(ref, str) else None
+    )
 
 
 def load_program(key: str, devices: list, lowered_start: Any, lowered_advance: Any) -> Entry | None:
@@ -261,20 +312,30 @@ def metric_names(lowered_advance: Any) -> list[str]:
     return [k for k in lowered_advance.out_info[1] if not k.startswith("_")]
 
 
-def compile_and_keep(key: str, lowered_start: Any, lowered_advance: Any, state: Any, largest_array_bytes: int
-                     ) -> Entry:
+def compile_and_keep(
+    key: str, lowered_start: Any, lowered_advance: Any, state: Any, largest_array_bytes: int
+) -> Entry:
     """Compile both programs afresh and keep them under `key`."""
     with _fresh_compiles():
         start, advance = lowered_start.compile(), lowered_advance.compile()
     names = metric_names(lowered_advance)
     entry = Entry(start=start, advance=advance, state=state, metric_names=names,
                   largest_array_bytes=largest_array_bytes)
-    (start_bytes, *start_trees), (advance_bytes, *advance_trees) = map(serialize_executable.serialize, (start, advance))
+    (start_bytes, *start_trees), (advance_bytes, *advance_trees) = map(
+        serialize_executable.serialize, (start, advance)
+    )
     trees = [*start_trees, *advance_trees]
-    _write(folder() / f"{key}.programs", {
-        "start": start_bytes, "advance": advance_bytes, "trees": pickle.dumps([*trees, state]),
-        "tree_text": [tree_text(t) for t in trees], "metric_names": names, "largest_array_bytes": largest_array_bytes,
-    })
+    _write(
+        folder() / f"{key}.programs",
+        {
+            "start": start_bytes,
+            "advance": advance_bytes,
+            "trees": pickle.dumps([*trees, state]),
+            "tree_text": [tree_text(t) for t in trees],
+            "metric_names": names,
+            "largest_array_bytes": largest_array_bytes,
+        },
+    )
     return entry
 
 
@@ -311,7 +372,9 @@ class Prepared:
         key = program_key(self.start, self.advance, mesh_devices, options)
         entry, self.cache = load_program(key, mesh_devices, self.start, self.advance), "program"
         if entry is None:
-            unsharded = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape)
+            unsharded = jax.tree.map(
+                lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype), self.state_shape
+            )
             entry = compile_and_keep(key, self.start, self.advance, unsharded,
                                      self.largest_array_bytes)
             self.cache = "miss"
@@ -329,26 +392,32 @@ def lower(config: Any, program: loop.Program, make_algorithm: Callable, ckpt: Pa
     t0 = time.perf_counter()
     num_local = len(program.layout.mesh.local_devices)
     options = algorithm.compiler_options(program.layout.mesh.devices.flat)
-    source = source_key(config_dict(config), sweep.values if sweep else None, make_algorithm, options,
-                        user_env=user_env)
+    source = source_key(
+        config_dict(config), sweep.values if sweep else None, make_algorithm, options,
+        user_env=user_env,
+    )
     cached = load(source, list(program.layout.mesh.devices.flat)) if source else None
     if cached is not None:  # a repeated start: nothing to trace, lower or compile
         state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(
             s.shape, s.dtype, sharding=program.state_sharding), cached.state)
         checkpoint.verify_resume(run.resume, ckpt, state_shape)
         memory.check_memory(config, state_shape, cached.largest_array_bytes, num_local)
-        return Prepared(program=program, start=cached.start, advance=cached.advance, state_shape=state_shape,
-                        checkpoint=ckpt, lowering_seconds=time.perf_counter() - t0,
-                        largest_array_bytes=cached.largest_array_bytes,
-                        metric_names=cached.metric_names, cache="hit")
+        return Prepared(
+            program=program, start=cached.start, advance=cached.advance, state_shape=state_shape,
+            checkpoint=ckpt, lowering_seconds=time.perf_counter() - t0,
+            largest_array_bytes=cached.largest_array_bytes, metric_names=cached.metric_names,
+            cache="hit",
+        )
     try:
         start = program.start.lower(loop.row_keys(run, program))
     except jax.errors.JAXTypeError as e:  # a swept value reached Python control flow
         if sweep is None:
             raise
         raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
-    state_shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
-                               start.out_info)
+    state_shape = jax.tree.map(
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=program.state_sharding),
+        start.out_info,
+    )
     checkpoint.verify_resume(run.resume, ckpt, state_shape)
     # before tracing an update: the state alone may not fit
     memory.check_memory(config, state_shape, 0, num_local)
@@ -363,8 +432,10 @@ def lower(config: Any, program: loop.Program, make_algorithm: Callable, ckpt: Pa
         raise ValueError(sweeps.structure_error(sweeps.culprit(e, list(sweep.values)))) from None
     largest = memory.largest_array_bytes(advance)
     memory.check_memory(config, state_shape, largest, num_local)
-    return Prepared(program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
-                    lowering_seconds=time.perf_counter() - t0, largest_array_bytes=largest, source_key=source)
+    return Prepared(
+        program=program, start=start, advance=advance, state_shape=state_shape, checkpoint=ckpt,
+        lowering_seconds=time.perf_counter() - t0, largest_array_bytes=largest, source_key=source,
+    )
 
 
 def compile_label(config: Any) -> str:

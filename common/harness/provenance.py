@@ -26,8 +26,22 @@ from pathlib import Path
 
 import jax
 
-PACKAGES = ("jax", "jaxlib", "numpy", "optax", "distrax", "flax", "gymnax", "brax", "mujoco", "playground",
-            "jumanji", "craftax", "navix", "xminigrid")
+PACKAGES = (
+    "jax",
+    "jaxlib",
+    "numpy",
+    "optax",
+    "distrax",
+    "flax",
+    "gymnax",
+    "brax",
+    "mujoco",
+    "playground",
+    "jumanji",
+    "craftax",
+    "navix",
+    "xminigrid",
+)
 ROOT = Path(__file__).resolve().parents[2]  # a checkout's root, or the installed scanrl package
 
 
@@ -38,7 +52,9 @@ def algorithm_path(algo: str, algo_file: str | None) -> Path:
 
 def git(*args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -73,8 +89,10 @@ def session(update: int, algo: str, algo_file: str | None) -> dict:
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "argv": list(sys.argv),
         "scanrl": scanrl_source(),
-        "algorithm_file": {"path": str(path),
-                           "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None},
+        "algorithm_file": {
+            "path": str(path),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None,
+        },
         "packages": package_versions(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -82,7 +100,9 @@ def session(update: int, algo: str, algo_file: str | None) -> dict:
     }
 
 
-def record(run_dir: Path, update: int, algo: str, algo_file: str | None, resumed: bool = False) -> None:
+def record(
+    run_dir: Path, update: int, algo: str, algo_file: str | None, resumed: bool = False
+) -> None:
     """Add this session (starting at `update`) to run_dir/provenance.json: a new run's first,
     a resumed run's after those it has (a folder from before provenance.json starts one)."""
     path = Path(run_dir) / "provenance.json"

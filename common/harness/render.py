@@ -38,8 +38,11 @@ def can_draw(env: Any, obs_shape: Sequence[int]) -> bool:
             or len(obs_shape) in (2, 3))
 
 
-def frames(env: Any, env_params: Any, states: Any, obs: np.ndarray, titles: Sequence[str]) -> list[Image.Image]:
-    """One picture per state of an episode (leaves [T, ...], obs [T, *obs]), titles[t] on the t-th."""
+def frames(
+    env: Any, env_params: Any, states: Any, obs: np.ndarray, titles: Sequence[str]
+) -> list[Image.Image]:
+    """One picture per state of an episode (leaves [T, ...], obs [T, *obs]), titles[t] on the
+    t-th."""
     pictures = None
     if callable(envs.hook(env, "render_rgb_jax")):
         pictures = _pictures(env.render_rgb_jax, env_params, states, len(titles))
@@ -47,9 +50,12 @@ def frames(env: Any, env_params: Any, states: Any, obs: np.ndarray, titles: Sequ
                   None if pictures is None else pictures[t]) for t, title in enumerate(titles)]
 
 
-def _pictures(draw_one: Any, env_params: Any, states: Any, count: int, chunk: int = 128) -> np.ndarray:
+def _pictures(
+    draw_one: Any, env_params: Any, states: Any, count: int, chunk: int = 128
+) -> np.ndarray:
     """[count, H, W, 3] uint8 of `draw_one(state, params)`, traced once and vmapped over `chunk`
-    states at a time (the last chunk padded by repeating), so a long episode needs no more memory."""
+    states at a time (the last chunk padded by repeating), so a long episode needs no more
+    memory."""
     size = min(chunk, count)
     draw = jax.jit(jax.vmap(draw_one, in_axes=(0, None)))
     out = []
@@ -84,7 +90,8 @@ def frame(env: Any, env_params: Any, state: Any, obs: np.ndarray, title: str,
 
 
 def _paste(image: Image.Image, draw: ImageDraw.ImageDraw, picture: Image.Image) -> None:
-    """`picture` centred below the title line, shrunk to fit (or enlarged by whole pixels), framed."""
+    """`picture` centred below the title line, shrunk to fit (or enlarged by whole pixels),
+    framed."""
     if picture.width > WIDTH or picture.height > HEIGHT - 20:
         picture.thumbnail((WIDTH, HEIGHT - 20))
     scale = min(WIDTH // picture.width, (HEIGHT - 20) // picture.height)
@@ -99,7 +106,9 @@ def write_gif(path: str | Path, frames: list[Image.Image], milliseconds: int = 5
     """One GIF frame per picture (each differs: the title holds the step number)."""
     # Each frame gets its own 255-colour palette by the fast octree: Pillow's default (median cut)
     # took longer than drawing the frames (~13 ms a frame).
-    frames = [f.quantize(255, method=Image.Quantize.FASTOCTREE) if f.mode == "RGB" else f for f in frames]
+    frames = [
+        f.quantize(255, method=Image.Quantize.FASTOCTREE) if f.mode == "RGB" else f for f in frames
+    ]
     frames[0].save(path, save_all=True, append_images=frames[1:], duration=milliseconds, loop=0)
 
 
@@ -115,20 +124,27 @@ def _cartpole(draw: ImageDraw.ImageDraw, params: Any, state: Any) -> None:
     draw.rectangle([cx - 25, ground - 15, cx + 25, ground + 15], fill=(60, 60, 60))
     pole = 2 * _f(params.length) * scale  # the pole's full length (gymnax's `length` is half of it)
     theta = _f(state.theta)
-    draw.line([(cx, ground - 15), (cx + pole * math.sin(theta), ground - 15 - pole * math.cos(theta))],
-              fill=(200, 140, 80), width=8)
+    draw.line(
+        [(cx, ground - 15), (cx + pole * math.sin(theta), ground - 15 - pole * math.cos(theta))],
+        fill=(200, 140, 80), width=8,
+    )
 
 
 def _pendulum(draw: ImageDraw.ImageDraw, state: Any) -> None:
     cx, cy, r = WIDTH / 2, HEIGHT / 2 + 10, HEIGHT * 0.35
     theta = _f(state.theta)  # 0 = upright
-    draw.line([(cx, cy), (cx + r * math.sin(theta), cy - r * math.cos(theta))], fill=(200, 70, 70), width=10)
+    draw.line(
+        [(cx, cy), (cx + r * math.sin(theta), cy - r * math.cos(theta))], fill=(200, 70, 70),
+        width=10,
+    )
     draw.ellipse([cx - 5, cy - 5, cx + 5, cy + 5], fill="black")
 
 
 def _acrobot(draw: ImageDraw.ImageDraw, state: Any) -> None:
     cx, cy, r = WIDTH / 2, HEIGHT / 2 + 10, HEIGHT * 0.2
-    a1, a2 = _f(state.joint_angle1), _f(state.joint_angle1) + _f(state.joint_angle2)  # 0 = hanging down
+    a1, a2 = _f(state.joint_angle1), _f(state.joint_angle1) + _f(
+        state.joint_angle2
+    )  # 0 = hanging down
     p1 = (cx + r * math.sin(a1), cy + r * math.cos(a1))
     p2 = (p1[0] + r * math.sin(a2), p1[1] + r * math.cos(a2))
     draw.line([(0, cy - r), (WIDTH, cy - r)], fill=(180, 180, 180))  # the height to swing above
@@ -160,12 +176,18 @@ def _grid(obs: np.ndarray) -> Image.Image:
     if c == 3 and obs.max() > 1.0:  # already RGB in 0..255
         rgb = obs
     else:
-        palette = np.array([[230, 60, 60], [60, 160, 60], [60, 90, 220], [230, 170, 30], [160, 60, 200],
-                            [40, 180, 190], [120, 120, 120], [240, 120, 180], [150, 100, 40], [0, 0, 0]], np.float32)
+        palette = np.array(
+            [
+                [230, 60, 60], [60, 160, 60], [60, 90, 220], [230, 170, 30], [160, 60, 200],
+                [40, 180, 190], [120, 120, 120], [240, 120, 180], [150, 100, 40], [0, 0, 0],
+            ],
+            np.float32,
+        )
         colours = palette[np.arange(c) % len(palette)]
         weight = np.clip(obs, 0.0, 1.0)
-        rgb = 255.0 * (1.0 - weight.max(axis=-1, keepdims=True)) + np.einsum("hwc,cd->hwd", weight, colours) \
-            / np.maximum(weight.sum(axis=-1, keepdims=True), 1.0)
+        rgb = 255.0 * (1.0 - weight.max(axis=-1, keepdims=True)) + np.einsum(
+            "hwc,cd->hwd", weight, colours
+        ) / np.maximum(weight.sum(axis=-1, keepdims=True), 1.0)
     image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
     scale = max(1, min(WIDTH // w, (HEIGHT - 20) // h))
     return image.resize((w * scale, h * scale), Image.NEAREST)

@@ -8,9 +8,10 @@ algorithm's Config and a RunConfig, whose fields are one flat set of flags.
 -> Config -> checks (device layout, env, env parameters, output folder, memory; one
 sentence and exit code 2 before compiling, no run folder) -> `execute(...)`, which says
 "compiling…", compiles (or loads the programs an identical earlier run kept,
-common/harness/programs.py), then advances the run chunk by chunk (`--log-every` updates each). Between chunks it prints progress, appends progress.jsonl,
-logs to wandb, checkpoints, watches for non-finite parameters, checks the stop conditions
-and Ctrl-C / SIGTERM; at the end (or the stop) it writes the run folder (common/harness/logging.py).
+common/harness/programs.py), then advances the run chunk by chunk (`--log-every` updates each).
+Between chunks it prints progress, appends progress.jsonl, logs to wandb, checkpoints, watches for
+non-finite parameters, checks the stop conditions and Ctrl-C / SIGTERM; at the end (or the stop) it
+writes the run folder (common/harness/logging.py).
 """
 
 from __future__ import annotations
@@ -74,12 +75,18 @@ def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = 
             saved = read_config_file(source, config_cls)
         except ValueError as e:
             fail(str(e))
-    env = flag_value(argv, "--env") or saved.get("env") or config_cls.__dataclass_fields__["env"].default
+    env = (
+        flag_value(argv, "--env")
+        or saved.get("env")
+        or config_cls.__dataclass_fields__["env"].default
+    )
     recipe = flag_value(argv, "--recipe") or saved.get("recipe") or "auto"
     if recipe not in recipes.CHOICES:
         fail(f"--recipe {recipe!r} is not one of {', '.join(recipes.CHOICES)}.")
     try:
-        base = compose(module, env, recipe, **{k: v for k, v in saved.items() if k not in ("env", "recipe")})
+        base = compose(
+            module, env, recipe, **{k: v for k, v in saved.items() if k not in ("env", "recipe")}
+        )
     except (ValueError, TypeError) as e:
         fail(f"{source}: {e}" if source else str(e))
     chosen = flag_value(argv, "--recipe")
@@ -102,7 +109,9 @@ def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = 
     try:
         with contextlib.redirect_stderr(captured):
             # one flat set of flags over the Config's fields and RunConfig's (OmitArgPrefixes)
-            flags_cls = dataclasses.make_dataclass("Flags", [("config", config_cls), ("run", RunConfig)], frozen=True)
+            flags_cls = dataclasses.make_dataclass(
+                "Flags", [("config", config_cls), ("run", RunConfig)], frozen=True
+            )
             flags = tyro.cli(flags_cls, args=argv, default=flags_cls(base.config, base.run),
                              description=doc.split("\n\n")[0], config=(tyro.conf.OmitArgPrefixes,))
     except SystemExit as e:
@@ -142,11 +151,17 @@ def check_resume(saved: dict[str, Any], config: Any) -> None:
     saved = json.loads(json.dumps(saved, default=str))
     for key, value in now.items():
         if key not in RESUMABLE and key in saved and saved[key] != value:
-            fail(f"{flag(key)} cannot change when resuming (the run used {saved[key]}, got {value}): it would change "
-                 f"the results; start a new run with --config {config.run.resume}/config.json instead.")
+            fail(
+                f"{flag(key)} cannot change when resuming (the run used {saved[key]}, got {value}):"
+                " it would change the results; start a new run with --config"
+                f" {config.run.resume}/config.json instead."
+            )
     old_total, total = saved.get("total_timesteps", 0), now["total_timesteps"]
     if old_total and (total == 0 or total < old_total) or not old_total and total:
-        fail(f"--total-timesteps can only be raised when resuming (the run asked for {old_total}, got {total}).")
+        fail(
+            f"--total-timesteps can only be raised when resuming (the run asked for {old_total},"
+            f" got {total})."
+        )
 
 
 def algorithm_identity(module: Any) -> tuple[str, str | None]:
@@ -163,10 +178,11 @@ def algorithm_identity(module: Any) -> tuple[str, str | None]:
 
 def main(module: Any, argv: list[str] | None = None) -> dict:
     """An algorithm module's command line (its Config, default_config, ALGO, RUN_DEFAULTS,
-    make_algorithm and docstring): parse, check, train, write. Returns summary.json's content. A copy of an
-    algorithm file runs under its own name and records its path (`algorithm_identity`).
+    make_algorithm and docstring): parse, check, train, write. Returns summary.json's content. A
+    copy of an algorithm file runs under its own name and records its path (`algorithm_identity`).
     Ctrl-C / SIGTERM at any moment of it is honoured (Signals): parsing, the checks and lowering
-    run on a worker thread (`interruptible`) so that this one only waits, and sees a signal at once."""
+    run on a worker thread (`interruptible`) so that this one only waits, and sees a signal at
+    once."""
     algo, algo_file = algorithm_identity(module)
     make_algorithm = module.make_algorithm
     with Signals() as signals:
@@ -182,7 +198,8 @@ def main(module: Any, argv: list[str] | None = None) -> dict:
         except memory.TooBigForMemory as e:
             fail(str(e))
         finally:
-            console.COMPILING.stop()  # an error before training: its sentence after the spinner's line
+            # an error before training: its sentence after the spinner's line
+            console.COMPILING.stop()
     if summary["exit_code"]:
         raise SystemExit(summary["exit_code"])
     return summary
@@ -201,7 +218,9 @@ def prepare_or_fail(config: Any, make_algorithm: Callable) -> Prepared:
 # ---------------------------------------------------------------------------------------------
 
 
-def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None) -> Prepared:
+def prepare(
+    config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None
+) -> Prepared:
     """Everything short of compiling, one step per module (ValueError with one sentence if the
     run cannot go ahead): JAX's compile cache (devices.py); where the run starts, its last
     checkpoint or a writable output folder (checkpoint.py, logging.py); the program with its
@@ -217,7 +236,8 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
         check_out_dir(run.out_dir)
     program = loop.build_run(make_algorithm, config, env, env_params)
     checkpoint.check_unfinished(ckpt, run.resume, program.num_updates)
-    # tracing, lowering, compiling: seconds (cached: ~1); "last time" where this algorithm and env compiled before
+    # tracing, lowering, compiling: seconds (cached: ~1); "last time" where this algorithm and env
+    # compiled before
     past = programs.past_compile_seconds(programs.compile_label(config))
     console.COMPILING.start(_what_compiles(config, program), past)
     return programs.lower(config, program, make_algorithm, ckpt, user_env=env is not None)
@@ -226,14 +246,24 @@ def prepare(config: Any, make_algorithm: Callable, env: Any = None, env_params: 
 def _what_compiles(config: Any, program: loop.Program) -> str:
     """The compile line: env, seeds x devices, updates, where the run folder goes."""
     run, layout = config.run, program.layout
-    rows = f"{program.sweep.size} {'members' if program.pbt else 'configs'} x {run.num_seeds} seeds" if program.sweep else \
-        f"{run.num_seeds} seed{'s' if run.num_seeds > 1 else ''}"
-    updates = "updates until a stop condition" if config.total_timesteps == 0 else f"{program.num_updates:,} updates"
+    rows = (
+        f"{program.sweep.size} {'members' if program.pbt else 'configs'} x {run.num_seeds} seeds"
+        if program.sweep
+        else f"{run.num_seeds} seed{'s' if run.num_seeds > 1 else ''}"
+    )
+    updates = (
+        "updates until a stop condition"
+        if config.total_timesteps == 0
+        else f"{program.num_updates:,} updates"
+    )
     folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
     source = recipes.source(programs.compile_label(config).split()[0], config.env, run.recipe)
     recipe = f" ({run.recipe} recipe: {source})" if source else ""
-    return (f"{config.env}{recipe}: {rows} on {layout.num_devices} device{'s' if layout.num_devices > 1 else ''}, {updates} "
-            f"of {program.steps_per_update:,} env steps; {folder}")
+    return (
+        f"{config.env}{recipe}: {rows} on {layout.num_devices}"
+        f" device{'s' if layout.num_devices > 1 else ''}, {updates} of {program.steps_per_update:,}"
+        f" env steps; {folder}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +271,10 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None = None, signals: Signals | None = None, algo_file: str | None = None) -> dict:
+def execute(
+    algo: str, config: Any, prepared: Prepared, run_dir: Path | None = None,
+    signals: Signals | None = None, algo_file: str | None = None,
+) -> dict:
     """Compile, run chunk by chunk (progress, checkpoints, stop conditions, signals between
     chunks), write the run folder. Returns summary.json's content (on every process; only
     process 0 writes). Exits 130/143 after an interrupt and 1 after a non-finite policy
@@ -270,17 +303,27 @@ def seconds_since_process_start() -> float:
         return time.perf_counter() - _IMPORTED
 
 
-def _execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None, signals: Signals, algo_file: str | None = None) -> dict:
+def _execute(
+    algo: str, config: Any, prepared: Prepared, run_dir: Path | None, signals: Signals,
+    algo_file: str | None = None,
+) -> dict:
     t0 = time.perf_counter()
     with console.NativeStderr() as xla:
-        start, advance, metric_names = interruptible(prepared.compile, signals)  # the run folder comes after
-    memory.check_compiled_memory(config, [start, advance], len(prepared.program.layout.mesh.local_devices))
+        start, advance, metric_names = interruptible(
+            prepared.compile, signals
+        )  # the run folder comes after
+    memory.check_compiled_memory(
+        config, [start, advance], len(prepared.program.layout.mesh.local_devices)
+    )
     compile_seconds = prepared.lowering_seconds + time.perf_counter() - t0
     if prepared.cache in ("miss", "off"):  # compiled here (not loaded): the next start's estimate
         programs.remember_compile_seconds(programs.compile_label(config), compile_seconds)
     signals.training = True
-    logger = _logger(algo, config, prepared.program, run_dir, checkpoint.update_of(prepared.checkpoint)
-                     if prepared.checkpoint is not None else 0, algo_file)
+    logger = _logger(
+        algo, config, prepared.program, run_dir,
+        checkpoint.update_of(prepared.checkpoint) if prepared.checkpoint is not None else 0,
+        algo_file,
+    )
     signals.say = logger.say
     if xla.text.strip() and logger.active:
         (logger.run_dir / "compile.log").write_text(xla.text)
@@ -289,8 +332,9 @@ def _execute(algo: str, config: Any, prepared: Prepared, run_dir: Path | None, s
         progress = chunks.first_state(config.run, prepared, start, metric_names, logger)
         compile_seconds += time.perf_counter() - t0
         logger.start_display(compile_seconds, progress.done)
-        run_seconds = chunks.advance_until_done(config.run, prepared.program, advance, metric_names, logger, progress,
-                                          signals)
+        run_seconds = chunks.advance_until_done(
+            config.run, prepared.program, advance, metric_names, logger, progress, signals
+        )
         seconds = {"compile_seconds": compile_seconds, "run_seconds": run_seconds}
         return _finish(algo, config, prepared, logger, progress, signals, metric_names, seconds)
     finally:
@@ -306,16 +350,20 @@ def _logger(algo: str, config: Any, program: loop.Program, run_dir: Path | None,
             algo_file: str | None = None) -> RunLogger:
     run = config.run
     return RunLogger(
-        algo=algo, env=config.env, config=file_entry(algo_file) | config_dict(config), num_seeds=run.num_seeds,
-        num_configs=program.sweep.size if program.sweep else 1, steps_per_update=program.steps_per_update,
+        algo=algo, env=config.env, config=file_entry(algo_file) | config_dict(config),
+        num_seeds=run.num_seeds, num_configs=program.sweep.size if program.sweep else 1,
+        steps_per_update=program.steps_per_update,
         num_updates=None if config.total_timesteps == 0 else program.num_updates,
-        out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project, first_seed=run.seed,
-        progress=bool(run.log_every), run_dir=run.resume or run_dir, resume_update=done,
+        out_dir=run.out_dir, wandb_mode=run.wandb_mode, wandb_project=run.wandb_project,
+        first_seed=run.seed, progress=bool(run.log_every), run_dir=run.resume or run_dir,
+        resume_update=done,
     )
 
 
-def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
-            progress: chunks.RunRecord, signals: Signals, metric_names: list[str], seconds: dict) -> dict:
+def _finish(
+    algo: str, config: Any, prepared: Prepared, logger: RunLogger, progress: chunks.RunRecord,
+    signals: Signals, metric_names: list[str], seconds: dict,
+) -> dict:
     """Write summary.json, the final policy, the plots (or a sweep's report); the exit code."""
     run, program, p = config.run, prepared.program, progress
     metrics = p.metrics(metric_names)
@@ -334,7 +382,9 @@ def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
         reports.write_pbt(logger.run_dir, program.sweep, program.pbt, metrics, config_dict(config),
                           run.seed, program.steps_per_update)
     elif logger.active and program.sweep:
-        shaped = {k: list(v.reshape(program.sweep.size, run.num_seeds, -1)) for k, v in metrics.items()}
+        shaped = {
+            k: list(v.reshape(program.sweep.size, run.num_seeds, -1)) for k, v in metrics.items()
+        }
         reports.write_sweep(logger.run_dir, program.sweep, shaped["episode_return"],
                             shaped.get(run.eval_metric), config_dict(config), run.num_seeds,
                             [program.steps_per_update] * program.sweep.size)
@@ -345,13 +395,20 @@ def _finish(algo: str, config: Any, prepared: Prepared, logger: RunLogger,
         logger.say(f"Stopped after update {p.done}: {chunks.stop_sentence(run, p.reason)}.")
     if p.reason == "interrupt":
         command = sys.argv[0] if sys.argv[0].endswith(".py") else f"-m scanrl.algos.{algo}"
-        logger.say(f"Interrupted after update {p.done}: continue with `python {command} --resume {logger.run_dir}`.")
+        logger.say(
+            f"Interrupted after update {p.done}: continue with `python {command} --resume"
+            f" {logger.run_dir}`."
+        )
         summary["exit_code"] = 128 + (signals.received or signal.SIGINT)
     elif p.reason == "non-finite":
         seed, update, names = p.nonfinite
         what = f" ({', '.join(names)} non-finite)" if names else ""
-        print(f"error: seed {run.seed + seed} went non-finite at update {update}: its policy parameters hold NaN or "
-              f"inf{what}; the run stopped and wrote its files (no checkpoint of the broken state).", file=sys.stderr)
+        print(
+            f"error: seed {run.seed + seed} went non-finite at update {update}: its policy"
+            f" parameters hold NaN or inf{what}; the run stopped and wrote its files (no checkpoint"
+            " of the broken state).",
+            file=sys.stderr,
+        )
         summary["exit_code"] = 1
     return summary
 
@@ -367,7 +424,10 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
     run = config.run
     try:
         sweep = sweeps.parse(run.sweep, run.sweep_samples, run.seed, config.config, loop=True)
-        settings = [config.replace(**sweep.config_values(c), sweep=(), resume="", config="") for c in range(sweep.size)]
+        settings = [
+            config.replace(**sweep.config_values(c), sweep=(), resume="", config="")
+            for c in range(sweep.size)
+        ]
         if not run.resume:
             check_out_dir(run.out_dir)
     except ValueError as e:
@@ -379,7 +439,12 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
         sweep_dir = new_run_dir(run.out_dir, algo, config.env, "sweep")
         sweep_dir.mkdir(parents=True)
         (sweep_dir / "config.json").write_text(
-            json.dumps({"algo": algo, **file_entry(algo_file), **config_dict(config)}, indent=2, default=str) + "\n")
+            json.dumps(
+                {"algo": algo, **file_entry(algo_file), **config_dict(config)}, indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     summaries, exit_code = [], 0
     for c, setting in enumerate(settings):
         sub = sweep_dir / f"config_{c}"
@@ -391,11 +456,16 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
             setting = setting.replace(resume=str(sub))
         elif state == "restart":
             shutil.rmtree(sub)
-        print(f"sweep config {c + 1}/{sweep.size}: "
-              + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()), flush=True)
+        print(
+            f"sweep config {c + 1}/{sweep.size}: "
+            + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()),
+            flush=True,
+        )
         try:
             prepared = interruptible(lambda: prepare(setting, make_algorithm), signals)
-            summary = execute(algo, setting, prepared, run_dir=sub, signals=signals, algo_file=algo_file)
+            summary = execute(
+                algo, setting, prepared, run_dir=sub, signals=signals, algo_file=algo_file
+            )
         except ValueError as e:
             fail(f"sweep config {c} ({sweep.config_values(c)}): {e}")
         except Interrupted as e:  # while config c compiled: the configs before it are kept
@@ -408,23 +478,41 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
         if summary["exit_code"]:
             exit_code = summary["exit_code"]
             break
-    done = [s for c, s in enumerate(summaries) if checkpoint.run_state(sweep_dir / f"config_{c}") == "finished"]
+    done = [
+        s
+        for c, s in enumerate(summaries)
+        if checkpoint.run_state(sweep_dir / f"config_{c}") == "finished"
+    ]
     if done:
         reports.write_loop_sweep(sweep_dir, sweep, done, config_dict(config), run.num_seeds,
                                  run.eval_metric)
     summary = {
-        "algo": algo, "env": config.env, "sweep_mode": "loop", "num_configs": sweep.size, "num_seeds": run.num_seeds,
-        "configs_done": len(done), "stopped_by": "interrupt" if exit_code in (130, 143) else
-        ("non-finite" if exit_code else "budget"), "compile_seconds": sum(s["compile_seconds"] for s in summaries),
-        "wall_seconds": time.perf_counter() - wall_start, "run_dir": str(sweep_dir), "exit_code": exit_code,
+        "algo": algo,
+        "env": config.env,
+        "sweep_mode": "loop",
+        "num_configs": sweep.size,
+        "num_seeds": run.num_seeds,
+        "configs_done": len(done),
+        "stopped_by": (
+            "interrupt" if exit_code in (130, 143) else ("non-finite" if exit_code else "budget")
+        ),
+        "compile_seconds": sum(s["compile_seconds"] for s in summaries),
+        "wall_seconds": time.perf_counter() - wall_start,
+        "run_dir": str(sweep_dir),
+        "exit_code": exit_code,
     }
     (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if exit_code in (130, 143):
-        print(f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with "
-              f"`python {algo_file or '-m scanrl.algos.' + algo} --resume {sweep_dir}`.", flush=True)
+        print(
+            f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with "
+            f"`python {algo_file or '-m scanrl.algos.' + algo} --resume {sweep_dir}`.",
+            flush=True,
+        )
     return summary
 
 
-def train_and_write(algo: str, config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None) -> dict:
+def train_and_write(
+    algo: str, config: Any, make_algorithm: Callable, env: Any = None, env_params: Any = None
+) -> dict:
     """Train `config` from Python (no flags) and write its run folder; returns the summary."""
     return execute(algo, config, prepare(config, make_algorithm, env, env_params))

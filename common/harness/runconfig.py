@@ -26,13 +26,17 @@ class RunConfig:
     seed: int = 0
     """first seed; seed i of the run uses jax.random.key(seed + i)."""
     num_seeds: int = 1
-    """independent seeds trained together in one compiled program (vmapped, sharded over devices)."""
+    """independent seeds trained together in one compiled program (vmapped, sharded over
+    devices)."""
     env_params: dict[str, float] = field(default_factory=dict)
-    """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too unless
+    """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too
+    unless
     --eval-env-params is given)."""
     env_options: tuple[str, ...] = ()
-    """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's physics: generalized,
-    positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat 2)."""
+    """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's
+    physics: generalized,
+    positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat
+    2)."""
     recipe: Literal[recipes.CHOICES] = "auto"  # type: ignore[valid-type]
     """the suite's own published configuration for --env, where there is one (Brax,
     MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of
@@ -54,13 +58,15 @@ class RunConfig:
     sweep ranks by: sampled (the policy that trained; Brax's trainers' default) or deterministic
     (its mode, or argmax; Stable-Baselines3's)."""
     eval_env_params: dict[str, float] = field(default_factory=dict)
-    """evaluate on the default env with these parameters instead, e.g. --eval-env-params length 0.7."""
+    """evaluate on the default env with these parameters instead, e.g. --eval-env-params length
+    0.7."""
     log_every: int = 10
     """progress line, progress.jsonl record and wandb log every this many updates: the run
     advances in chunks of this many updates (0: one chunk, no progress lines)."""
     checkpoint_every: int = 100
     """save the whole training state to RUN_DIR/checkpoints every this many updates (at the first
-    chunk boundary past each multiple; the last 3 are kept), and always at the end (0: only at the end)."""
+    chunk boundary past each multiple; the last 3 are kept), and always at the end (0: only at the
+    end)."""
     resume: str = ""
     """continue the run in this folder from its newest checkpoint with its saved config; flags that
     would change its results are refused, --total-timesteps may be raised to extend it."""
@@ -73,7 +79,8 @@ class RunConfig:
     stop_minutes: float | None = None
     """stop after this many minutes of training (wall clock, this invocation)."""
     stop_plateau: int | None = None
-    """stop when this many evaluations in a row bring no new best mean evaluation return (of --eval-policy)."""
+    """stop when this many evaluations in a row bring no new best mean evaluation return (of
+    --eval-policy)."""
     num_devices: int = 0
     """devices to use (0: all; on CPU one device per core)."""
     data_parallel: int = 1
@@ -82,7 +89,8 @@ class RunConfig:
     environments). On CPU splitting costs more than it saves (benchmarks/RESULTS.md)."""
     distributed: bool = False
     """multi-process run: jax.distributed.initialize() before anything else (also implied by
-    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes (docs/scaling.md, several nodes or processes)."""
+    JAX_COORDINATOR_ADDRESS); only process 0 prints and writes (docs/scaling.md, several nodes or
+    processes)."""
     compile_cache: bool = True
     """keep compiled programs in ~/.cache/scanrl/jax (or $JAX_COMPILATION_CACHE_DIR): a repeated run
     starts without tracing or compiling (common/harness/programs.py)."""
@@ -94,8 +102,8 @@ class RunConfig:
     """parent folder of the run folder."""
     sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """sweep a hyperparameter, repeatable: FIELD=V1,V2,... (grid: the product of every --sweep) or
-    FIELD=log:LOW:HIGH / FIELD=uniform:LOW:HIGH (random search, --sweep-samples draws seeded by --seed);
-    configs x seeds train in one program (docs/lifecycle.md, Sweeps)."""
+    FIELD=log:LOW:HIGH / FIELD=uniform:LOW:HIGH (random search, --sweep-samples draws seeded by
+    --seed); configs x seeds train in one program (docs/lifecycle.md, Sweeps)."""
     sweep_samples: int = 8
     """random-search draws for log:/uniform: sweeps."""
     sweep_mode: Literal["program", "loop"] = "program"
@@ -103,58 +111,91 @@ class RunConfig:
     program per config, one after another (for sizes and switches)."""
     pbt: bool = False
     """population-based training over the --sweep fields (their ranges or values): --pbt-population
-    members train in one program, and every --pbt-interval updates the worst copy the best and perturb
-    their hyperparameters (docs: Population-based training)."""
+    members train in one program, and every --pbt-interval updates the worst copy the best and
+    perturb their hyperparameters (docs: Population-based training)."""
     pbt_population: int = 8
     """--pbt: members per run (every seed of --num-seeds is an independent run of this many)."""
     pbt_interval: int = 10
     """--pbt: updates between exploit/explore steps."""
     pbt_burn_in: int = 0
     """--pbt: updates every member trains on its own values before the first exploit (Ray Tune's
-    burn_in_period): early returns are noisy, and a member that starts slowly is not replaced for it."""
+    burn_in_period): early returns are noisy, and a member that starts slowly is not replaced for
+    it."""
     pbt_fraction: float = 0.25
     """--pbt: truncation selection: this fraction of the members, the worst by fitness, copy members
     drawn from the same fraction at the top."""
     pbt_perturb: float = 1.25
-    """--pbt: explore multiplies each copied hyperparameter by this or divides it by this (even odds),
+    """--pbt: explore multiplies each copied hyperparameter by this or divides it by this (even
+    odds),
     within its --sweep range; a listed field moves to a neighbouring value."""
     pbt_resample: float = 0.25
-    """--pbt: probability that explore draws a hyperparameter afresh from its --sweep range instead."""
+    """--pbt: probability that explore draws a hyperparameter afresh from its --sweep range
+    instead."""
     pbt_fitness: Literal["episodes", "eval"] = "episodes"
     """--pbt: rank members by the mean return of the interval's training episodes, or of its
     evaluations (of --eval-policy)."""
 
     def __post_init__(self):
-        check_values(self, positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
-                     nonnegative=("eval_every", "log_every", "checkpoint_every", "num_devices", "data_parallel"))
+        check_values(
+            self,
+            positive=("num_seeds", "eval_episodes", "stop_minutes", "stop_plateau"),
+            nonnegative=(
+                "eval_every",
+                "log_every",
+                "checkpoint_every",
+                "num_devices",
+                "data_parallel",
+            ),
+        )
         for name in ("env_params", "eval_env_params"):
             for key, value in getattr(self, name).items():
                 if not isinstance(value, (int, float)) or not math.isfinite(value):
                     raise ValueError(f"{flag(name)} {key} must be a finite number, got {value}.")
         if len(self.env_options) % 2:
-            raise ValueError(f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}.")
+            raise ValueError(
+                f"--env-options takes KEY VALUE pairs, got {' '.join(self.env_options)}."
+            )
         if self.stop_plateau is not None and not self.eval_every:
-            raise ValueError(f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0.")
-        check_values(self, positive=("pbt_population", "pbt_interval"), nonnegative=("pbt_burn_in",),
-                     within={"pbt_fraction": "(0, 0.5]", "pbt_resample": "[0, 1]"})
+            raise ValueError(
+                f"--stop-plateau {self.stop_plateau} counts evaluations, but --eval-every is 0."
+            )
+        check_values(
+            self, positive=("pbt_population", "pbt_interval"), nonnegative=("pbt_burn_in",),
+            within={"pbt_fraction": "(0, 0.5]", "pbt_resample": "[0, 1]"},
+        )
         if self.pbt_perturb <= 1:
             raise ValueError(f"--pbt-perturb must be greater than 1, got {self.pbt_perturb}.")
         if self.pbt:
             self._check_pbt()
         if self.resume and self.config:
-            raise ValueError(f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}.")
+            raise ValueError(
+                f"--resume {self.resume} keeps the run's saved config; drop --config {self.config}."
+            )
 
     def _check_pbt(self) -> None:
         if not self.sweep:
-            raise ValueError("--pbt searches the --sweep fields: give at least one, e.g. --sweep learning_rate=log:1e-4:1e-2.")
+            raise ValueError(
+                "--pbt searches the --sweep fields: give at least one, e.g. --sweep"
+                " learning_rate=log:1e-4:1e-2."
+            )
         if self.sweep_mode == "loop":
-            raise ValueError("--pbt changes hyperparameters inside one program, so it cannot run with --sweep-mode loop.")
+            raise ValueError(
+                "--pbt changes hyperparameters inside one program, so it cannot run with"
+                " --sweep-mode loop."
+            )
         if int(self.pbt_population * self.pbt_fraction) < 1:
-            raise ValueError(f"--pbt-population {self.pbt_population} is too small for --pbt-fraction "
-                             f"{self.pbt_fraction:g}: truncation needs at least {math.ceil(1 / self.pbt_fraction)} members.")
-        if self.pbt_fitness == "eval" and (not self.eval_every or self.pbt_interval % self.eval_every):
-            raise ValueError(f"--pbt-fitness eval needs an evaluation within every interval: make --eval-every "
-                             f"({self.eval_every}) a divisor of --pbt-interval {self.pbt_interval}.")
+            raise ValueError(
+                f"--pbt-population {self.pbt_population} is too small for --pbt-fraction"
+                f" {self.pbt_fraction:g}: truncation needs at least"
+                f" {math.ceil(1 / self.pbt_fraction)} members."
+            )
+        if self.pbt_fitness == "eval" and (
+            not self.eval_every or self.pbt_interval % self.eval_every
+        ):
+            raise ValueError(
+                "--pbt-fitness eval needs an evaluation within every interval: make --eval-every "
+                f"({self.eval_every}) a divisor of --pbt-interval {self.pbt_interval}."
+            )
 
     @property
     def eval_metric(self) -> str:
@@ -168,10 +209,17 @@ class RunConfig:
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
 # What each run setting touches, declared here once; every consumer reads these sets.
-LAUNCH_FIELDS = frozenset({"config", "resume"})  # how a run was started, not what it is: not in config.json
-OUTPUT_FIELDS = frozenset({"out_dir", "wandb_mode", "wandb_project", "compile_cache", "checkpoint_every", "distributed"})
-STOP_FIELDS = frozenset({"stop_return", "stop_minutes", "stop_plateau", "eval_policy"})  # read between chunks
-# The compiled program is the same whatever these are (common/harness/programs.py's key leaves them out).
+LAUNCH_FIELDS = frozenset(
+    {"config", "resume"}
+)  # how a run was started, not what it is: not in config.json
+OUTPUT_FIELDS = frozenset(
+    {"out_dir", "wandb_mode", "wandb_project", "compile_cache", "checkpoint_every", "distributed"}
+)
+STOP_FIELDS = frozenset(
+    {"stop_return", "stop_minutes", "stop_plateau", "eval_policy"}
+)  # read between chunks
+# The compiled program is the same whatever these are (common/harness/programs.py's key leaves them
+# out).
 NOT_IN_PROGRAM = LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS | {"seed"}
 # --resume may change these: they change nothing a run computes (total_timesteps may only grow).
 RESUMABLE = LAUNCH_FIELDS | OUTPUT_FIELDS | STOP_FIELDS | {"log_every", "total_timesteps"}
@@ -192,8 +240,10 @@ class Job:
 
     def __post_init__(self):
         if self.config.total_timesteps == 0 and not self.run.has_stop_condition:
-            raise ValueError("--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
-                             "--stop-minutes or --stop-plateau too.")
+            raise ValueError(
+                "--total-timesteps 0 trains until a stop condition holds: give --stop-return, "
+                "--stop-minutes or --stop-plateau too."
+            )
 
     def __getattr__(self, name: str) -> Any:  # called only for names Job does not have itself
         if name.startswith("__"):  # copy and pickle probe these before the fields exist
@@ -222,9 +272,13 @@ def compose(module: Any, env: str | None = None, recipe: str = "auto", **values:
     alike) over both. ValueError or TypeError for a bad value."""
     env = env or module.Config.__dataclass_fields__["env"].default
     name = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])
-    applied = recipes.lookup(name, env, recipe)[1]  # looked up once: its hyperparameters and run settings
+    applied = recipes.lookup(name, env, recipe)[
+        1
+    ]  # looked up once: its hyperparameters and run settings
     hyper = {k: v for k, v in {**applied, **values}.items() if k not in RUN_FIELDS}
-    config = module.default_config(env, recipe="none", **hyper)  # presets, then the recipe's, then values
+    config = module.default_config(
+        env, recipe="none", **hyper
+    )  # presets, then the recipe's, then values
     by_preset = getattr(module, "RUN_DEFAULTS", {})
     settings = {**by_preset.get(None, {}), **by_preset.get(suites.preset_name(env), {}),
                 **{k: v for k, v in {**applied, **values}.items() if k in RUN_FIELDS}}

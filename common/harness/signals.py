@@ -42,7 +42,9 @@ class Signals:
     NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
     def __init__(self, say: Callable[[str], None] = print, training: bool = False):
-        self.received, self.say, self.training, self.previous, self.announced = None, say, training, {}, False
+        self.received, self.say, self.training, self.previous, self.announced = (
+            None, say, training, {}, False,
+        )
 
     def __enter__(self):
         if threading_is_main():
@@ -50,7 +52,9 @@ class Signals:
                 self.previous[sig] = signal.signal(sig, self._handle)
         return self
 
-    def _handle(self, sig, frame):  # record only: no raising, no printing (the main thread may be inside print())
+    def _handle(
+        self, sig, frame
+    ):  # record only: no raising, no printing (the main thread may be inside print())
         if self.received is not None:
             os._exit(128 + sig)  # the second one: leave now (the last checkpoint stays)
         self.received = sig
@@ -64,8 +68,10 @@ class Signals:
         """Say once, between chunks, that a signal arrived."""
         if self.received is not None and not self.announced:
             self.announced = True
-            self.say(f"{self.NAMES[self.received]}: finishing the chunk in flight, then checkpointing "
-                     f"(press again to quit at once)…")
+            self.say(
+                f"{self.NAMES[self.received]}: finishing the chunk in flight, then checkpointing "
+                "(press again to quit at once)…"
+            )
 
     def __exit__(self, *exc):
         from scanrl.common import harness
@@ -73,7 +79,9 @@ class Signals:
         for sig, handler in self.previous.items():
             # quiet_start's "before training started" would be false now: the run is over and
             # the process only exits, so a late signal is ignored instead
-            signal.signal(sig, signal.SIG_IGN if handler is harness.QUIET_HANDLER is not None else handler)
+            signal.signal(
+                sig, signal.SIG_IGN if handler is harness.QUIET_HANDLER is not None else handler
+            )
 
 
 _WORKING: list[threading.Event] = []  # set when its work has returned (see interruptible)
@@ -113,12 +121,18 @@ def interruptible(work: Callable[[], Any], signals: Signals | None = None) -> An
 def stop_before_training(sig: int) -> typing.NoReturn:
     """The one line and the exit code of a run interrupted before it trained."""
     console.COMPILING.stop()
-    print(f"{Signals.NAMES.get(sig, 'signal')} before training started: stopped, nothing was written.", flush=True)
+    print(
+        f"{Signals.NAMES.get(sig, 'signal')} before training started: stopped, nothing was"
+        " written.",
+        flush=True,
+    )
     sys.stderr.flush()
     code = 128 + sig
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     if any(not finished.is_set() for finished in _WORKING) and main_file:
-        os._exit(code)  # the worker still traces or compiles (in C++): a normal exit would wait for it or crash
+        os._exit(
+            code
+        )  # the worker still traces or compiles (in C++): a normal exit would wait for it or crash
     raise SystemExit(code)
 
 

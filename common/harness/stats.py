@@ -50,15 +50,24 @@ from scanrl.common.suites import suite_of
 from scanrl.common.harness.configs import Run
 
 CONFIDENCE = 0.95
-REPS = 10_000  # bootstrap resamples for intervals of aggregates (rliable's own default is 50,000: 5x the time)
+# bootstrap resamples for intervals of aggregates (rliable's own default is 50,000: 5x the time)
+REPS = 10_000
 PROFILE_REPS = 2_000  # for performance profiles: rliable's default
 SEED = 0
 AGGREGATES = ("IQM", "mean", "median", "optimality gap")
 METRICS = {
-    "return": "final return: the mean training-episode return over the last 10% of updates, per seed",
-    "eval_return": "last evaluation: the deterministic policy's mean return over --eval-episodes episodes, per seed",
+    "return": (
+        "final return: the mean training-episode return over the last 10% of updates, per seed"
+    ),
+    "eval_return": (
+        "last evaluation: the deterministic policy's mean return over --eval-episodes episodes, per"
+        " seed"
+    ),
 }
-LAYOUT = '{suite: {task: {algo: {"seed_<s>": {"absolute_metrics": {metric: [score]}, "step_<k>": {...}}}}}}'
+LAYOUT = (
+    '{suite: {task: {algo: {"seed_<s>": {"absolute_metrics": {metric: [score]}, "step_<k>":'
+    ' {...}}}}}}'
+)
 CURVE_POINTS = 20  # step_k entries of a results file when a run did not evaluate
 
 
@@ -98,7 +107,8 @@ def differ_widely(a: float, b: float) -> bool:
 # ---------------------------------------------------------------------------------------------
 def _rliable():
     """rliable's metrics, imported on first use (with scipy.stats: about a second). Its library
-    module (arch, statsmodels, pandas: as long again) is not needed: the bootstrap is `_bootstrap`."""
+    module (arch, statsmodels, pandas: as long again) is not needed: the bootstrap is
+    `_bootstrap`."""
     from rliable import metrics
 
     return metrics
@@ -146,7 +156,9 @@ def aggregates(scores: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # rliable's stratified bootstrap, all resamples at once
 # ---------------------------------------------------------------------------------------------
-CHUNK = 1 << 21  # resampled scores held at once (16 MB of float64): 10,000 resamples of 200 runs x tasks
+CHUNK = (
+    1 << 21
+)  # resampled scores held at once (16 MB of float64): 10,000 resamples of 200 runs x tasks
 
 
 def _resamples(arrays: list[np.ndarray], reps: int):
@@ -205,12 +217,15 @@ def _improvement(sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
     for equal columns is what U gives them)."""
     from scipy.stats import mannwhitneyu
 
-    u = mannwhitneyu(sx, sy, axis=1, method="asymptotic").statistic  # U alone: the p-value's method is unused
+    u = mannwhitneyu(
+        sx, sy, axis=1, method="asymptotic"
+    ).statistic  # U alone: the p-value's method is unused
     return (u / (sx.shape[1] * sy.shape[1])).mean(axis=1)[:, None]
 
 
 def _profile(taus: np.ndarray):
-    """[k, runs, tasks] -> [k, T]: rliable's score_distributions (fraction of runs above each tau)."""
+    """[k, runs, tasks] -> [k, T]: rliable's score_distributions (fraction of runs above each
+    tau)."""
     def profile(s: np.ndarray) -> np.ndarray:
         flat = s.reshape(len(s), -1)
         # a loop over taus: [k, n, T] at once would hold T times the resamples
@@ -219,7 +234,9 @@ def _profile(taus: np.ndarray):
     return profile
 
 
-def interval_estimates(scores: dict[str, np.ndarray], reps: int = REPS, seed: int = SEED) -> dict[str, dict[str, Estimate]]:
+def interval_estimates(
+    scores: dict[str, np.ndarray], reps: int = REPS, seed: int = SEED
+) -> dict[str, dict[str, Estimate]]:
     """scores: name -> [runs, tasks]. Returns name -> {aggregate: Estimate} for AGGREGATES, each
     with its stratified-bootstrap 95% interval (rliable.library.get_interval_estimates'). Each
     name is bootstrapped with the same seed, so its interval does not depend on which other
@@ -262,7 +279,9 @@ def performance_profiles(scores: dict[str, np.ndarray], taus: np.ndarray, reps: 
     return profiles, intervals
 
 
-def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = REPS, seed: int = SEED) -> Estimate:
+def probability_of_improvement(
+    x: np.ndarray, y: np.ndarray, reps: int = REPS, seed: int = SEED
+) -> Estimate:
     """x: [runs_x, tasks], y: [runs_y, tasks] (the same tasks, in the same order) -> P(X > Y):
     per task the probability that a run of X scores above a run of Y (Mann-Whitney U / (n_x
     n_y), ties counting half), averaged over tasks; its interval resamples each array's runs
@@ -271,10 +290,15 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = REPS, s
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     with seeded(seed):
         interval = _bootstrap([x, y], _improvement, reps)
-    return Estimate(float(metrics.probability_of_improvement(x, y)), float(interval[0, 0]), float(interval[1, 0]))
+    return Estimate(
+        float(metrics.probability_of_improvement(x, y)), float(interval[0, 0]),
+        float(interval[1, 0]),
+    )
 
 
-PLAIN_EVERY = 2.0  # seconds between plain progress lines: a quick bootstrap says only when it starts and ends
+PLAIN_EVERY = (
+    2.0  # seconds between plain progress lines: a quick bootstrap says only when it starts and ends
+)
 
 
 class BootstrapProgress:
@@ -293,14 +317,20 @@ class BootstrapProgress:
         from scanrl.common.harness import console
 
         self.started = self._said = time.perf_counter()
-        print(console.fit([f"bootstrapping… {self.what}"]), flush=True)  # kept above the bar: it is wider
+        print(
+            console.fit([f"bootstrapping… {self.what}"]), flush=True
+        )  # kept above the bar: it is wider
         if console.interactive():
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                TimeElapsedColumn,
+            )
 
-            self._live = Progress(SpinnerColumn(), TextColumn("bootstrapping…"), BarColumn(bar_width=24),
-                                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
-                                  transient=True)
+            self._live = Progress(
+                SpinnerColumn(), TextColumn("bootstrapping…"), BarColumn(bar_width=24),
+                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                transient=True,
+            )
             self._task = self._live.add_task("", total=self.total)
             self._live.start()
         return self
@@ -312,8 +342,16 @@ class BootstrapProgress:
         if self._live is not None:
             self._live.update(self._task, completed=self.done, description=label)
         elif now - self._said >= PLAIN_EVERY:
-            print(console.fit([f"  bootstrapping {self.done + 1}/{self.total}", console.clock(now - self.started),
-                               label]), flush=True)
+            print(
+                console.fit(
+                    [
+                        f"  bootstrapping {self.done + 1}/{self.total}",
+                        console.clock(now - self.started),
+                        label,
+                    ]
+                ),
+                flush=True,
+            )
             self._said = now
         self.done += 1
 
@@ -349,73 +387,128 @@ class ReferencePoint(NamedTuple):
 
 def _measured(env: str, episodes: int, stderr: float, package: str = "gymnax 1.0.1") -> str:
     flag = "" if episodes == 1000 else f"--episodes {episodes} "
-    return (f"measured: `python benchmarks/reference/random_returns.py {flag}{env}` ({episodes:,} episodes of a uniform "
-            f"random policy, seed 0, standard error {stderr:.2f}; {package}, jax 0.10.2)")
+    return (
+        f"measured: `python benchmarks/reference/random_returns.py {flag}{env}` ({episodes:,}"
+        f" episodes of a uniform random policy, seed 0, standard error {stderr:.2f}; {package}, jax"
+        " 0.10.2)"
+    )
 
 
 # gymnax's README (the package description of gymnax 1.0.1) lists, per environment, the return
 # of the trained agent it links in gymnax-blines ("Ckpt (Return)" column).
-GYMNAX_README = ("gymnax 1.0.1 README, environment table, 'Ckpt (Return)' column: the return of the trained {agent} "
-                 "agent gymnax-blines publishes for this env (R: {r})")
+GYMNAX_README = (
+    "gymnax 1.0.1 README, environment table, 'Ckpt (Return)' column: the return of the trained"
+    " {agent} agent gymnax-blines publishes for this env (R: {r})"
+)
 
 REFERENCE_POINTS: dict[str, ReferencePoint] = {
     "CartPole-v1": ReferencePoint(
-        22.75, 500.0, _measured("CartPole-v1", 1000, 0.40),
-        GYMNAX_README.format(agent="PPO/ES", r=500) + "; also the maximum: reward 1 per step, episodes cut at 500 steps"),
+        22.75,
+        500.0,
+        _measured("CartPole-v1", 1000, 0.40),
+        GYMNAX_README.format(agent="PPO/ES", r=500)
+        + "; also the maximum: reward 1 per step, episodes cut at 500 steps",
+    ),
     "Acrobot-v1": ReferencePoint(
-        -499.22, -80.0, _measured("Acrobot-v1", 1000, 0.25), GYMNAX_README.format(agent="PPO/ES", r=-80)),
+        -499.22, -80.0, _measured("Acrobot-v1", 1000, 0.25),
+        GYMNAX_README.format(agent="PPO/ES", r=-80),
+    ),
     "MountainCar-v0": ReferencePoint(
-        -200.0, -118.0, _measured("MountainCar-v0", 1000, 0.0), GYMNAX_README.format(agent="PPO/ES", r=-118)),
+        -200.0, -118.0, _measured("MountainCar-v0", 1000, 0.0),
+        GYMNAX_README.format(agent="PPO/ES", r=-118),
+    ),
     "Pendulum-v1": ReferencePoint(
-        -1222.95, -130.0, _measured("Pendulum-v1", 1000, 9.15), GYMNAX_README.format(agent="PPO/ES", r=-130)),
+        -1222.95, -130.0, _measured("Pendulum-v1", 1000, 9.15),
+        GYMNAX_README.format(agent="PPO/ES", r=-130),
+    ),
     "MountainCarContinuous-v0": ReferencePoint(
-        -32.98, 92.0, _measured("MountainCarContinuous-v0", 1000, 0.18), GYMNAX_README.format(agent="PPO/ES", r=92)),
+        -32.98, 92.0, _measured("MountainCarContinuous-v0", 1000, 0.18),
+        GYMNAX_README.format(agent="PPO/ES", r=92),
+    ),
     "Catch-bsuite": ReferencePoint(
-        -0.64, 1.0, _measured("Catch-bsuite", 1000, 0.02),
-        GYMNAX_README.format(agent="PPO/ES", r=1) + "; also the maximum: +1 for the one ball of an episode caught"),
+        -0.64,
+        1.0,
+        _measured("Catch-bsuite", 1000, 0.02),
+        GYMNAX_README.format(agent="PPO/ES", r=1)
+        + "; also the maximum: +1 for the one ball of an episode caught",
+    ),
     "Breakout-MinAtar": ReferencePoint(
-        0.43, 28.0, _measured("Breakout-MinAtar", 1000, 0.02), GYMNAX_README.format(agent="PPO", r=28)),
+        0.43, 28.0, _measured("Breakout-MinAtar", 1000, 0.02),
+        GYMNAX_README.format(agent="PPO", r=28),
+    ),
     "SpaceInvaders-MinAtar": ReferencePoint(
-        4.18, 131.0, _measured("SpaceInvaders-MinAtar", 1000, 0.10), GYMNAX_README.format(agent="PPO", r=131)),
+        4.18, 131.0, _measured("SpaceInvaders-MinAtar", 1000, 0.10),
+        GYMNAX_README.format(agent="PPO", r=131),
+    ),
     "Asterix-MinAtar": ReferencePoint(
-        0.47, 15.0, _measured("Asterix-MinAtar", 1000, 0.03), GYMNAX_README.format(agent="PPO", r=15)),
+        0.47, 15.0, _measured("Asterix-MinAtar", 1000, 0.03),
+        GYMNAX_README.format(agent="PPO", r=15),
+    ),
     "Freeway-MinAtar": ReferencePoint(
-        0.41, 58.0, _measured("Freeway-MinAtar", 1000, 0.02), GYMNAX_README.format(agent="PPO", r=58)),
+        0.41, 58.0, _measured("Freeway-MinAtar", 1000, 0.02),
+        GYMNAX_README.format(agent="PPO", r=58),
+    ),
     "brax/inverted_pendulum": ReferencePoint(
-        5.78, 1000.0, _measured("brax/inverted_pendulum", 1000, 0.10) + ", brax 0.14.2",
-        "the maximum: reward 1 per step while the pole stays up (brax/envs/inverted_pendulum.py), 1000-step episodes "
-        "(common/suites/brax.py); Brax's own SAC trainer and scanrl's PPO and SAC reach it (benchmarks/HISTORY.md, 2026-11-25)"),
+        5.78,
+        1000.0,
+        _measured("brax/inverted_pendulum", 1000, 0.10) + ", brax 0.14.2",
+        "the maximum: reward 1 per step while the pole stays up (brax/envs/inverted_pendulum.py),"
+        " 1000-step episodes (common/suites/brax.py); Brax's own SAC trainer and scanrl's PPO and"
+        " SAC reach it (benchmarks/HISTORY.md, 2026-11-25)",
+    ),
     # The suites' own baselines publish curves, not numbers, for these envs: the reference is the
     # maximum return, from each env's reward
     "navix/Navix-Empty-5x5-v0": ReferencePoint(
-        0.41, 1.0, _measured("navix/Navix-Empty-5x5-v0", 1000, 0.02, "navix 0.7.4"),
-        "the maximum: reward 1 on reaching the goal, 0 otherwise (navix rewards.on_goal_reached), which ends the episode"),
+        0.41,
+        1.0,
+        _measured("navix/Navix-Empty-5x5-v0", 1000, 0.02, "navix 0.7.4"),
+        "the maximum: reward 1 on reaching the goal, 0 otherwise (navix rewards.on_goal_reached),"
+        " which ends the episode",
+    ),
     "xminigrid/MiniGrid-Empty-5x5": ReferencePoint(
-        0.24, 0.955, _measured("xminigrid/MiniGrid-Empty-5x5", 1000, 0.01, "xminigrid 0.9.3"),
-        "the maximum: reward 1 - 0.9 * steps / 100 at the goal (xminigrid/environment.py), reached in 5 steps at the "
-        "fewest from its fixed start"),
+        0.24,
+        0.955,
+        _measured("xminigrid/MiniGrid-Empty-5x5", 1000, 0.01, "xminigrid 0.9.3"),
+        "the maximum: reward 1 - 0.9 * steps / 100 at the goal (xminigrid/environment.py), reached"
+        " in 5 steps at the fewest from its fixed start",
+    ),
     "jumanji/Snake-v1": ReferencePoint(
-        6.17, 143.0, _measured("jumanji/Snake-v1", 1000, 0.06, "jumanji 1.1.2"),
-        "the maximum: reward 1 per fruit on the 12 x 12 board, where a snake of length 1 can eat 143 before it fills it "
-        "(jumanji's Snake defaults); Jumanji's A2C baseline publishes curves only"),
+        6.17,
+        143.0,
+        _measured("jumanji/Snake-v1", 1000, 0.06, "jumanji 1.1.2"),
+        "the maximum: reward 1 per fruit on the 12 x 12 board, where a snake of length 1 can eat"
+        " 143 before it fills it (jumanji's Snake defaults); Jumanji's A2C baseline publishes"
+        " curves only",
+    ),
     "craftax/Craftax-Classic-Symbolic-v1": ReferencePoint(
-        1.57, 22.0, _measured("craftax/Craftax-Classic-Symbolic-v1", 1000, 0.04, "craftax 1.6.1"),
-        "the maximum: +1 per achievement, 22 of them, and +-0.1 per health point gained or lost, which nets at most 0 "
-        "from full health; the Craftax paper (arXiv:2402.16801) reports PPO at about 90% of it after 1e9 steps"),
+        1.57,
+        22.0,
+        _measured("craftax/Craftax-Classic-Symbolic-v1", 1000, 0.04, "craftax 1.6.1"),
+        "the maximum: +1 per achievement, 22 of them, and +-0.1 per health point gained or lost,"
+        " which nets at most 0 from full health; the Craftax paper (arXiv:2402.16801) reports PPO"
+        " at about 90% of it after 1e9 steps",
+    ),
     "playground/CartpoleBalance": ReferencePoint(
-        358.16, 1000.0, _measured("playground/CartpoleBalance", 1000, 1.73, "playground 0.2.0"),
-        "the maximum: a reward of at most 1 per step (DM Control's upright x centred x small control x small "
-        "velocity) over 1000-step episodes"),
+        358.16,
+        1000.0,
+        _measured("playground/CartpoleBalance", 1000, 1.73, "playground 0.2.0"),
+        "the maximum: a reward of at most 1 per step (DM Control's upright x centred x small"
+        " control x small velocity) over 1000-step episodes",
+    ),
 }
 
 
-def reference_point(env: str, points: dict[str, ReferencePoint] | None = None) -> ReferencePoint | None:
+def reference_point(
+    env: str, points: dict[str, ReferencePoint] | None = None
+) -> ReferencePoint | None:
     """The env's reference points (a bare gymnax id or `gymnax/ID` alike), or None."""
     points = REFERENCE_POINTS if points is None else points
     return points.get(env.removeprefix("gymnax/"))
 
 
-def normalise(scores: np.ndarray, env: str, points: dict[str, ReferencePoint] | None = None) -> np.ndarray:
+def normalise(
+    scores: np.ndarray, env: str, points: dict[str, ReferencePoint] | None = None
+) -> np.ndarray:
     """Scores of `env` -> (score - random) / (reference - random): 0 is the random policy, 1 the
     reference. ValueError when the env has no reference points."""
     p = reference_point(env, points)
@@ -440,18 +533,32 @@ def run_scores(run_dir: str | Path) -> dict[str, Any]:
     returns, evals = run.metrics["episode_return"], run.metrics.get("eval_return")
     evaluated = np.zeros(0, int) if evals is None else np.nonzero(~np.isnan(evals).all(axis=0))[0]
     # The curve's points: after each evaluation, else CURVE_POINTS even stretches of the updates
-    ends = evaluated + 1 if evaluated.size else \
-        np.unique(np.linspace(0, returns.shape[1], min(CURVE_POINTS, returns.shape[1]) + 1).astype(int))[1:]
+    ends = (
+        evaluated + 1
+        if evaluated.size
+        else np.unique(
+            np.linspace(0, returns.shape[1], min(CURVE_POINTS, returns.shape[1]) + 1).astype(int)
+        )[1:]
+    )
     curve, start = [], 0
     for end in ends:
-        point = {"return": nanmean(returns[:, start:end], axis=1)}  # the training return since the last point
+        point = {
+            "return": nanmean(returns[:, start:end], axis=1)
+        }  # the training return since the last point
         if end - 1 in evaluated:
             point["eval_return"] = evals[:, end - 1]
         curve.append((int(round(run.steps(end))), point))
         start = end
     first = int(run.config.get("seed", 0))
-    return {"algo": s["algo"], "env": s["env"], "seeds": list(range(first, first + s["num_seeds"])), "return": final,
-            "eval_return": evals[:, evaluated[-1]] if evaluated.size else None, "curve": curve, "summary": s}
+    return {
+        "algo": s["algo"],
+        "env": s["env"],
+        "seeds": list(range(first, first + s["num_seeds"])),
+        "return": final,
+        "eval_return": evals[:, evaluated[-1]] if evaluated.size else None,
+        "curve": curve,
+        "summary": s,
+    }
 
 
 def join_env(suite: str, task: str) -> str:
@@ -472,10 +579,15 @@ def results_from_runs(runs: list[dict[str, Any]]) -> dict:
         for i, seed in enumerate(r["seeds"]):
             entry = {}
             for k, (steps, point) in enumerate(r["curve"]):
-                entry[f"step_{k}"] = {"step_count": steps, **{m: [finite_or_none(float(v[i]))] for m, v in point.items()}}
+                entry[f"step_{k}"] = {
+                    "step_count": steps,
+                    **{m: [finite_or_none(float(v[i]))] for m, v in point.items()},
+                }
             entry["absolute_metrics"] = {"return": [finite_or_none(float(r["return"][i]))]}
             if r["eval_return"] is not None:
-                entry["absolute_metrics"]["eval_return"] = [finite_or_none(float(r["eval_return"][i]))]
+                entry["absolute_metrics"]["eval_return"] = [
+                    finite_or_none(float(r["eval_return"][i]))
+                ]
             cell[f"seed_{seed}"] = entry
     return out
 
@@ -491,7 +603,9 @@ def load_results(path: str | Path) -> dict:
     try:
         results = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path} is not a readable results file ({type(e).__name__}: {str(e).splitlines()[0]}).") from None
+        raise ValueError(
+            f"{path} is not a readable results file ({type(e).__name__}: {str(e).splitlines()[0]})."
+        ) from None
     try:
         for tasks in results.values():
             for algos in tasks.values():
@@ -511,13 +625,19 @@ def cell_scores(results: dict, metric: str = "return") -> dict[tuple[str, str], 
     for suite, tasks in results.items():
         for task, algos in tasks.items():
             for algo, runs in algos.items():
-                values = [(run["absolute_metrics"].get(metric) or [None])[0] for run in runs.values()]
-                out[(algo, join_env(suite, task))] = np.array([np.nan if v is None else v for v in values], np.float64)
+                values = [
+                    (run["absolute_metrics"].get(metric) or [None])[0] for run in runs.values()
+                ]
+                out[(algo, join_env(suite, task))] = np.array(
+                    [np.nan if v is None else v for v in values], np.float64
+                )
     return out
 
 
-def score_dict(results: dict, metric: str = "return", normalised: bool = True,
-               points: dict[str, ReferencePoint] | None = None) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+def score_dict(
+    results: dict, metric: str = "return", normalised: bool = True,
+    points: dict[str, ReferencePoint] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
     """A results file's scores as rliable's input: ({algo: [runs, tasks]}, {algo: [env ids of
     its columns]}), envs in sorted order. `normalised`: each column normalised by its env's
     reference points; envs without points are left out. ValueError when an algorithm's
@@ -539,8 +659,10 @@ def stacked(columns: dict[str, np.ndarray], name: str) -> np.ndarray:
     counts = {env: x.size for env, x in columns.items()}
     if len(set(counts.values())) > 1:
         shown = ", ".join(f"{env}: {n}" for env, n in counts.items())
-        raise ValueError(f"{name} has different numbers of runs per env ({shown}); rliable's [runs, tasks] array "
-                         f"needs the same number in every env.")
+        raise ValueError(
+            f"{name} has different numbers of runs per env ({shown}); rliable's [runs, tasks] array"
+            " needs the same number in every env."
+        )
     return np.stack(list(columns.values()), axis=1)
 
 
@@ -560,8 +682,10 @@ def group_scores(items: list[str | Path], metric: str = "return") -> dict[str, n
             r = run_scores(path)
             x = r[metric]
             if x is None:
-                raise ValueError(f"{item} never evaluated, so it has no eval_return; compare its final return "
-                                 f"(--metric episode_return) instead.")
+                raise ValueError(
+                    f"{item} never evaluated, so it has no eval_return; compare its final return "
+                    "(--metric episode_return) instead."
+                )
             pooled.setdefault(r["env"], []).append(x)
             continue
         if not Path(path).is_file():
@@ -569,9 +693,14 @@ def group_scores(items: list[str | Path], metric: str = "return") -> dict[str, n
         cells = cell_scores(load_results(path), metric)
         names = sorted({a for a, _ in cells})
         if algo and algo not in names:
-            raise ValueError(f"{item}: {path} has no algorithm {algo!r} (it has {', '.join(names)}).")
+            raise ValueError(
+                f"{item}: {path} has no algorithm {algo!r} (it has {', '.join(names)})."
+            )
         if not algo and len(names) > 1:
-            raise ValueError(f"{item} holds several algorithms ({', '.join(names)}); name one as {path}:{names[0]}.")
+            raise ValueError(
+                f"{item} holds several algorithms ({', '.join(names)}); name one as"
+                f" {path}:{names[0]}."
+            )
         for (a, env), x in cells.items():
             if a == (algo or names[0]):
                 pooled.setdefault(env, []).append(x)
@@ -582,8 +711,10 @@ def _matrix(group: dict[str, np.ndarray], name: str) -> np.ndarray:
     """env -> [runs] as [runs, tasks]; ValueError for missing scores or unequal run counts."""
     for env, x in group.items():
         if np.isnan(x).any():
-            raise ValueError(f"{name} has runs without a score on {env} (no episode ended in their last 10% of "
-                             f"updates, or no evaluation); compare the other metric or leave those runs out.")
+            raise ValueError(
+                f"{name} has runs without a score on {env} (no episode ended in their last 10% of "
+                "updates, or no evaluation); compare the other metric or leave those runs out."
+            )
     return stacked(group, name)
 
 
@@ -597,7 +728,9 @@ class Comparison:
     a: np.ndarray
     b: np.ndarray
     improvement: Estimate  # P(A > B)
-    iqm: dict[str, Estimate] | None  # "A", "B"; None for raw scores of several envs (different scales)
+    iqm: (
+        dict[str, Estimate] | None
+    )  # "A", "B"; None for raw scores of several envs (different scales)
     taus: np.ndarray
     profiles: dict[str, np.ndarray]  # "A", "B" -> [T]
     profile_intervals: dict[str, np.ndarray]  # "A", "B" -> [2, T]
@@ -613,13 +746,17 @@ class Comparison:
         if self.iqm is not None:
             out += [f"  IQM of A = {self.iqm['A']}", f"  IQM of B = {self.iqm['B']}"]
         else:
-            out.append("  IQM: not computed (raw scores of several envs have different scales; give every env "
-                       "reference points to compare normalised scores)")
+            out.append(
+                "  IQM: not computed (raw scores of several envs have different scales; give every"
+                " env reference points to compare normalised scores)"
+            )
         return out
 
 
-def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "return", reps: int = REPS,
-                   seed: int = SEED, progress: bool = False) -> Comparison:
+def compare_groups(
+    a: list[str | Path], b: list[str | Path], metric: str = "return", reps: int = REPS,
+    seed: int = SEED, progress: bool = False,
+) -> Comparison:
     """Group A (run folders and/or results files) against group B on the same envs: the
     probability of improvement P(A > B), the IQM of each group and their performance profiles,
     each with 95% intervals. Scores are normalised when every env has reference points.
@@ -629,8 +766,10 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
         raise ValueError(f"--metric {metric}: the comparison reads {' or '.join(METRICS)}.")
     ga, gb = group_scores(a, metric), group_scores(b, metric)
     if set(ga) != set(gb):
-        raise ValueError(f"the groups ran different envs (A: {', '.join(ga)}; B: {', '.join(gb)}); compare them on the "
-                         f"same envs.")
+        raise ValueError(
+            f"the groups ran different envs (A: {', '.join(ga)}; B: {', '.join(gb)}); compare them"
+            " on the same envs."
+        )
     tasks = list(ga)
     normalised = all(reference_point(env) is not None for env in tasks)
     if normalised:
@@ -638,8 +777,10 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
         gb = {env: normalise(x, env) for env, x in gb.items()}
     xa, xb = _matrix(ga, "group A"), _matrix(gb, "group B")
     iqm, with_iqm = None, normalised or len(tasks) == 1
-    what = (f"P(A > B){', IQMs' if with_iqm else ''} and performance profiles of {xa.shape[0]} and {xb.shape[0]} "
-            f"runs x {len(tasks)} env{'s' if len(tasks) > 1 else ''}, {reps:,} resamples")
+    what = (
+        f"P(A > B){', IQMs' if with_iqm else ''} and performance profiles of {xa.shape[0]} and"
+        f" {xb.shape[0]} runs x {len(tasks)} env{'s' if len(tasks) > 1 else ''}, {reps:,} resamples"
+    )
     with BootstrapProgress(what, 2 + with_iqm) if progress else contextlib.nullcontext() as shown:
         step = shown.step if shown else lambda label: None
         step("P(A > B)")
@@ -651,7 +792,9 @@ def compare_groups(a: list[str | Path], b: list[str | Path], metric: str = "retu
         step("performance profiles")
         taus = profile_taus({"A": xa, "B": xb})
         profiles, intervals = performance_profiles({"A": xa, "B": xb}, taus, seed=seed)
-    return Comparison(tasks, normalised, xa, xb, improvement, iqm, taus, profiles, intervals, metric)
+    return Comparison(
+        tasks, normalised, xa, xb, improvement, iqm, taus, profiles, intervals, metric
+    )
 
 
 def draw_interval(ax, y: float, e: Estimate, color: str) -> None:
@@ -661,7 +804,9 @@ def draw_interval(ax, y: float, e: Estimate, color: str) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
-def draw_profile(ax, taus: np.ndarray, profile: np.ndarray, interval: np.ndarray, label: str, color: str) -> None:
+def draw_profile(
+    ax, taus: np.ndarray, profile: np.ndarray, interval: np.ndarray, label: str, color: str
+) -> None:
     """A performance profile ([T] over taus [T]) as a line, its interval ([2, T]) as a band."""
     ax.plot(taus, profile, color=color, lw=1.8, label=label)
     ax.fill_between(taus, interval[0], interval[1], color=color, alpha=0.2, lw=0)

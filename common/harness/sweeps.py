@@ -7,9 +7,9 @@ pair is one row of the device mesh's seed axis, config-major: row `c * num_seeds
 config c with seed key `seed + s`, so it computes what the single run of that config and
 seed computes. The swept values enter the program as arrays: `make_algorithm` builds the
 pieces from a `Swept` view of the Config whose swept fields are traced scalars (the Config
-itself is never changed), so one compile serves every config. A field that sets shapes or Python control flow (sizes, booleans, a branch on the
-value) cannot: it is refused with one sentence, or run one program per config with
-`--sweep-mode loop`.
+itself is never changed), so one compile serves every config. A field that sets shapes or Python
+control flow (sizes, booleans, a branch on the value) cannot: it is refused with one sentence, or
+run one program per config with `--sweep-mode loop`.
 
 What a sweep's run folder adds (`sweep.json`, `best_config.json`, `sweep.png`) is written by
 common/harness/reports.py; `metrics.npz` is `[configs, seeds, updates]`.
@@ -34,8 +34,11 @@ class Sweep:
     """The swept fields' values, one entry per config: values[name] has shape [configs]."""
 
     values: dict[str, np.ndarray]
-    log_fields: frozenset[str]  # drawn log-uniformly, or a grid of 3+ values spanning 10x or more: log axis in sweep.png
-    # where each field's values come from: ("grid", values), ("log", low, high) or ("uniform", low, high)
+    log_fields: frozenset[
+        str
+    ]  # drawn log-uniformly, or a grid of 3+ values spanning 10x or more: log axis in sweep.png
+    # where each field's values come from: ("grid", values), ("log", low, high) or ("uniform", low,
+    # high)
     space: dict[str, tuple] = dataclasses.field(default_factory=dict)
 
     @property
@@ -43,7 +46,9 @@ class Sweep:
         return len(next(iter(self.values.values())))
 
     def config_values(self, c: int) -> dict[str, Any]:
-        return {k: v[c].item() if isinstance(v[c], np.generic) else v[c] for k, v in self.values.items()}
+        return {
+            k: v[c].item() if isinstance(v[c], np.generic) else v[c] for k, v in self.values.items()
+        }
 
 
 def _grid_value(text: str, hint: Any, spec: str) -> Any:
@@ -75,7 +80,10 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
         name, sep, text = spec.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or not text:
-            raise ValueError(f"--sweep {spec}: write FIELD=V1,V2,... or FIELD=log:LOW:HIGH or FIELD=uniform:LOW:HIGH.")
+            raise ValueError(
+                f"--sweep {spec}: write FIELD=V1,V2,... or FIELD=log:LOW:HIGH or"
+                " FIELD=uniform:LOW:HIGH."
+            )
         hint = check_field(config, name, spec, loop)
         if name in grid or name in random_fields:
             raise ValueError(f"--sweep {spec}: {name} is swept twice.")
@@ -87,10 +95,15 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
                 assert len(parts) == 3 and math.isfinite(low) and math.isfinite(high) and low < high
                 assert kind == "uniform" or low > 0
             except (AssertionError, IndexError, ValueError):
-                raise ValueError(f"--sweep {spec}: {kind}:LOW:HIGH needs two finite numbers with LOW < HIGH"
-                                 f"{' and LOW > 0' if kind == 'log' else ''}.") from None
+                raise ValueError(
+                    f"--sweep {spec}: {kind}:LOW:HIGH needs two finite numbers with LOW < HIGH"
+                    f"{' and LOW > 0' if kind == 'log' else ''}."
+                ) from None
             if not _is_float(hint):
-                raise ValueError(f"--sweep {spec}: random search draws real numbers; list {name}'s values instead.")
+                raise ValueError(
+                    f"--sweep {spec}: random search draws real numbers; list {name}'s values"
+                    " instead."
+                )
             random_fields[name] = (kind, low, high)
         elif loop and not _is_float(hint):
             grid[name] = [_grid_value(v.strip(), hint, spec) for v in text.split(",") if v.strip()]
@@ -99,21 +112,29 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
                 values = [float(v) for v in text.split(",") if v.strip()]
                 assert values and all(math.isfinite(v) for v in values)
             except (AssertionError, ValueError):
-                raise ValueError(f"--sweep {spec}: the values must be finite numbers separated by commas.") from None
+                raise ValueError(
+                    f"--sweep {spec}: the values must be finite numbers separated by commas."
+                ) from None
             grid[name] = values
     if random_fields and samples < 1:
         raise ValueError(f"--sweep-samples must be at least 1 for random search, got {samples}.")
     combos = [dict(zip(grid, point)) for point in itertools.product(*grid.values())] or [{}]
     if population:  # the sweep's rows with population / grid points draws each
         if population % len(combos):
-            raise ValueError(f"--pbt-population {population} is not a multiple of the --sweep grid's {len(combos)} "
-                             f"points; each point starts the same number of members.")
+            raise ValueError(
+                f"--pbt-population {population} is not a multiple of the --sweep grid's"
+                f" {len(combos)} points; each point starts the same number of members."
+            )
         samples = population // len(combos)
     rng = np.random.default_rng(seed)  # reproducible with --seed
     draws = {}
     for name, (kind, low, high) in random_fields.items():
         u = rng.uniform(size=samples)
-        draws[name] = np.exp(np.log(low) + u * (np.log(high) - np.log(low))) if kind == "log" else low + u * (high - low)
+        draws[name] = (
+            np.exp(np.log(low) + u * (np.log(high) - np.log(low)))
+            if kind == "log"
+            else low + u * (high - low)
+        )
     rows = [{**combo, **{k: float(d[i]) for k, d in draws.items()}} for combo in combos
             for i in range(samples if random_fields or population else 1)]
     if population:
@@ -122,7 +143,9 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
                 try:
                     dataclasses.replace(config, **{name: bound})
                 except ValueError as e:
-                    raise ValueError(f"--sweep {name}={kind}:{low:g}:{high:g}: the bound {bound:g} fails: {e}") from None
+                    raise ValueError(
+                        f"--sweep {name}={kind}:{low:g}:{high:g}: the bound {bound:g} fails: {e}"
+                    ) from None
     values = {}
     for k in rows[0]:
         column = [r[k] for r in rows]
@@ -137,14 +160,22 @@ def parse(specs: tuple[str, ...], samples: int, seed: int, config: Any, loop: bo
         except ValueError as e:
             raise ValueError(f"--sweep: {e}") from None
     logs = {k for k, kind in random_fields.items() if kind[0] == "log"}
-    logs |= {k for k, v in grid.items() if len(v) > 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                          and x > 0 for x in v) and max(v) / min(v) >= 10}
+    logs |= {
+        k
+        for k, v in grid.items()
+        if len(v) > 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)
+        and max(v) / min(v) >= 10
+    }
     space = {**{k: ("grid", tuple(v)) for k, v in grid.items()}, **random_fields}
     return Sweep(values=values, log_fields=frozenset(logs), space=space)
 
 
 def _is_float(hint: Any) -> bool:
-    return hint is float or (typing.get_origin(hint) in (typing.Union, types.UnionType) and float in typing.get_args(hint))
+    return hint is float or (
+        typing.get_origin(hint) in (typing.Union, types.UnionType)
+        and float in typing.get_args(hint)
+    )
 
 
 def check_field(config: Any, name: str, spec: str, loop: bool = False) -> Any:
@@ -152,12 +183,20 @@ def check_field(config: Any, name: str, spec: str, loop: bool = False) -> Any:
     switches and names need --sweep-mode loop. The env id is never swept (presets follow it)."""
     fields = {f.name: f for f in dataclasses.fields(config)}
     if name not in fields:
-        raise ValueError(f"--sweep {spec}: {type(config).__module__.rsplit('.', 1)[-1]} has no hyperparameter {name}.")
+        raise ValueError(
+            f"--sweep {spec}: {type(config).__module__.rsplit('.', 1)[-1]} has no hyperparameter"
+            f" {name}."
+        )
     if name == "env":
-        raise ValueError(f"--sweep {spec}: the env id picks each algorithm's presets; start one sweep per env.")
+        raise ValueError(
+            f"--sweep {spec}: the env id picks each algorithm's presets; start one sweep per env."
+        )
     hint = typing.get_type_hints(type(config))[name]
     if not loop and not _is_float(hint):
-        why = {int: "sets array shapes or loop lengths (an integer)", bool: "switches parts of the program on or off"}
+        why = {
+            int: "sets array shapes or loop lengths (an integer)",
+            bool: "switches parts of the program on or off",
+        }
         reason = why.get(hint, "sets the program's structure")
         raise ValueError(f"--sweep {spec}: {name} {reason}, so it cannot vary inside one program; "
                          f"use --sweep-mode loop to run one program per value.")
@@ -178,8 +217,11 @@ def culprit(error: BaseException, names: list[str]) -> str:
 
 
 def structure_error(name_hint: str) -> str:
-    return (f"--sweep: a swept field ({name_hint}) drives Python control flow in make_algorithm (e.g. 0 turns a "
-            f"part off), so it cannot vary inside one program; use --sweep-mode loop to run one program per value.")
+    return (
+        f"--sweep: a swept field ({name_hint}) drives Python control flow in make_algorithm (e.g. 0"
+        " turns a part off), so it cannot vary inside one program; use --sweep-mode loop to run"
+        " one program per value."
+    )
 
 
 class Swept:

@@ -95,11 +95,19 @@ SUITES = {
 # gymnax's environments with Box actions (gymnax 1.0; tests/test_envs.py checks this against every
 # registered env). Read from here, not from a built env: gymnax's import computes arrays, which
 # starts JAX (and inside a trace, to avoid that, it would leave tracers in gymnax's modules).
-GYMNAX_BOX = frozenset({"Pendulum-v1", "MountainCarContinuous-v0", "PointRobot-misc", "Reacher-misc", "Swimmer-misc"})
+GYMNAX_BOX = frozenset(
+    {"Pendulum-v1", "MountainCarContinuous-v0", "PointRobot-misc", "Reacher-misc", "Swimmer-misc"}
+)
 # one environment of each, for messages that need an example
-EXAMPLES = {"gymnax": "CartPole-v1", "brax": "brax/ant", "craftax": "craftax/Craftax-Classic-Symbolic-v1",
-            "jumanji": "jumanji/Snake-v1", "navix": "navix/Navix-DoorKey-5x5-v0", "playground": "playground/CheetahRun",
-            "xminigrid": "xminigrid/XLand-MiniGrid-R1-9x9"}
+EXAMPLES = {
+    "gymnax": "CartPole-v1",
+    "brax": "brax/ant",
+    "craftax": "craftax/Craftax-Classic-Symbolic-v1",
+    "jumanji": "jumanji/Snake-v1",
+    "navix": "navix/Navix-DoorKey-5x5-v0",
+    "playground": "playground/CheetahRun",
+    "xminigrid": "xminigrid/XLand-MiniGrid-R1-9x9",
+}
 
 
 def registered_envs() -> list[str]:
@@ -113,15 +121,20 @@ def suite_of(env_id: str) -> tuple[str, str]:
 
 
 def adapter(env_id: str) -> types.ModuleType:
-    """The adapter module of a `SUITE/NAME` id (ValueError when the suite is unknown or not installed)."""
+    """The adapter module of a `SUITE/NAME` id (ValueError when the suite is unknown or not
+    installed)."""
     suite, _ = suite_of(env_id)
     if suite not in SUITES:
-        raise ValueError(f"--env {env_id!r}: unknown suite {suite!r}; the suites are gymnax (bare ids), "
-                         f"{', '.join(s + '/NAME' for s in SUITES)}.")
+        raise ValueError(
+            f"--env {env_id!r}: unknown suite {suite!r}; the suites are gymnax (bare ids), "
+            f"{', '.join(s + '/NAME' for s in SUITES)}."
+        )
     _, extra, package = SUITES[suite]
     if importlib.util.find_spec(package) is None:
-        raise ValueError(f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
-                         f"(from a clone: pip install -e \".[{extra}]\").")
+        raise ValueError(
+            f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
+            f"(from a clone: pip install -e \".[{extra}]\")."
+        )
     return import_adapter(suite)
 
 
@@ -137,8 +150,10 @@ def check_env_id(env_id: str) -> None:
     suite, name = suite_of(env_id)
     if not name.strip():  # before importing the suite (Brax's import alone can take a minute)
         example = EXAMPLES.get(suite, f"{suite}/NAME")
-        raise ValueError(f"--env {env_id!r} names no environment: give one after the slash, e.g. --env {example} "
-                         f"(--env {suite}/x lists {suite}'s names).")
+        raise ValueError(
+            f"--env {env_id!r} names no environment: give one after the slash, e.g. --env {example}"
+            f" (--env {suite}/x lists {suite}'s names)."
+        )
     known = registered_envs() if suite == "gymnax" else adapter(env_id).NAMES()
     if name in known:
         return
@@ -146,7 +161,9 @@ def check_env_id(env_id: str) -> None:
     prefix = "" if suite == "gymnax" and "/" not in env_id else f"{suite}/"
     hint = f" Did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
     if suite != "gymnax":
-        raise ValueError(f"--env {env_id!r} is not a {suite} environment.{hint} Its names: {', '.join(known)}.")
+        raise ValueError(
+            f"--env {env_id!r} is not a {suite} environment.{hint} Its names: {', '.join(known)}."
+        )
     raise ValueError(
         f"--env {env_id!r} is not a gymnax environment.{hint} "
         "All ids: python -c 'import gymnax; print(gymnax.registered_envs)'."
@@ -166,8 +183,10 @@ def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
     if options:
         module = None if suite == "gymnax" else adapter(env_id)
         if not has_adapter_hook(module, "OPTIONS"):
-            raise ValueError(f"--env-options {' '.join(f'{k} {v}' for k, v in options.items())}: {suite} environments "
-                             "take no options; Brax and MuJoCo Playground do.")
+            raise ValueError(
+                f"--env-options {' '.join(f'{k} {v}' for k, v in options.items())}: {suite}"
+                " environments take no options; Brax and MuJoCo Playground do."
+            )
         return module.make(name, options)
     return envs.gymnax().make(name) if suite == "gymnax" else adapter(env_id).make(name)
 

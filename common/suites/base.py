@@ -84,9 +84,13 @@ class RawStateEnv(environment.Environment):
         if not isinstance(obs, dict):
             return obs
         if not set(obs) <= {"state", "privileged_state"}:
-            raise ValueError(f"--env {self.name}: its observation has the parts {sorted(obs)}; scanrl takes one "
-                             "vector, or Playground's {state, privileged_state}.")
-        return jnp.concatenate([obs["state"], obs.get("privileged_state", obs["state"][..., :0])], axis=-1)
+            raise ValueError(
+                f"--env {self.name}: its observation has the parts {sorted(obs)}; scanrl takes one "
+                "vector, or Playground's {state, privileged_state}."
+            )
+        return jnp.concatenate(
+            [obs["state"], obs.get("privileged_state", obs["state"][..., :0])], axis=-1
+        )
 
     @functools.cached_property
     def policy_obs_size(self) -> int | None:
@@ -102,9 +106,14 @@ class RawStateEnv(environment.Environment):
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         # The raw step is deterministic, or draws from a key kept in its state: `key` is unused.
         raw = self.env.step(state.raw, action)
-        return self.vector(raw.obs), EnvState(raw=raw, time=state.time + 1), raw.reward, raw.done > 0.5, {}
+        return (
+            self.vector(raw.obs), EnvState(raw=raw, time=state.time + 1), raw.reward,
+            raw.done > 0.5, {},
+        )
 
-    def step(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams | None = None):
+    def step(
+        self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams | None = None
+    ):
         """gymnax's six values without the reset: the observation returned is the one reached."""
         params = self.default_params if params is None else params
         obs, state, reward, terminated, info = self.step_env(key, state, action, params)
@@ -124,7 +133,11 @@ class RawStateEnv(environment.Environment):
     def obs_shape(self) -> tuple[int, ...]:
         """From the shapes of an abstract reset: Brax's `observation_size` runs a real reset,
         un-jitted, every time it is read (14.5 s for ant on a 2-core CPU)."""
-        return tuple(jax.eval_shape(lambda key: self.vector(self.env.reset(key).obs), jax.random.key(0)).shape)
+        return tuple(
+            jax.eval_shape(
+                lambda key: self.vector(self.env.reset(key).obs), jax.random.key(0)
+            ).shape
+        )
 
     @property
     def name(self) -> str:

@@ -27,7 +27,9 @@ from scanrl.common.suites.base import RawStateEnv
 ACTIONS = "box"  # every env of the suite: suites.is_continuous answers without building one
 
 DEFAULT_BACKEND = "generalized"
-OPTIONS = {"backend": ("generalized", "positional", "spring", "mjx")}  # --env-options: name -> choices
+OPTIONS = {
+    "backend": ("generalized", "positional", "spring", "mjx")
+}  # --env-options: name -> choices
 
 
 def brax_envs():
@@ -71,7 +73,9 @@ def make(name: str, options: dict[str, str] | None = None) -> tuple[BraxEnv, Any
         if key not in OPTIONS:
             raise ValueError(f"--env-options {key}: Brax environments take {', '.join(OPTIONS)}.")
         if value not in OPTIONS[key]:
-            raise ValueError(f"--env-options {key} {value}: Brax's backends are {', '.join(OPTIONS[key])}.")
+            raise ValueError(
+                f"--env-options {key} {value}: Brax's backends are {', '.join(OPTIONS[key])}."
+            )
     env = BraxEnv(name, options.get("backend", DEFAULT_BACKEND))
     return env, env.default_params
 
@@ -88,16 +92,32 @@ def notebook(trainer: str, args: dict, note: str = "") -> Recipe:
 
 # (algorithm, env name) -> its recipe (common/suites/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
-    ("ppo", "inverted_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 2_000_000)),
-    ("ppo", "inverted_double_pendulum"): notebook("ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10,
-                                                                   20_000_000)),
-    ("ppo", "ant"): notebook("ppo", ppo_args(4096, 5, 2048, 32, 4, 0.97, 3e-4, 1e-2, 10, 50_000_000)),
-    ("ppo", "humanoid"): notebook("ppo", ppo_args(2048, 10, 1024, 32, 8, 0.97, 3e-4, 1e-3, 0.1, 50_000_000)),
-    ("ppo", "halfcheetah"): notebook("ppo", ppo_args(2048, 20, 512, 32, 8, 0.95, 3e-4, 1e-3, 1, 50_000_000)),
-    ("ppo", "reacher"): notebook("ppo", ppo_args(2048, 50, 256, 32, 8, 0.95, 3e-4, 1e-3, 5, 50_000_000),
-                                 "; its action_repeat 4 is not applied"),
-    ("ppo", "pusher"): notebook("ppo", ppo_args(2048, 30, 512, 16, 8, 0.95, 3e-4, 1e-2, 5, 50_000_000)),
-    ("ppo", "humanoidstandup"): notebook("ppo", ppo_args(2048, 15, 1024, 32, 8, 0.97, 6e-4, 1e-2, 0.1, 100_000_000)),
+    ("ppo", "inverted_pendulum"): notebook(
+        "ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 2_000_000)
+    ),
+    ("ppo", "inverted_double_pendulum"): notebook(
+        "ppo", ppo_args(2048, 5, 1024, 32, 4, 0.97, 3e-4, 1e-2, 10, 20_000_000)
+    ),
+    ("ppo", "ant"): notebook(
+        "ppo", ppo_args(4096, 5, 2048, 32, 4, 0.97, 3e-4, 1e-2, 10, 50_000_000)
+    ),
+    ("ppo", "humanoid"): notebook(
+        "ppo", ppo_args(2048, 10, 1024, 32, 8, 0.97, 3e-4, 1e-3, 0.1, 50_000_000)
+    ),
+    ("ppo", "halfcheetah"): notebook(
+        "ppo", ppo_args(2048, 20, 512, 32, 8, 0.95, 3e-4, 1e-3, 1, 50_000_000)
+    ),
+    ("ppo", "reacher"): notebook(
+        "ppo",
+        ppo_args(2048, 50, 256, 32, 8, 0.95, 3e-4, 1e-3, 5, 50_000_000),
+        "; its action_repeat 4 is not applied",
+    ),
+    ("ppo", "pusher"): notebook(
+        "ppo", ppo_args(2048, 30, 512, 16, 8, 0.95, 3e-4, 1e-2, 5, 50_000_000)
+    ),
+    ("ppo", "humanoidstandup"): notebook(
+        "ppo", ppo_args(2048, 15, 1024, 32, 8, 0.97, 6e-4, 1e-2, 0.1, 100_000_000)
+    ),
     ("sac", "hopper"): notebook("sac", sac_args(128, 512, 64, 0.997, 6e-4, 30, 8192, 6_553_600)),
     ("sac", "walker2d"): notebook("sac", sac_args(128, 128, 32, 0.997, 6e-4, 5, 8192, 7_864_320)),
 }
@@ -109,6 +129,14 @@ RECIPES: dict[tuple[str, str], Recipe] = {
 # but not humanoidstandup's (tens to a hundred a step), which has none. On the notebook's backend.
 FAST_TD3_TASKS = ("ant", "halfcheetah", "hopper", "humanoid", "inverted_double_pendulum",
                   "inverted_pendulum", "pusher", "reacher", "walker2d")
-RECIPES.update({("td3", task): Recipe(f"{FASTTD3} (CheetahRunArgs: none published for Brax)", "fast_td3",
-                                      fasttd3_args(task, dm_control=True), POSITIONAL)
-                for task in FAST_TD3_TASKS})
+RECIPES.update(
+    {
+        ("td3", task): Recipe(
+            f"{FASTTD3} (CheetahRunArgs: none published for Brax)",
+            "fast_td3",
+            fasttd3_args(task, dm_control=True),
+            POSITIONAL,
+        )
+        for task in FAST_TD3_TASKS
+    }
+)

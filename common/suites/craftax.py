@@ -34,7 +34,12 @@ from scanrl.common.suites.recipes import Recipe
 ACTIONS = "discrete"  # every env of the suite: suites.is_continuous answers without building one
 
 # The forms `make_craftax_env_from_name` builds without auto-reset.
-_NAMES = ["Craftax-Classic-Pixels-v1", "Craftax-Classic-Symbolic-v1", "Craftax-Pixels-v1", "Craftax-Symbolic-v1"]
+_NAMES = [
+    "Craftax-Classic-Pixels-v1",
+    "Craftax-Classic-Symbolic-v1",
+    "Craftax-Pixels-v1",
+    "Craftax-Symbolic-v1",
+]
 
 
 def NAMES() -> list[str]:
@@ -64,7 +69,10 @@ class CraftaxEnv(environment.Environment):
 
     def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
         obs, state, reward, done, _ = self.env.step_env(key, state, action, params)
-        return obs, state, jnp.asarray(reward, jnp.float32), done & ~self.is_truncated(state, params), {}
+        return (
+            obs, state, jnp.asarray(reward, jnp.float32), done & ~self.is_truncated(state, params),
+            {},
+        )
 
     def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any = None):
         """gymnax's six values without the reset: the observation returned is the one reached."""
@@ -73,16 +81,22 @@ class CraftaxEnv(environment.Environment):
         truncated = self.is_truncated(state, params)
         return obs, state, reward, terminated, truncated, {**info, "final_observation": obs}
 
-    def restart_finished(self, key: jax.Array, done: jax.Array, obs: jax.Array, states: Any, params: Any):
+    def restart_finished(
+        self, key: jax.Array, done: jax.Array, obs: jax.Array, states: Any, params: Any
+    ):
         """obs and states [N, ...] with each `done` [N] environment restarted from one of
         K = ceil(N / reset_ratio) fresh worlds, K whatever number of episodes ended."""
         num_envs = done.shape[0]
         k_starts, k_pick = jax.random.split(key)
         starts = -(-num_envs // self.reset_ratio)
         new_obs, new_states = jax.lax.platform_dependent(
-            jax.random.split(k_starts, starts), params, cpu=partial(self.fresh_worlds, batched=False),
-            default=partial(self.fresh_worlds, batched=True))
-        pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(jax.random.split(k_pick, num_envs))
+            jax.random.split(k_starts, starts), params,
+            cpu=partial(self.fresh_worlds, batched=False),
+            default=partial(self.fresh_worlds, batched=True),
+        )
+        pick = jax.vmap(lambda k: jax.random.randint(k, (), 0, starts))(
+            jax.random.split(k_pick, num_envs)
+        )
 
         def restart(new, old):
             return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), new[pick], old)
@@ -144,29 +158,48 @@ def make(name: str) -> tuple[CraftaxEnv, Any]:
 
 # Recipes: Craftax_Baselines' own settings, as scanrl's fields, for the symbolic envs
 BASELINES = "MichaelTMatthews/Craftax_Baselines @ 7ce36fa"
-# ppo.py's argparse defaults (ppo.py L669-722) and its network (models/actor_critic.py `ActorCritic`:
-# separate actor and critic, three tanh layers of `layer_size` 512, orthogonal init with a 0.01
-# policy head, as scanrl's); clipped value loss, advantages normalised per minibatch, no observation
-# or reward normalisation, Adam eps 1e-5 after a global-norm clip of 1.0, lr annealed to 0.
-PPO = dict(num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_rate=2e-4, anneal_lr=True,
-           num_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
-           max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True, normalize_obs=False,
-           normalize_reward=False)
+# ppo.py's argparse defaults (ppo.py L669-722) and its network (models/actor_critic.py
+# `ActorCritic`: separate actor and critic, three tanh layers of `layer_size` 512, orthogonal init
+# with a 0.01 policy head, as scanrl's); clipped value loss, advantages normalised per minibatch, no
+# observation or reward normalisation, Adam eps 1e-5 after a global-norm clip of 1.0, lr annealed to
+# 0.
+PPO = dict(
+    num_envs=1024, num_steps=64, total_timesteps=1_000_000_000, learning_rate=2e-4, anneal_lr=True,
+    num_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01,
+    vf_coef=0.5, max_grad_norm=1.0, adam_eps=1e-5, clip_value_loss=True, normalize_advantages=True,
+    normalize_obs=False, normalize_reward=False,
+)
 PUREJAXQL = "mttga/purejaxql @ 47af6d7"
 # (algorithm, fnmatch pattern of env names) -> its recipe (common/suites/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
-    ("ppo", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo.py", "fields", dict(
-        PPO, actor_hidden=(512, 512, 512), critic_hidden=(512, 512, 512), activation="tanh"), {}),
+    ("ppo", "Craftax*-Symbolic-v1"): Recipe(
+        BASELINES + ", ppo.py",
+        "fields",
+        dict(PPO, actor_hidden=(512, 512, 512), critic_hidden=(512, 512, 512), activation="tanh"),
+        {},
+    ),
     # ppo_rnn.py: the same defaults (L496-535); Dense 512 + relu, a GRU of 512, then actor and
     # critic heads of two relu layers of 512; minibatches split the environments, as scanrl's do
-    ("ppo_rnn", "Craftax*-Symbolic-v1"): Recipe(BASELINES + ", ppo_rnn.py", "fields", dict(
-        PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"), {}),
+    ("ppo_rnn", "Craftax*-Symbolic-v1"): Recipe(
+        BASELINES + ", ppo_rnn.py",
+        "fields",
+        dict(PPO, encoder_hidden=(512,), gru_size=512, head_hidden=(512, 512), activation="relu"),
+        {},
+    ),
     # pqn.py: purejaxql's feed-forward PQN for Craftax (purejaxql @ 47af6d7,
     # config/alg/pqn_craftax.yaml; its recurrent form is pqn_rnn_craftax.yaml): one step of 1,024
     # envs per update, one full-batch step, one-step Q-learning (Q_LAMBDA False), four relu layers
-    # of 1,024 with layer norm, RAdam, clip 1.0. Its BatchNorm of the input (NORM_INPUT) is left out.
-    ("pqn", "Craftax*-Symbolic-v1"): Recipe(PUREJAXQL + ", config/alg/pqn_craftax.yaml", "fields", dict(
-        total_timesteps=1_000_000_000, num_envs=1024, num_steps=1, num_epochs=1, num_minibatches=1,
-        learning_rate=1e-4, max_grad_norm=1.0, gamma=0.99, q_lambda=0.0, epsilon_start=0.1,
-        epsilon_end=0.005, epsilon_fraction=0.2, reward_scale=1.0, hidden=(1024,) * 4), {}),
+    # of 1,024 with layer norm, RAdam, clip 1.0. Its BatchNorm of the input (NORM_INPUT) is left
+    # out.
+    ("pqn", "Craftax*-Symbolic-v1"): Recipe(
+        PUREJAXQL + ", config/alg/pqn_craftax.yaml",
+        "fields",
+        dict(
+            total_timesteps=1_000_000_000, num_envs=1024, num_steps=1, num_epochs=1,
+            num_minibatches=1, learning_rate=1e-4, max_grad_norm=1.0, gamma=0.99, q_lambda=0.0,
+            epsilon_start=0.1, epsilon_end=0.005, epsilon_fraction=0.2, reward_scale=1.0,
+            hidden=(1024,) * 4,
+        ),
+        {},
+    ),
 }

@@ -57,7 +57,11 @@ class EnvParams(environment.EnvParams):
 
 def _fields(observation: Any) -> list[tuple[str, Any]]:
     """(name, value) of an observation's fields in order; a bare array is one field."""
-    return list(observation._asdict().items()) if hasattr(observation, "_asdict") else [("observation", observation)]
+    return (
+        list(observation._asdict().items())
+        if hasattr(observation, "_asdict")
+        else [("observation", observation)]
+    )
 
 
 def _bounds(spec: Any) -> tuple[Any, Any]:
@@ -85,18 +89,28 @@ class JumanjiEnv(environment.Environment):
         try:
             self.env = jumanji.make(name)
         except Exception as error:  # e.g. Sokoban fetches its levels from the Hugging Face Hub
-            raise ValueError(f"--env jumanji/{name}: Jumanji could not build it here "
-                             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}).") from None
+            raise ValueError(
+                f"--env jumanji/{name}: Jumanji could not build it here "
+                f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})."
+            ) from None
         self.jumanji_name = name
         action = self.env.action_spec
         self.discrete = isinstance(action, specs.DiscreteArray)
-        if not self.discrete and not (isinstance(action, specs.BoundedArray) and jnp.issubdtype(action.dtype, jnp.floating)):
-            raise ValueError(f"--env jumanji/{name}: its actions are a {type(action).__name__} of shape "
-                             f"{tuple(action.shape)}; scanrl's policies take one discrete choice or a box of reals.")
+        if not self.discrete and not (
+            isinstance(action, specs.BoundedArray) and jnp.issubdtype(action.dtype, jnp.floating)
+        ):
+            raise ValueError(
+                f"--env jumanji/{name}: its actions are a {type(action).__name__} of shape"
+                f" {tuple(action.shape)}; scanrl's policies take one discrete choice or a box of"
+                " reals."
+            )
         self.time_limit = getattr(self.env, "time_limit", None)
         example = self.env.observation_spec.generate_value()
         self.has_mask = any(field == "action_mask" for field, _ in _fields(example))
-        self.bounds = {name: _bounds(getattr(self.env.observation_spec, name, None)) for name, _ in _fields(example)}
+        self.bounds = {
+            name: _bounds(getattr(self.env.observation_spec, name, None))
+            for name, _ in _fields(example)
+        }
         self.obs_shape = tuple(self.observe(example).shape)
 
     def observe(self, observation: Any) -> jax.Array:
@@ -113,7 +127,10 @@ class JumanjiEnv(environment.Environment):
 
     def _state(self, inner: Any, timestep: Any, time: Any) -> EnvState:
         mask = dict(_fields(timestep.observation)).get("action_mask")
-        return EnvState(inner=inner, last=timestep.last(), discount=timestep.discount, action_mask=mask, time=time)
+        return EnvState(
+            inner=inner, last=timestep.last(), discount=timestep.discount, action_mask=mask,
+            time=time,
+        )
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
         inner, timestep = self.env.reset(key)
@@ -143,8 +160,10 @@ class JumanjiEnv(environment.Environment):
         action = self.env.action_spec
         if self.discrete:
             return spaces.Discrete(int(action.num_values))
-        return spaces.Box(jnp.asarray(action.minimum, jnp.float32), jnp.asarray(action.maximum, jnp.float32),
-                          tuple(action.shape), jnp.float32)
+        return spaces.Box(
+            jnp.asarray(action.minimum, jnp.float32), jnp.asarray(action.maximum, jnp.float32),
+            tuple(action.shape), jnp.float32,
+        )
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         return spaces.Box(-jnp.inf, jnp.inf, self.obs_shape, jnp.float32)
@@ -158,7 +177,8 @@ class JumanjiEnv(environment.Environment):
 
         viewer = getattr(self.env, "_viewer", None)
         if callable(getattr(viewer, "_display", None)):
-            # Its "human" mode draws the figure for a window too; drawing it once, here, halves the cost.
+            # Its "human" mode draws the figure for a window too; drawing it once, here, halves the
+            # cost.
             viewer._display = lambda figure: None
         self.env.render(state.inner)
         figure = plt.gcf()

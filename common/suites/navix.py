@@ -54,12 +54,18 @@ class NavixEnv(environment.Environment):
         super().__init__()
         self.navix_name, self.env = name, navix.make(name)
         self._render = None  # render_rgb's jitted picture, made at the first one
-        # Navix's state keeps a sprite picture of its grid (`state.cache`, 5 KB on a 5x5 grid) that only
-        # RGB observations read. Built at each reset, selected on each step and carried, it took half
-        # of PPO's run on DoorKey-5x5; so the state carries an empty one, and a picture builds its own.
-        self.rgb_observations = self.env.observation_fn in (navix.observations.rgb, navix.observations.rgb_first_person)
+        # Navix's state keeps a sprite picture of its grid (`state.cache`, 5 KB on a 5x5 grid) that
+        # only RGB observations read. Built at each reset, selected on each step and carried, it
+        # took half of PPO's run on DoorKey-5x5; so the state carries an empty one, and a picture
+        # builds its own.
+        self.rgb_observations = self.env.observation_fn in (
+            navix.observations.rgb,
+            navix.observations.rgb_first_person,
+        )
         tile = navix.rendering.cache.TILE_SIZE
-        self.no_cache = navix.rendering.cache.RenderingCache(jnp.zeros((0, tile, tile, 3), jnp.uint8))
+        self.no_cache = navix.rendering.cache.RenderingCache(
+            jnp.zeros((0, tile, tile, 3), jnp.uint8)
+        )
 
     @property
     def default_params(self) -> EnvParams:
@@ -78,7 +84,10 @@ class NavixEnv(environment.Environment):
         # would compute a second, unused reset on every step.
         timestep = self.env._step(state.timestep, action)
         new = EnvState(timestep=timestep, time=state.time + 1)
-        return timestep.observation.astype(jnp.float32), new, timestep.reward, self.is_terminated(new, params), {}
+        return (
+            timestep.observation.astype(jnp.float32), new, timestep.reward,
+            self.is_terminated(new, params), {},
+        )
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return state.timestep.step_type == 2
@@ -100,11 +109,14 @@ class NavixEnv(environment.Environment):
 
         navix_state = jax.tree.map(jnp.asarray, state.timestep.state)  # it needs jax arrays
         if not self.rgb_observations:
-            navix_state = navix_state.replace(cache=navix.rendering.cache.RenderingCache.init(navix_state.grid))
+            navix_state = navix_state.replace(
+                cache=navix.rendering.cache.RenderingCache.init(navix_state.grid)
+            )
         return navix.observations.rgb(navix_state)
 
     def render_rgb(self, state: EnvState, params: EnvParams) -> np.ndarray:
-        """The same picture of one state, [H, W, 3]; jitted (op by op, a picture takes seconds to start)."""
+        """The same picture of one state, [H, W, 3]; jitted (op by op, a picture takes seconds to
+        start)."""
         if self._render is None:
             self._render = jax.jit(self.render_rgb_jax)
         return np.asarray(self._render(state, params))
@@ -126,11 +138,21 @@ def make(name: str) -> tuple[NavixEnv, EnvParams]:
 # Recipe: Navix's own PPO, as scanrl's fields, for every Navix env. 1e6 frames of 16
 # environments: a CPU's sizes; gamma is the env's own 0.99; its MLPs read the grid flattened
 # (scanrl's `auto` torso would take it for an image)
-NAVIX_PPO = "epignatelli/navix @ 03b056a, navix/agents/ppo.py `PPOHparams` and agents/models.py `ActorCritic`"
+NAVIX_PPO = (
+    "epignatelli/navix @ 03b056a, navix/agents/ppo.py `PPOHparams` and agents/models.py"
+    " `ActorCritic`"
+)
 RECIPES: dict[tuple[str, str], Recipe] = {
-    ("ppo", "*"): Recipe(NAVIX_PPO, "fields", dict(
-        num_envs=16, num_steps=128, total_timesteps=1_000_000, learning_rate=2.5e-4, anneal_lr=True, num_epochs=1,
-        num_minibatches=8, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
-        clip_value_loss=True, normalize_advantages=True, actor_hidden=(64, 64), critic_hidden=(64, 64),
-        activation="tanh", torso="mlp"), {}),
+    ("ppo", "*"): Recipe(
+        NAVIX_PPO,
+        "fields",
+        dict(
+            num_envs=16, num_steps=128, total_timesteps=1_000_000, learning_rate=2.5e-4,
+            anneal_lr=True, num_epochs=1, num_minibatches=8, gamma=0.99, gae_lambda=0.95,
+            clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, clip_value_loss=True,
+            normalize_advantages=True, actor_hidden=(64, 64), critic_hidden=(64, 64),
+            activation="tanh", torso="mlp",
+        ),
+        {},
+    ),
 }

@@ -50,18 +50,27 @@ class PlaygroundEnv(RawStateEnv):
         reg = registry()
         self.suite, self.raw_name = "playground", name
         overrides = overrides or {}
-        self.episode_length = int(overrides.get("episode_length", reg.get_default_config(name).episode_length))
-        if name in LOCOMOTION:  # the cached starts are drawn anew as often as the task's published recipe does
+        self.episode_length = int(
+            overrides.get("episode_length", reg.get_default_config(name).episode_length)
+        )
+        if (
+            name in LOCOMOTION
+        ):  # the cached starts are drawn anew as often as the task's published recipe does
             self.cached_starts = steps_between_resets(*LOCOMOTION[name][:3])
         try:  # muted: a failed model download prints its own line before raising
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
                 self.env = reg.load(name, config_overrides={"impl": "jax", **overrides})
         except Exception as e:  # noqa: BLE001 - e.g. a task whose model files must be downloaded
             first = (str(e).strip().splitlines() or [""])[0][:200]
-            raise ValueError(f"--env playground/{name}: MuJoCo Playground could not load it ({type(e).__name__}: "
-                             f"{first}); its locomotion and manipulation tasks fetch model files at first use, "
-                             f"which needs the network, while the DM Control Suite tasks (e.g. CartpoleBalance, "
-                             f"CheetahRun) ship with it.") from None
+            raise ValueError(
+                f"--env playground/{name}: MuJoCo Playground could not load it ({type(e).__name__}:"
+                f" {first}); its locomotion and manipulation tasks fetch model files at first use,"
+                " which needs the network, while the DM Control Suite tasks (e.g. CartpoleBalance,"
+                " CheetahRun) ship with it."
+            ) from None
 
     def mujoco_model(self) -> Any:
         return self.env.mj_model
@@ -70,7 +79,9 @@ class PlaygroundEnv(RawStateEnv):
         return raw.data.qpos, raw.data.qvel
 
 
-OPTIONS = "the task's config_overrides"  # --env-options: any top-level number or switch of its default config
+OPTIONS = (  # --env-options: any top-level number or switch of its default config
+    "the task's config_overrides"
+)
 
 
 def overrides(name: str, options: dict[str, str]) -> dict[str, Any]:
@@ -78,10 +89,18 @@ def overrides(name: str, options: dict[str, str]) -> dict[str, Any]:
     replaces (ValueError for a name the task's config lacks, or a value of the wrong kind)."""
     defaults, typed = registry().get_default_config(name), {}
     for key, text in options.items():
-        if key not in defaults or key == "impl" or not isinstance(defaults[key], (bool, int, float)):
-            known = ", ".join(sorted(k for k, v in defaults.items() if isinstance(v, (bool, int, float))))
-            raise ValueError(f"--env-options {key}: playground/{name}'s config has no such number or switch; "
-                             f"it has {known}.")
+        if (
+            key not in defaults
+            or key == "impl"
+            or not isinstance(defaults[key], (bool, int, float))
+        ):
+            known = ", ".join(
+                sorted(k for k, v in defaults.items() if isinstance(v, (bool, int, float)))
+            )
+            raise ValueError(
+                f"--env-options {key}: playground/{name}'s config has no such number or switch; "
+                f"it has {known}."
+            )
         default = defaults[key]
         try:
             if isinstance(default, bool):
@@ -95,8 +114,10 @@ def overrides(name: str, options: dict[str, str]) -> dict[str, Any]:
             else:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"--env-options {key} {text}: playground/{name}'s {key} is {default!r}; give a value "
-                             f"of that kind.") from None
+            raise ValueError(
+                f"--env-options {key} {text}: playground/{name}'s {key} is {default!r}; give a"
+                " value of that kind."
+            ) from None
     return typed
 
 
@@ -115,10 +136,33 @@ def make(name: str, options: dict[str, str] | None = None) -> tuple[PlaygroundEn
 # 0.7x (benchmarks/HISTORY.md, 2026-11-26, 08:08-09:35).
 DMC_PARAMS = "mujoco_playground/config/dm_control_suite_params.py"
 BRAX_PPO_UPDATE = dict(fresh_obs_stats=True, init="lecun_uniform")
-DMC_TASKS = ("AcrobotSwingup", "AcrobotSwingupSparse", "BallInCup", "CartpoleBalance", "CartpoleBalanceSparse",
-             "CartpoleSwingup", "CartpoleSwingupSparse", "CheetahRun", "FingerSpin", "FingerTurnEasy", "FingerTurnHard",
-             "FishSwim", "HopperHop", "HopperStand", "HumanoidRun", "HumanoidStand", "HumanoidWalk", "PendulumSwingup",
-             "PointMass", "ReacherEasy", "ReacherHard", "SwimmerSwimmer6", "WalkerRun", "WalkerStand", "WalkerWalk")
+DMC_TASKS = (
+    "AcrobotSwingup",
+    "AcrobotSwingupSparse",
+    "BallInCup",
+    "CartpoleBalance",
+    "CartpoleBalanceSparse",
+    "CartpoleSwingup",
+    "CartpoleSwingupSparse",
+    "CheetahRun",
+    "FingerSpin",
+    "FingerTurnEasy",
+    "FingerTurnHard",
+    "FishSwim",
+    "HopperHop",
+    "HopperStand",
+    "HumanoidRun",
+    "HumanoidStand",
+    "HumanoidWalk",
+    "PendulumSwingup",
+    "PointMass",
+    "ReacherEasy",
+    "ReacherHard",
+    "SwimmerSwimmer6",
+    "WalkerRun",
+    "WalkerStand",
+    "WalkerWalk",
+)
 
 
 def dmc_ppo(task: str) -> Recipe:
@@ -130,14 +174,23 @@ def dmc_ppo(task: str) -> Recipe:
         args["num_timesteps"] = 100_000_000
     if task in ("BallInCup", "FingerSpin"):
         args["discounting"] = 0.95
-    return Recipe(DMC_PARAMS, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"]))
+    return Recipe(
+        DMC_PARAMS, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"])
+    )
 
 
 def dmc_sac(task: str) -> Recipe:
-    """`brax_sac_config` with the task's changes: 10M steps for the harder tasks; layer-normed Q networks."""
-    args = dict(sac_args(128, 512, 8, 0.99, 1e-3, 1.0, 8192, 5_000_000), network_factory={"q_network_layer_norm": True})
-    if task.startswith(("Acrobot", "Swimmer", "Finger", "Hopper")) or task in ("CheetahRun", "HumanoidWalk",
-                                                                                "WalkerRun"):
+    """`brax_sac_config` with the task's changes: 10M steps for the harder tasks; layer-normed Q
+    networks."""
+    args = dict(
+        sac_args(128, 512, 8, 0.99, 1e-3, 1.0, 8192, 5_000_000),
+        network_factory={"q_network_layer_norm": True},
+    )
+    if task.startswith(("Acrobot", "Swimmer", "Finger", "Hopper")) or task in (
+        "CheetahRun",
+        "HumanoidWalk",
+        "WalkerRun",
+    ):
         args["num_timesteps"] = 10_000_000
     return Recipe(DMC_PARAMS, "sac", args, {})
 
@@ -146,47 +199,85 @@ def dmc_sac(task: str) -> Recipe:
 # envs, unroll 20, batch 256, 32 minibatches, 4 epochs, gamma 0.97, lr 3e-4, entropy 1e-2, gradient
 # norm 1.0, policy 128x4, value 256x5), then each task's changes: the budget, the evaluations and
 # the resets per evaluation, and for most a 512-256-128 policy and value, the value net reading
-# privileged_state. Their physics is slow on a CPU: PPO on T1JoystickFlatTerrain's `cpu` form (256 envs)
-# runs about 570 env steps/s on 2 cores, so its 6.25M steps take about 3 hours
+# privileged_state. Their physics is slow on a CPU: PPO on T1JoystickFlatTerrain's `cpu` form (256
+# envs) runs about 570 env steps/s on 2 cores, so its 6.25M steps take about 3 hours
 # (benchmarks/HISTORY.md, 2026-11-28, 07:00-07:55).
 LOCO_PARAMS = "mujoco_playground/config/locomotion_params.py"
-ASYMMETRIC = dict(policy_hidden_layer_sizes=(512, 256, 128), value_hidden_layer_sizes=(512, 256, 128),
-                  value_obs_key="privileged_state")
+ASYMMETRIC = dict(
+    policy_hidden_layer_sizes=(512, 256, 128), value_hidden_layer_sizes=(512, 256, 128),
+    value_obs_key="privileged_state",
+)
 HUMANOID = dict(clipping_epsilon=0.2, entropy_cost=0.005)  # G1, T1, Berkeley Humanoid, Apollo
 # task -> (num_timesteps, num_evals, num_resets_per_eval, its changes to the defaults)
 LOCOMOTION: dict[str, tuple[int, int, int, dict]] = {
-    **{t: (200_000_000, 10, 10, dict(network_factory=ASYMMETRIC))
-       for t in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain")},
-    **{t: (100_000_000, 5, 10, dict(network_factory=ASYMMETRIC)) for t in ("Go1Handstand", "Go1Footstand")},
+    **{
+        t: (200_000_000, 10, 10, dict(network_factory=ASYMMETRIC))
+        for t in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain")
+    },
+    **{
+        t: (100_000_000, 5, 10, dict(network_factory=ASYMMETRIC))
+        for t in ("Go1Handstand", "Go1Footstand")
+    },
     "Go1Getup": (50_000_000, 5, 10, dict(network_factory=ASYMMETRIC)),
-    **{t: (200_000_000, 20, 1, dict(HUMANOID, network_factory=ASYMMETRIC))
-       for t in ("G1JoystickFlatTerrain", "G1JoystickRoughTerrain", "T1JoystickFlatTerrain", "T1JoystickRoughTerrain",
-                 "ApolloJoystickFlatTerrain")},
-    **{t: (150_000_000, 15, 10, dict(HUMANOID, network_factory=ASYMMETRIC))
-       for t in ("BerkeleyHumanoidJoystickFlatTerrain", "BerkeleyHumanoidJoystickRoughTerrain")},
-    **{t: (100_000_000, 10, 10, {}) for t in ("BarkourJoystick", "H1InplaceGaitTracking", "H1JoystickGaitTracking",
-                                            "Op3Joystick", "SpotFlatTerrainJoystick", "SpotGetup",
-                                            "SpotJoystickGaitTracking")},
+    **{
+        t: (200_000_000, 20, 1, dict(HUMANOID, network_factory=ASYMMETRIC))
+        for t in (
+            "G1JoystickFlatTerrain",
+            "G1JoystickRoughTerrain",
+            "T1JoystickFlatTerrain",
+            "T1JoystickRoughTerrain",
+            "ApolloJoystickFlatTerrain",
+        )
+    },
+    **{
+        t: (150_000_000, 15, 10, dict(HUMANOID, network_factory=ASYMMETRIC))
+        for t in ("BerkeleyHumanoidJoystickFlatTerrain", "BerkeleyHumanoidJoystickRoughTerrain")
+    },
+    **{
+        t: (100_000_000, 10, 10, {})
+        for t in (
+            "BarkourJoystick",
+            "H1InplaceGaitTracking",
+            "H1JoystickGaitTracking",
+            "Op3Joystick",
+            "SpotFlatTerrainJoystick",
+            "SpotGetup",
+            "SpotJoystickGaitTracking",
+        )
+    },
 }
 
 
 def loco_ppo(task: str) -> Recipe:
-    """`brax_ppo_config(task)`: the defaults above with the task's changes, in Brax's own argument names."""
+    """`brax_ppo_config(task)`: the defaults above with the task's changes, in Brax's own argument
+    names."""
     steps, _, _, changes = LOCOMOTION[task]
     args = ppo_args(8192, 20, 256, 32, 4, 0.97, 3e-4, changes.get("entropy_cost", 1e-2), 1.0, steps)
-    args.update(clipping_epsilon=changes.get("clipping_epsilon", 0.3), max_grad_norm=1.0,
-                network_factory=dict(dict(policy_hidden_layer_sizes=(128,) * 4, value_hidden_layer_sizes=(256,) * 5,
-                                          value_obs_key="state"), **changes.get("network_factory", {})))
-    return Recipe(LOCO_PARAMS, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"]))
+    args.update(
+        clipping_epsilon=changes.get("clipping_epsilon", 0.3),
+        max_grad_norm=1.0,
+        network_factory=dict(
+            dict(
+                policy_hidden_layer_sizes=(128,) * 4, value_hidden_layer_sizes=(256,) * 5,
+                value_obs_key="state",
+            ),
+            **changes.get("network_factory", {}),
+        ),
+    )
+    return Recipe(
+        LOCO_PARAMS, "ppo", args, dict(BRAX_PPO_UPDATE, unroll_length=args["unroll_length"])
+    )
 
 
 def steps_between_resets(num_timesteps: int, num_evals: int, resets_per_eval: int) -> int:
-    """Steps per environment between Brax's PPO re-drawing the cached starts (brax/training/agents/ppo/
-    train.py: every ceil(T / ((num_evals - 1) * max(resets, 1) * S)) iterations of S env steps), with the
-    recipe's sizes: 20 steps per environment per iteration. The same in the `cpu` form, where the
-    environments and the budget are both divided by 32."""
+    """Steps per environment between Brax's PPO re-drawing the cached starts
+    (brax/training/agents/ppo/ train.py: every ceil(T / ((num_evals - 1) * max(resets, 1) * S))
+    iterations of S env steps), with the recipe's sizes: 20 steps per environment per iteration. The
+    same in the `cpu` form, where the environments and the budget are both divided by 32."""
     per_env, per_iteration = 20, 20 * 256 * 32
-    return per_env * -(-num_timesteps // ((num_evals - 1) * max(resets_per_eval, 1) * per_iteration))
+    return per_env * -(
+        -num_timesteps // ((num_evals - 1) * max(resets_per_eval, 1) * per_iteration)
+    )
 
 
 # TD3: FastTD3's published arguments (common/suites/fasttd3_args.py), for DM Control its
@@ -197,6 +288,8 @@ def fast_td3(task: str) -> Recipe:
 
 # (algorithm, env name) -> its recipe (common/suites/recipes.py applies it)
 RECIPES: dict[tuple[str, str], Recipe] = {
-    **{("ppo", task): dmc_ppo(task) for task in DMC_TASKS}, **{("sac", task): dmc_sac(task) for task in DMC_TASKS},
+    **{("ppo", task): dmc_ppo(task) for task in DMC_TASKS},
+    **{("sac", task): dmc_sac(task) for task in DMC_TASKS},
     **{("ppo", task): loco_ppo(task) for task in LOCOMOTION},
-    **{("td3", task): fast_td3(task) for task in DMC_TASKS + tuple(LOCOMOTION)}}
+    **{("td3", task): fast_td3(task) for task in DMC_TASKS + tuple(LOCOMOTION)},
+}

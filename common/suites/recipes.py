@@ -64,7 +64,9 @@ class Recipe(NamedTuple):
 
 
 CPU_EVAL_ENVS = 16  # Brax's 128 one-episode evaluations are a GPU's; 16 on a CPU
-CPU_SIZED = 64  # a "fields" recipe with at most this many environments is published for a CPU already
+CPU_SIZED = (
+    64  # a "fields" recipe with at most this many environments is published for a CPU already
+)
 
 
 def table(suite: str) -> dict[tuple[str, str], Recipe]:
@@ -75,7 +77,9 @@ def table(suite: str) -> dict[tuple[str, str], Recipe]:
 
 def every_recipe() -> dict[tuple[str, str], Recipe]:
     """Every suite's recipes, keyed by (algorithm, SUITE/NAME or SUITE/PATTERN)."""
-    return {(algo, f"{suite}/{key}"): r for suite in SUITES for (algo, key), r in table(suite).items()}
+    return {
+        (algo, f"{suite}/{key}"): r for suite in SUITES for (algo, key), r in table(suite).items()
+    }
 
 
 def recipe_for(algo: str, env: str) -> Recipe | None:
@@ -85,7 +89,14 @@ def recipe_for(algo: str, env: str) -> Recipe | None:
     recipes = table(suite)
     if (algo, name) in recipes:
         return recipes[(algo, name)]
-    return next((r for (a, pattern), r in recipes.items() if a == algo and fnmatch.fnmatchcase(name, pattern)), None)
+    return next(
+        (
+            r
+            for (a, pattern), r in recipes.items()
+            if a == algo and fnmatch.fnmatchcase(name, pattern)
+        ),
+        None,
+    )
 
 
 def cpu_factor(recipe: Recipe) -> int:
@@ -94,7 +105,11 @@ def cpu_factor(recipe: Recipe) -> int:
     a "fields" recipe published at a CPU's sizes."""
     if recipe.trainer == "fields":
         return 1 if recipe.args["num_envs"] <= CPU_SIZED else CPU_FACTOR
-    return min(CPU_FACTOR, recipe.args["grad_updates_per_step"]) if recipe.trainer == "sac" else CPU_FACTOR
+    return (
+        min(CPU_FACTOR, recipe.args["grad_updates_per_step"])
+        if recipe.trainer == "sac"
+        else CPU_FACTOR
+    )
 
 
 def trainer_args(recipe: Recipe, form: str) -> dict:
@@ -103,10 +118,13 @@ def trainer_args(recipe: Recipe, form: str) -> dict:
     the same arguments to Brax's own trainer."""
     args = dict(recipe.args)
     if form == "cpu":
-        counts = {"ppo": ("num_envs", "batch_size", "num_timesteps"), "fields": ("num_envs", "total_timesteps"),
-                  "sac": ("num_envs", "grad_updates_per_step", "min_replay_size", "num_timesteps"),
-                  # FastTD3 counts its budget in vector steps: fewer envs are fewer env steps
-                  "fast_td3": ("num_envs", "batch_size")}[recipe.trainer]
+        counts = {
+            "ppo": ("num_envs", "batch_size", "num_timesteps"),
+            "fields": ("num_envs", "total_timesteps"),
+            "sac": ("num_envs", "grad_updates_per_step", "min_replay_size", "num_timesteps"),
+            # FastTD3 counts its budget in vector steps: fewer envs are fewer env steps
+            "fast_td3": ("num_envs", "batch_size"),
+        }[recipe.trainer]
         args.update({name: max(1, args[name] // cpu_factor(recipe)) for name in counts})
         if recipe.trainer != "fields":
             args["num_eval_envs"] = CPU_EVAL_ENVS
@@ -119,7 +137,13 @@ def accelerator() -> bool:
     platforms = os.environ.get("JAX_PLATFORMS", "").lower()
     if platforms:
         return any(p in platforms for p in ("cuda", "gpu", "rocm", "tpu"))
-    plugins = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin", "libtpu")
+    plugins = (
+        "jax_cuda12_plugin",
+        "jax_cuda13_plugin",
+        "jax_rocm60_plugin",
+        "jax_rocm7_plugin",
+        "libtpu",
+    )
     return any(importlib.util.find_spec(p) is not None for p in plugins)
 
 
@@ -154,15 +178,18 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     for."""
     resolved = resolve(choice)
     if resolved.startswith(FAST) and algo not in FIELDS_FOR_FAST:
-        raise ValueError(f"--recipe {choice} is FastTD3's arguments, for {' and '.join(FIELDS_FOR_FAST)}, "
-                         f"and {algo} has none; use --recipe auto.")
+        raise ValueError(
+            f"--recipe {choice} is FastTD3's arguments, for {' and '.join(FIELDS_FOR_FAST)}, "
+            f"and {algo} has none; use --recipe auto."
+        )
     recipe = chosen(algo, env, resolved)
     if recipe is None:
         return "none", {"recipe": "none"}
     args = trainer_args(recipe, resolved.removeprefix(f"{FAST}-"))
     if recipe.trainer == "fields":
         translate = dict
-    else:  # a trainer's arguments, translated where they are defined (the recipe's adapter imported it)
+    # a trainer's arguments, translated where they are defined (the recipe's adapter imported it)
+    else:
         from scanrl.common.suites import brax_args, fasttd3_args
 
         trainer = FIELDS_FOR_FAST[algo] if resolved.startswith(FAST) else recipe.trainer
@@ -195,7 +222,11 @@ def refuse_missing(algo: str, env: str, choice: str) -> None:
                      "defaults.")
 
 
-RUN_SETTINGS = ("recipe", "env_options", "eval_episodes")  # what a recipe sets that is no hyperparameter
+RUN_SETTINGS = (
+    "recipe",
+    "env_options",
+    "eval_episodes",
+)  # what a recipe sets that is no hyperparameter
 
 
 def hyperparameters(algo: str, env: str, choice: str = "auto") -> dict:
@@ -208,7 +239,10 @@ def config_fields(algo: str, env: str, choice: str, presets: dict) -> dict:
     """What an algorithm's `default_config(env)` starts from: its preset for env's kind
     (`presets[preset_name(env)]`: "minatar", "continuous"), then its preset for the env id
     itself where it has one (`presets[env]`), then the recipe's hyperparameters."""
-    return {**presets.get(preset_name(env), {}), **presets.get(env, {}), **hyperparameters(algo, env, choice)}
+    return {
+        **presets.get(preset_name(env), {}), **presets.get(env, {}),
+        **hyperparameters(algo, env, choice),
+    }
 
 
 def source(algo: str, env: str, resolved: str = "cpu") -> str | None:

@@ -68,7 +68,9 @@ class XMiniGridEnv(environment.Environment):
         return spaces.Discrete(self.env.num_actions(params or self.params))
 
     def observation_space(self, params: Any = None) -> spaces.Box:
-        return spaces.Box(0.0, 255.0, tuple(self.env.observation_shape(params or self.params)), jnp.float32)
+        return spaces.Box(
+            0.0, 255.0, tuple(self.env.observation_shape(params or self.params)), jnp.float32
+        )
 
     def render_rgb(self, state: Any, params: Any) -> np.ndarray:
         """XLand-MiniGrid's own picture of the whole grid (its "rgb_array" render mode)."""
@@ -88,19 +90,28 @@ def make(name: str) -> tuple[XMiniGridEnv, Any]:
     return env, env.default_params
 
 
-# Recipe: XLand-MiniGrid's single-task recurrent PPO, as scanrl's fields, for every env of the suite.
-# Its observation encoder embeds each tile and colour id, then runs three 2x2 convolutions of 16, 32
-# and 64: here the ids are read one-hot (an embedding is a linear map of the one-hot code, which
-# the first convolution absorbs; 13 codes, XLand's NUM_TILES, covering its 12 colours too) into the
-# same convolutions, with the recipe's tanh where XLand's convolutions use relu, and scanrl's 64-unit
-# layer before the GRU.
-XLAND_PPO = ("corl-team/xland-minigrid @ a46e78c, configs/single.yaml (the paper's single-task settings) over "
-             "training/train_single_task.py `TrainConfig`, and training/nn.py's encoder; its direction, "
-             "previous-action and previous-reward inputs to the GRU are not in scanrl's ppo_rnn")
+# Recipe: XLand-MiniGrid's single-task recurrent PPO, as scanrl's fields, for every env of the
+# suite. Its observation encoder embeds each tile and colour id, then runs three 2x2 convolutions of
+# 16, 32 and 64: here the ids are read one-hot (an embedding is a linear map of the one-hot code,
+# which the first convolution absorbs; 13 codes, XLand's NUM_TILES, covering its 12 colours too)
+# into the same convolutions, with the recipe's tanh where XLand's convolutions use relu, and
+# scanrl's 64-unit layer before the GRU.
+XLAND_PPO = (
+    "corl-team/xland-minigrid @ a46e78c, configs/single.yaml (the paper's single-task settings)"
+    " over training/train_single_task.py `TrainConfig`, and training/nn.py's encoder; its"
+    " direction, previous-action and previous-reward inputs to the GRU are not in scanrl's ppo_rnn"
+)
 RECIPES: dict[tuple[str, str], Recipe] = {
-    ("ppo_rnn", "*"): Recipe(XLAND_PPO, "fields", dict(
-        num_envs=16384, num_steps=256, total_timesteps=1_000_000_000, learning_rate=1e-3, anneal_lr=True,
-        num_epochs=1, num_minibatches=16, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
-        max_grad_norm=0.5, adam_eps=1e-8, clip_value_loss=True, normalize_advantages=True, gru_size=1024,
-        head_hidden=(256,), activation="tanh", obs_one_hot=13, conv_kernel=2, conv_channels=(16, 32, 64)), {}),
+    ("ppo_rnn", "*"): Recipe(
+        XLAND_PPO,
+        "fields",
+        dict(
+            num_envs=16384, num_steps=256, total_timesteps=1_000_000_000, learning_rate=1e-3,
+            anneal_lr=True, num_epochs=1, num_minibatches=16, gamma=0.99, gae_lambda=0.95,
+            clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, adam_eps=1e-8,
+            clip_value_loss=True, normalize_advantages=True, gru_size=1024, head_hidden=(256,),
+            activation="tanh", obs_one_hot=13, conv_kernel=2, conv_channels=(16, 32, 64),
+        ),
+        {},
+    ),
 }
