@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import actions_for, entropy_of, use_cnn
+from scanrl.common.nets import (actions_for, cnn_apply, cnn_init, entropy_of, head_distribution,
+                                mlp_apply, mlp_init, use_cnn)
 from scanrl.common.onpolicy import learn, lr_schedule, make_optimizer
-from scanrl.common.nets import (actor_critic_init as init_params, actor_critic_policy as policy,
-                                actor_critic_value as value)
 
 import jax
 import jax.numpy as jnp
@@ -155,12 +154,53 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: common/nets.py's actor-critic (init_params, policy, value, imported above), as in
-# ppo.py: separate policy and value MLPs behind one shared conv torso for image observations
+# Network: separate policy and value MLPs behind one shared conv torso for image observations
 # (the convolutions are most of the compute, as in CleanRL's Atari PPO and IMPALA's own
 # network); continuous actions: a state-independent log-std (gaussian), or a state-dependent
-# std before a tanh (tanh_normal)
+# std before a tanh (tanh_normal). Both read the observation's policy part
+# (`VecEnv.observe(policy_part=True)`, make_algorithm's `observe`).
 # ---------------------------------------------------------------------------------------------
+def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
+    """Parameters {"torso" (images only), "actor", "critic", "log_std" (gaussian Box actions
+    only)}. The actor maps the features [F] to logits [A] (discrete), means [A] (gaussian) or
+    [loc, raw scale] [2A] (tanh_normal), output gain 0.01; the critic maps them to V [1], output
+    gain 1. F: the conv torso's output, or the policy part's size vec_env.policy_obs_dim."""
+    params = {}
+    if use_cnn(config.torso, vec_env.obs_shape):
+        key, k_torso = jax.random.split(key)
+        params["torso"], in_dim = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
+    else:
+        in_dim = vec_env.policy_obs_dim
+    k_actor, k_critic = jax.random.split(key)
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (1 + tanh_normal)
+    params["actor"] = mlp_init(k_actor, (in_dim, *config.actor_hidden, out_dim), output_gain=0.01)
+    params["critic"] = mlp_init(k_critic, (in_dim, *config.critic_hidden, 1), output_gain=1.0)
+    if not vec_env.discrete and not tanh_normal:
+        params["log_std"] = jnp.zeros(out_dim)
+    return params
+
+
+def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """What both heads read [..., F]: the conv torso's output of images [..., H, W, C], or the
+    flat policy part [..., F] as given."""
+    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+
+
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
+           action_dist: str = "gaussian", min_std: float = 0.001):
+    """obs [..., F] or [..., H, W, C] -> the action distribution, batch shape [...]
+    (nets.head_distribution); action_mask [..., A]: the valid discrete actions, where the env
+    has one."""
+    out = mlp_apply(params["actor"], features(params, obs, activation), activation)
+    return head_distribution(out, params, action_mask, action_dist, min_std)
+
+
+def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """obs [..., F] or [..., H, W, C] -> V(obs) [...]."""
+    return mlp_apply(params["critic"], features(params, obs, activation), activation)[..., 0]
+
+
 # The math: pure functions, tested against rlax, GAE and a plain-Python loop in
 # tests/test_impala.py
 # ---------------------------------------------------------------------------------------------
@@ -325,8 +365,9 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
                                                     config.min_std)
     schedule = lr_schedule(config)
 
-    def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
-        return vec_env.observe(obs, stats if config.normalize_obs else None, image)
+    def observe(stats, obs):  # what the networks read: flat vectors (a `state` part), or images
+        return vec_env.observe(obs, stats if config.normalize_obs else None, image,
+                               policy_part=True)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

@@ -22,11 +22,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-# the tanh-normal pieces live in common/nets.py
-# (SQUASH stays importable from here: tests/test_ppo.py)
-from scanrl.common.nets import SQUASH, actions_for, entropy_of, use_cnn
-from scanrl.common.nets import (actor_critic_init, actor_critic_policy as policy,
-                                actor_critic_value as value)
+from scanrl.common.nets import (actions_for, cnn_apply, cnn_init, entropy_of, head_distribution,
+                                mlp_apply, mlp_init, use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, lr_schedule,
                                     make_optimizer, normalize_advantages, value_loss)
 
@@ -63,8 +60,6 @@ class Config:
     """minibatches per epoch; must divide num_envs * num_steps."""
     learning_rate: float = 2.5e-4
     """Adam step size."""
-    adam_eps: float = 1e-5
-    """Adam's epsilon (CleanRL's and PureJaxRL's 1e-5; Brax's trainers use optax's 1e-8)."""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the run."""
     gamma: float = 0.99
@@ -86,11 +81,6 @@ class Config:
     """recompute GAE with the current value net before every epoch, so later epochs learn from fresh
     advantages and value targets (Andrychowicz et al. 2021; Brax's trainer recomputes them for every
     minibatch); off: once per rollout."""
-    unroll_length: int = 0
-    """k > 0: cut each env's rollout into k-step unrolls, shuffle whole unrolls into the
-    minibatches, and compute GAE inside each minibatch with the current value net, every step
-    bootstrapping from V of the observation it reached (Brax's trainer, its `unroll_length`);
-    0: GAE once per rollout, transitions shuffled."""
     ent_coef: float = 0.01
     """entropy bonus weight."""
     vf_coef: float = 0.5
@@ -99,23 +89,12 @@ class Config:
     """clip the global gradient norm to this (0: no clipping)."""
     normalize_obs: bool = False
     """normalise observations by running mean/std (statistics frozen during each rollout)."""
-    fresh_obs_stats: bool = False
-    """with normalize_obs: add each rollout's observations to the statistics before its epochs,
-    which see them normalised by the new statistics (Brax's trainer); off: the epochs see them as
-    the rollout did."""
     normalize_reward: bool = False
     """scale rewards by the running std of the discounted return."""
-    reward_scale: float = 1.0
-    """multiply every reward by this constant before the advantages (Brax's `reward_scaling`: 10 for
-    Ant, 0.1 for Humanoid); with --normalize-reward, before the running statistics."""
     actor_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of the policy MLP."""
     critic_hidden: tuple[int, ...] = (64, 64)
     """hidden layer sizes of the value MLP."""
-    critic_obs: Literal["state", "privileged_state"] = "state"
-    """what the value MLP reads where the env observes Playground's {state, privileged_state} (its
-    locomotion tasks): state, as the policy does, or privileged_state, which the policy never sees
-    (an asymmetric critic; Brax's value_obs_key, mujoco_playground/config/locomotion_params.py)."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
     torso: Literal["auto", "mlp", "cnn"] = "auto"
@@ -123,6 +102,24 @@ class Config:
     mlp: flatten them; auto: cnn for images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    # Brax's PPO trainer (brax/training/agents/ppo) and its networks: what its recipes set; at
+    # these defaults the run is the textbook PPO above
+    unroll_length: int = 0
+    """k > 0: cut each env's rollout into k-step unrolls, shuffle whole unrolls into the
+    minibatches, and compute GAE inside each minibatch with the current value net, every step
+    bootstrapping from V of the observation it reached (Brax's trainer, its `unroll_length`);
+    0: GAE once per rollout, transitions shuffled."""
+    fresh_obs_stats: bool = False
+    """with normalize_obs: add each rollout's observations to the statistics before its epochs,
+    which see them normalised by the new statistics (Brax's trainer); off: the epochs see them as
+    the rollout did."""
+    reward_scale: float = 1.0
+    """multiply every reward by this constant before the advantages (Brax's `reward_scaling`: 10 for
+    Ant, 0.1 for Humanoid); with --normalize-reward, before the running statistics."""
+    critic_obs: Literal["state", "privileged_state"] = "state"
+    """what the value MLP reads where the env observes Playground's {state, privileged_state} (its
+    locomotion tasks): state, as the policy does, or privileged_state, which the policy never sees
+    (an asymmetric critic; Brax's value_obs_key, mujoco_playground/config/locomotion_params.py)."""
     init: Literal["orthogonal", "lecun_uniform"] = "orthogonal"
     """MLP weights: orthogonal (gain sqrt 2, the policy head 0.01, the value head 1;
     Andrychowicz et al. 2021), or lecun_uniform on every layer (Brax's networks); biases zero."""
@@ -133,6 +130,8 @@ class Config:
     rescaled to the bounds."""
     min_std: float = 0.001
     """tanh_normal: the smallest standard deviation (before tanh) the policy can reach."""
+    adam_eps: float = 1e-5
+    """Adam's epsilon (CleanRL's and PureJaxRL's 1e-5; Brax's trainers use optax's 1e-8)."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
@@ -190,14 +189,76 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: common/nets.py's actor-critic (init_params, policy, value, imported above): separate
-# policy and value MLPs behind one shared conv torso for image observations (the convolutions are
-# most of the compute, as in CleanRL's Atari PPO); continuous actions: a state-independent log-std
-# (gaussian), or a state-dependent std before a tanh (tanh_normal)
+# Network: separate policy and value MLPs behind one shared conv torso for image observations (the
+# convolutions are most of the compute, as in CleanRL's Atari PPO); continuous actions: a
+# state-independent log-std (gaussian), or a state-dependent std before a tanh (tanh_normal).
+# Each reads what make_algorithm's `observe` gives it (`network_inputs`): the policy the
+# observation's policy part, the value net the same or, with --critic-obs privileged_state, the rest
 # ---------------------------------------------------------------------------------------------
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
-    """The actor-critic's parameters, with this Config's observation split and initialiser."""
-    return actor_critic_init(key, config, vec_env, critic_obs=config.critic_obs, init=config.init)
+    """Parameters {"torso" (images only), "actor", "critic", "log_std" (gaussian Box actions
+    only)}. The actor maps the features [F] to logits [A] (discrete), means [A] (gaussian) or
+    [loc, raw scale] [2A] (tanh_normal), output gain 0.01; the critic maps them to V [1], output
+    gain 1 (--init lecun_uniform draws every layer of both as Brax's networks do). Flat
+    observations: the actor reads the policy part [vec_env.policy_obs_dim], the critic too, or
+    the privileged rest (--critic-obs privileged_state)."""
+    params = {}
+    if use_cnn(config.torso, vec_env.obs_shape):
+        key, k_torso = jax.random.split(key)
+        params["torso"], actor_in = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
+        critic_in = actor_in
+    elif config.critic_obs == "privileged_state":
+        actor_in, critic_in = vec_env.policy_obs_dim, vec_env.obs_dim - vec_env.policy_obs_dim
+    else:
+        actor_in = critic_in = vec_env.policy_obs_dim
+    k_actor, k_critic = jax.random.split(key)
+    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
+    out_dim = (vec_env.num_actions if vec_env.discrete
+               else vec_env.action_dim * (2 if tanh_normal else 1))
+    params["actor"] = mlp_init(k_actor, (actor_in, *config.actor_hidden, out_dim), output_gain=0.01,
+                               scheme=config.init)
+    params["critic"] = mlp_init(k_critic, (critic_in, *config.critic_hidden, 1), output_gain=1.0,
+                                scheme=config.init)
+    if not vec_env.discrete and not tanh_normal:
+        params["log_std"] = jnp.zeros(out_dim)
+    return params
+
+
+def features(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """What a head reads [..., F]: the conv torso's output of images [..., H, W, C], or the flat
+    observation [..., F] as given."""
+    return cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
+
+
+def policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
+           action_dist: str = "gaussian", min_std: float = 0.001):
+    """The policy part [..., policy_obs_dim] or images [..., H, W, C] -> the action distribution,
+    batch shape [...] (nets.head_distribution); action_mask [..., A]: the valid discrete actions,
+    where the env has one."""
+    out = mlp_apply(params["actor"], features(params, obs, activation), activation)
+    return head_distribution(out, params, action_mask, action_dist, min_std)
+
+
+def value(params: dict, obs: jax.Array, activation: str) -> jax.Array:
+    """What the value net reads [..., F] (`network_inputs`) or images [..., H, W, C] -> V [...]."""
+    return mlp_apply(params["critic"], features(params, obs, activation), activation)[..., 0]
+
+
+def network_inputs(vec_env: envs.VecEnv, obs: jax.Array, stats: envs.RunningStats | None = None,
+                   image: bool = False, critic_obs: str = "state") -> tuple:
+    """Raw observations [..., *obs] -> (what the policy reads, what a privileged value net reads
+    or None): flat vectors normalised by `stats` where given, the policy's part
+    (`VecEnv.observe(policy_part=True)`), or images for the conv torso; critic_obs
+    "privileged_state": the value net reads the rest, Playground's `privileged_state`."""
+    policy_obs = vec_env.observe(obs, stats, image, policy_part=True)
+    if critic_obs != "privileged_state":
+        return policy_obs, None
+    return policy_obs, vec_env.observe(obs, stats)[..., vec_env.policy_obs_dim:]
+
+
+def value_input(x):
+    """What the value net reads of a Batch, Unroll or Transition: value_obs, or obs."""
+    return x.obs if x.value_obs is None else x.value_obs
 
 
 # The math: GAE, the clipped surrogate, the value loss, approx KL, advantage normalisation and the
@@ -207,7 +268,7 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 
-    # as the networks see them (normalised if enabled; fresh_obs_stats: by the new statistics)
+    # as the policy sees them (normalised if enabled; fresh_obs_stats: by the new statistics)
     obs: jax.Array
     action: jax.Array  # tanh_normal: the pre-tanh sample u [B, A]
     # log pi_old(action | obs); tanh_normal: of u (the tanh Jacobian cancels in the ratio)
@@ -217,6 +278,7 @@ class Batch(NamedTuple):
     target: jax.Array  # GAE value target
     action_mask: jax.Array | None = None  # valid actions [B, A] where the env has an action mask
     noise: jax.Array | None = None  # tanh_normal: standard normal [B, A] for the entropy estimate
+    value_obs: jax.Array | None = None  # what a privileged value net reads (None: it reads obs)
 
 
 def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
@@ -229,7 +291,7 @@ def ppo_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dic
     policy_loss = clipped_surrogate_loss(ratio, batch.advantage, config.clip_eps,
                                          config.dual_clip_param)
     v_clip = config.clip_eps if config.clip_value_loss else None
-    v_loss = value_loss(value(params, batch.obs, config.activation, config.critic_obs), batch.value,
+    v_loss = value_loss(value(params, value_input(batch), config.activation), batch.value,
                         batch.target, v_clip)
     entropy = entropy_of(dist, batch.noise).mean()  # tanh_normal: a one-sample estimate
     stats = {"policy_loss": policy_loss, "value_loss": v_loss, "entropy": entropy,
@@ -247,46 +309,6 @@ def minibatch_gradient(params: dict, minibatch: Batch, config: Config) -> tuple[
     return grads, stats
 
 
-class Unroll(NamedTuple):
-    """Whole unrolls for per-minibatch GAE (--unroll-length k), leaves [U, k, ...]."""
-
-    obs: jax.Array
-    final_obs: jax.Array  # the observation each step reached: V of it bootstraps every step
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array  # V_old(obs), for value clipping
-    reward: jax.Array  # scaled as the advantages see them
-    terminated: jax.Array
-    done: jax.Array  # terminated | truncated
-    action_mask: jax.Array | None = None
-    noise: jax.Array | None = None
-
-
-def to_unrolls(tree, k: int):
-    """Leaves [T, N, ...] -> [T/k * N, k, ...]: each env's rollout cut into k-step pieces,
-    time kept in order."""
-    def cut(x):
-        pieces = x.reshape((x.shape[0] // k, k) + x.shape[1:])  # [T/k, k, N, ...]
-        return jnp.swapaxes(pieces, 1, 2).reshape((-1, k) + x.shape[2:])
-    return jax.tree.map(cut, tree)
-
-
-def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[dict, dict]:
-    """GAE over each unroll of the minibatch [B, k] with the current value net, then
-    minibatch_gradient over its B * k transitions (which differentiates the loss alone: the
-    advantages and targets are constants)."""
-    steps = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), minibatch)  # time-major [k, B, ...]
-    advantages, targets = gae(steps.reward,
-                              value(params, steps.obs, config.activation, config.critic_obs),
-                              value(params, steps.final_obs, config.activation, config.critic_obs),
-                              steps.terminated, steps.done, config.gamma, config.gae_lambda)
-    batch = Batch(obs=steps.obs, action=steps.action, log_prob=steps.log_prob, value=steps.value,
-                  advantage=advantages, target=targets, action_mask=steps.action_mask,
-                  noise=steps.noise)
-    return minibatch_gradient(
-        params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch), config)
-
-
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
@@ -301,6 +323,7 @@ class Transition(NamedTuple):
     discounted_return: jax.Array  # running discounted return, for reward scaling
     action_mask: jax.Array | None = None  # valid actions [T, N, A] (None: no action mask)
     noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
+    value_obs: jax.Array | None = None  # a privileged value net's input (`network_inputs`)
 
 
 class TrainState(NamedTuple):
@@ -320,9 +343,9 @@ def loss_inputs(config: Config, traj: Transition, obs_stats: envs.RunningStats,
     scaled (normalize_reward: divided by the running discounted return's spread), observation
     statistics updated with the rollout (fresh_obs_stats: these epochs read them too, the rollout
     kept raw observations), and final_obs [T, N, ...], the observation each step reached, as
-    the networks read it: V(s'_t) is of it, so that truncations bootstrap. observe(stats, obs)
-    and flat_obs(obs) are make_algorithm's. Returns (traj, rewards, final_obs, obs_stats,
-    return_stats)."""
+    the value net reads it: V(s'_t) is of it, so that truncations bootstrap. observe(stats, obs)
+    -> (policy's, privileged value net's or None) and flat_obs(obs) are make_algorithm's.
+    Returns (traj, rewards, final_obs, obs_stats, return_stats)."""
     info, fresh_stats = traj.info, config.fresh_obs_stats and config.normalize_obs
     rewards, new_obs_stats = info.reward * config.reward_scale, obs_stats
     if config.normalize_reward:
@@ -331,17 +354,21 @@ def loss_inputs(config: Config, traj: Transition, obs_stats: envs.RunningStats,
     if config.normalize_obs:
         new_obs_stats = envs.update_stats(obs_stats, flat_obs(info.final_obs))
     if fresh_stats:
-        traj = traj._replace(obs=observe(new_obs_stats, traj.obs))
-    final_obs = observe(new_obs_stats if fresh_stats else obs_stats, info.final_obs)
+        policy_obs, value_obs = observe(new_obs_stats, traj.obs)
+        traj = traj._replace(obs=policy_obs, value_obs=value_obs)
+    final_obs, final_value_obs = observe(new_obs_stats if fresh_stats else obs_stats,
+                                         info.final_obs)
+    final_obs = final_obs if final_value_obs is None else final_value_obs
     return traj, rewards, final_obs, new_obs_stats, return_stats
 
 
-def advantages(config: Config, params: dict, traj: Transition, rewards: jax.Array,
-               final_obs: jax.Array, old_values: jax.Array, v_of) -> tuple:
+def epoch_inputs(config: Config, params: dict, traj: Transition, rewards: jax.Array,
+                 final_obs: jax.Array, old_values: jax.Array, v_of) -> tuple:
     """What the epochs learn from, in one of three forms: (data, its gradient function,
     `prepare` or None for common/onpolicy.py's `learn`). rewards [T, N] as the losses see them,
-    final_obs [T, N, ...] (the observation each step reached), old_values [T, N]: V_old(obs),
-    v_of(params, obs) -> V [...].
+    final_obs [T, N, ...] (the observation each step reached, as the value net reads it),
+    old_values [T, N]: V_old(obs), v_of(params, obs) -> V [...]. The advantages themselves are
+    GAE's, in one of three places:
     - GAE once, with the rollout's value net (PureJaxRL's and CleanRL's PPO): [T * N] samples.
     - recompute_advantages: GAE again before each epoch with that epoch's value net
       (Andrychowicz et al. 2021, arXiv:2006.05990).
@@ -352,7 +379,7 @@ def advantages(config: Config, params: dict, traj: Transition, rewards: jax.Arra
         unrolls = Unroll(obs=traj.obs, final_obs=final_obs, action=traj.action,
                          log_prob=traj.log_prob, value=old_values, reward=rewards,
                          terminated=info.terminated, done=info.terminated | info.truncated,
-                         action_mask=traj.action_mask, noise=traj.noise)
+                         action_mask=traj.action_mask, noise=traj.noise, value_obs=traj.value_obs)
         return to_unrolls(unrolls, config.unroll_length), unroll_gradient, None
 
     def samples(values: jax.Array, final_values: jax.Array) -> Batch:  # [T * N]
@@ -360,12 +387,13 @@ def advantages(config: Config, params: dict, traj: Transition, rewards: jax.Arra
                                 info.terminated | info.truncated, config.gamma, config.gae_lambda)
         batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob,
                       value=old_values, advantage=advantage, target=target,
-                      action_mask=traj.action_mask, noise=traj.noise)
+                      action_mask=traj.action_mask, noise=traj.noise, value_obs=traj.value_obs)
         return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
 
     prepare = None
     if config.recompute_advantages:
-        prepare = lambda epoch_params, _: samples(v_of(epoch_params, traj.obs),  # noqa: E731
+        prepare = lambda epoch_params, _: samples(v_of(epoch_params,  # noqa: E731
+                                                       value_input(traj)),
                                                   v_of(epoch_params, final_obs))
     return samples(old_values, v_of(params, final_obs)), minibatch_gradient, prepare
 
@@ -390,11 +418,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     check_critic_obs(config, vec_env)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
-    v_of = lambda params, obs: value(params, obs, act_fn, config.critic_obs)
+    v_of = lambda params, obs: value(params, obs, act_fn)
     schedule = lr_schedule(config)
 
-    def observe(stats, obs):  # what the networks see: flat vectors, or images for the conv torso
-        return vec_env.observe(obs, stats if config.normalize_obs else None, image)
+    def observe(stats, obs):  # what the networks read: (the policy's, a privileged value net's)
+        return network_inputs(vec_env, obs, stats if config.normalize_obs else None, image,
+                              config.critic_obs)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -414,7 +443,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         def env_step(carry, step_key):
             env_state, obs, discounted_return = carry
             k_action, k_env, k_noise = actions.step_keys(step_key)
-            policy_obs, action_mask = observe(state.obs_stats, obs), vec_env.action_mask(env_state)
+            (policy_obs, value_obs), action_mask = (observe(state.obs_stats, obs),
+                                                    vec_env.action_mask(env_state))
             action, log_prob = jax.vmap(lambda k, o, m: actions.sample(dist_of(params, o, m), k))(
                 jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
             next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
@@ -422,7 +452,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             transition = Transition(obs=obs if fresh_stats else policy_obs, action=action,
                                     log_prob=log_prob, action_mask=action_mask, info=info,
                                     discounted_return=discounted_return,
-                                    noise=actions.noise(k_noise, action.shape))
+                                    noise=actions.noise(k_noise, action.shape),
+                                    value_obs=None if fresh_stats else value_obs)
             done = info.terminated | info.truncated
             return (env_state, next_obs, jnp.where(done, 0.0, discounted_return)), transition
 
@@ -433,13 +464,13 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         # 2. Rewards and observations as the losses see them, new statistics (`loss_inputs`)
         traj, rewards, final_obs, obs_stats, return_stats = loss_inputs(
             config, traj, state.obs_stats, state.return_stats, observe, vec_env.flat_obs)
-        old_values = v_of(params, traj.obs)
+        old_values = v_of(params, value_input(traj))
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate,
-        #    with GAE from the rollout's value net (`advantages`, one of three forms)
+        #    with GAE from the rollout's value net (`epoch_inputs`, one of three forms)
         learning_rate = schedule(update_index)
-        data, gradient, prepare = advantages(config, params, traj, rewards, final_obs,
-                                             old_values, v_of)
+        data, gradient, prepare = epoch_inputs(config, params, traj, rewards, final_obs,
+                                               old_values, v_of)
         params, opt_state, loss_stats = learn(params, state.opt_state, data, k_epochs, config,
                                               optimizer, gradient, learning_rate, prepare=prepare,
                                               target_kl=config.target_kl)
@@ -454,7 +485,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             mask=None) -> jax.Array:
         """obs [N, *obs] (mask [N, A] or None) -> actions [N, ...]: the policy's mode or a
         sample (tanh_normal: tanh of the pre-tanh normal's, rescaled to the bounds)."""
-        dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs), mask)
+        dist = dist_of(policy_params["params"], observe(policy_params["obs_stats"], obs)[0], mask)
         return actions.act(dist, key, deterministic)
 
     return algorithm.Algorithm(
@@ -464,6 +495,54 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         steps_per_update=config.batch_size)
 
 
+# ---------------------------------------------------------------------------------------------
+# Brax's trainer (--unroll-length k): whole k-step unrolls shuffled into the minibatches, GAE in
+# every minibatch with the current value net (`epoch_inputs` chooses this form)
+# ---------------------------------------------------------------------------------------------
+class Unroll(NamedTuple):
+    """Whole unrolls for per-minibatch GAE (--unroll-length k), leaves [U, k, ...]."""
+
+    obs: jax.Array
+    final_obs: jax.Array  # the observation each step reached: V of it bootstraps every step
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array  # V_old(obs), for value clipping
+    reward: jax.Array  # scaled as the advantages see them
+    terminated: jax.Array
+    done: jax.Array  # terminated | truncated
+    action_mask: jax.Array | None = None
+    noise: jax.Array | None = None
+    value_obs: jax.Array | None = None  # a privileged value net's input (`network_inputs`)
+
+
+def to_unrolls(tree, k: int):
+    """Leaves [T, N, ...] -> [T/k * N, k, ...]: each env's rollout cut into k-step pieces,
+    time kept in order."""
+    def cut(x):
+        pieces = x.reshape((x.shape[0] // k, k) + x.shape[1:])  # [T/k, k, N, ...]
+        return jnp.swapaxes(pieces, 1, 2).reshape((-1, k) + x.shape[2:])
+    return jax.tree.map(cut, tree)
+
+
+def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[dict, dict]:
+    """GAE over each unroll of the minibatch [B, k] with the current value net, then
+    minibatch_gradient over its B * k transitions (which differentiates the loss alone: the
+    advantages and targets are constants)."""
+    steps = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), minibatch)  # time-major [k, B, ...]
+    advantages, targets = gae(steps.reward,
+                              value(params, value_input(steps), config.activation),
+                              value(params, steps.final_obs, config.activation),
+                              steps.terminated, steps.done, config.gamma, config.gae_lambda)
+    batch = Batch(obs=steps.obs, action=steps.action, log_prob=steps.log_prob, value=steps.value,
+                  advantage=advantages, target=targets, action_mask=steps.action_mask,
+                  noise=steps.noise, value_obs=steps.value_obs)
+    return minibatch_gradient(
+        params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch), config)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole run as one program
+# ---------------------------------------------------------------------------------------------
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
     """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
     program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`

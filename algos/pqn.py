@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
-from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, mlp_init, use_cnn
+from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, layer_norm, mlp_init, use_cnn
 from scanrl.common.onpolicy import learn
 
 import jax
@@ -152,18 +152,11 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Q-network: (conv torso ->) MLP -> Q [A]; each hidden layer is dense -> layer norm -> activation
-# (purejaxql's order). Weights orthogonal (gain sqrt 2; the output layer 1), biases zero.
+# Q-network, this file's own: (conv torso ->) MLP -> Q [A]; every hidden layer, convolutions
+# included, is dense -> layer norm -> activation (purejaxql's order; nets.mlp_apply, Brax's, puts
+# the norm after the activation, so it would be another network on these parameters). The layer
+# norm is common/nets.py's `layer_norm`. Weights orthogonal (gain sqrt 2; the output 1), biases 0.
 # ---------------------------------------------------------------------------------------------
-def layer_norm(layer: dict, x: jax.Array) -> jax.Array:
-    """x [..., F] normalised over its last axis, then scaled and shifted by the layer's
-    "scale" and "offset" [F] (flax's LayerNorm, epsilon 1e-6); unchanged for a layer without."""
-    if "scale" not in layer:
-        return x
-    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-    return (x - mean) * jax.lax.rsqrt(var + 1e-6) * layer["scale"] + layer["offset"]
-
-
 def init_q_network(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     """Parameters {"torso" (images only), "q"}: the conv layers and the MLP layers, each hidden
     one with a layer norm's "scale" (ones) and "offset" (zeros) unless config.norm is none."""
@@ -182,7 +175,8 @@ def init_q_network(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict
 
 
 def q_values(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] or images [..., H, W, C] -> Q(obs, .) [..., A]."""
+    """obs [..., obs_dim] or images [..., H, W, C] -> Q(obs, .) [..., A]: each hidden layer
+    dense -> layer norm (where it has one) -> activation."""
     act = ACTIVATIONS[activation]
     x = cnn_apply(params["torso"], obs, activation, layer_norm) if "torso" in params else obs
     for layer in params["q"][:-1]:

@@ -28,7 +28,7 @@ CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02})
          # the conv torso (common/nets.py cnn_apply), with each algorithm's MinAtar preset
          ("ppo", "Breakout-MinAtar", {}), ("impala", "Breakout-MinAtar", {}), ("grpo", "Breakout-MinAtar", {}),
          # the tanh-squashed normal (common/nets.py Actions) in each file, and PPO's other two
-         # forms of its advantages (ppo.py `advantages`)
+         # forms of its advantages (ppo.py `epoch_inputs`)
          *((name, "Pendulum-v1", {"action_dist": "tanh_normal"}) for name in ("ppo", "impala", "grpo", "ppo_rnn")),
          ("ppo", "CartPole-v1", {"recompute_advantages": True}), ("ppo", "Pendulum-v1", {"unroll_length": 8}),
          # the epochs reading the rollout's new observation statistics (ppo.py `loss_inputs`)

@@ -1,5 +1,6 @@
 """Pure-function networks: MLPs, a convolutional torso for image observations, the tanh-squashed
-normal policy of `--action-dist tanh_normal`, and the actor-critic network of ppo.py and impala.py.
+normal policy of `--action-dist tanh_normal` and the policy head's distributions. The layers only:
+each algorithm file owns its network (ppo.py's and impala.py's actor-critic, pqn.py's Q-network).
 
 Parameters are plain pytrees (a list of {"w", "b"} dicts): they vmap over seeds and save with
 numpy. Weights are orthogonal with a gain per layer (sqrt 2 for hidden layers; the caller's for
@@ -51,7 +52,8 @@ def mlp_init(
     orthogonal with the gains (the output layer's `output_gain`), or `scheme="lecun_uniform"`,
     every layer alike and the gains unused (Brax's networks); biases zero. `layer_norm`: each
     hidden layer also has a layer norm's "scale" (ones) and "offset" (zeros), which `mlp_apply`
-    applies after its activation, as Brax's MLP does with `layer_norm=True`."""
+    applies after its activation, as Brax's MLP does with `layer_norm=True` (pqn.py's own
+    Q-network applies them before it, purejaxql's order)."""
     keys = jax.random.split(key, len(sizes) - 1)
     layers = []
     for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
@@ -66,15 +68,21 @@ def mlp_init(
     return layers
 
 
+def layer_norm(layer: dict, x: jax.Array) -> jax.Array:
+    """x [..., F] normalised over its last axis, then scaled and shifted by the layer's "scale"
+    and "offset" [F] (flax's LayerNorm, epsilon 1e-6); unchanged for a layer without them."""
+    if "scale" not in layer:
+        return x
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + 1e-6) * layer["scale"] + layer["offset"]
+
+
 def mlp_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str = "tanh") -> jax.Array:
     """x [..., sizes[0]] -> [..., sizes[-1]]; the activation follows every layer but the last, and
     a layer norm follows it where the layer has one (flax's LayerNorm: epsilon 1e-6)."""
     act = ACTIVATIONS[activation]
     for layer in params[:-1]:
-        x = act(x @ layer["w"] + layer["b"])
-        if "scale" in layer:
-            mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-            x = (x - mean) * jax.lax.rsqrt(var + 1e-6) * layer["scale"] + layer["offset"]
+        x = layer_norm(layer, act(x @ layer["w"] + layer["b"]))
     last = params[-1]
     return x @ last["w"] + last["b"]
 
@@ -226,58 +234,6 @@ def entropy_of(dist: distrax.Distribution, noise: jax.Array | None = None) -> ja
     return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
 
 
-# ---------------------------------------------------------------------------------------------
-# Actor-critic (ppo.py, impala.py): separate policy and value MLPs, behind one shared conv torso
-# ---------------------------------------------------------------------------------------------
-def actor_critic_init(key: jax.Array, config, vec_env, critic_obs: str = "state",
-                      init: str = "orthogonal") -> dict:
-    """Parameters {"torso" (images only), "actor", "critic", "log_std" (gaussian Box actions only)}
-    for `vec_env` (a common/envs.py VecEnv). Reads config.torso and config.conv_channels (the conv
-    torso, `use_cnn`), config.action_dist, config.actor_hidden and config.critic_hidden. The actor
-    maps the features [F] to logits [A] (discrete), means [A] (gaussian) or [loc, raw scale] [2A]
-    (tanh_normal), output gain 0.01; the critic maps them to V [1], output gain 1 (`init`
-    "lecun_uniform" draws every layer of both as Brax's networks do). Flat observations: the
-    actor reads the first vec_env.policy_obs_dim features, and the critic those too, or the
-    rest (`critic_obs` "privileged_state"). A file with those options passes its Config's."""
-    params = {}
-    if use_cnn(config.torso, vec_env.obs_shape):
-        key, k_torso = jax.random.split(key)
-        params["torso"], actor_in = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
-        critic_in = actor_in
-    elif critic_obs == "privileged_state":
-        actor_in, critic_in = vec_env.policy_obs_dim, vec_env.obs_dim - vec_env.policy_obs_dim
-    else:
-        actor_in = critic_in = vec_env.policy_obs_dim
-    k_actor, k_critic = jax.random.split(key)
-    tanh_normal = config.action_dist == "tanh_normal" and not vec_env.discrete
-    out_dim = vec_env.num_actions if vec_env.discrete else vec_env.action_dim * (2 if tanh_normal else 1)
-    params["actor"] = mlp_init(k_actor, (actor_in, *config.actor_hidden, out_dim), output_gain=0.01, scheme=init)
-    params["critic"] = mlp_init(k_critic, (critic_in, *config.critic_hidden, 1), output_gain=1.0, scheme=init)
-    if not vec_env.discrete and not tanh_normal:
-        params["log_std"] = jnp.zeros(out_dim)
-    return params
-
-
-def actor_critic_features(params: dict, obs: jax.Array, activation: str, head: str = "actor",
-                          privileged: bool = False) -> jax.Array:
-    """obs [..., obs_dim] or images [..., H, W, C] -> what `head` reads [..., F]: the conv torso's
-    output, or the flat observation's first F features (a policy's `state`), or with `privileged`
-    its last F (Playground's `privileged_state`); F is the head's input size, so all of an
-    observation without parts."""
-    if "torso" in params:
-        return cnn_apply(params["torso"], obs, activation)
-    n = params[head][0]["w"].shape[0]
-    return obs[..., obs.shape[-1] - n:] if privileged else obs[..., :n]
-
-
-def actor_critic_policy(params: dict, obs: jax.Array, activation: str, action_mask: jax.Array | None = None,
-                        action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
-    """obs [..., obs_dim] or [..., H, W, C] -> action distribution with batch shape [...]
-    (`head_distribution`); action_mask [..., A]: the valid discrete actions, where the env has one."""
-    out = mlp_apply(params["actor"], actor_critic_features(params, obs, activation), activation)
-    return head_distribution(out, params, action_mask, action_dist, min_std)
-
-
 def head_distribution(out: jax.Array, params: dict, action_mask: jax.Array | None = None,
                       action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
     """The policy head's output out [..., D] -> the action distribution, batch shape [...]:
@@ -288,10 +244,3 @@ def head_distribution(out: jax.Array, params: dict, action_mask: jax.Array | Non
     if "log_std" not in params:
         return distrax.Categorical(logits=mask_logits(out, action_mask))
     return distrax.MultivariateNormalDiag(out, jnp.exp(params["log_std"]))
-
-
-def actor_critic_value(params: dict, obs: jax.Array, activation: str, critic_obs: str = "state") -> jax.Array:
-    """obs [..., obs_dim] or [..., H, W, C] -> V(obs) [...]; critic_obs "privileged_state": V reads
-    the observation's privileged part (`actor_critic_init`)."""
-    features = actor_critic_features(params, obs, activation, "critic", critic_obs == "privileged_state")
-    return mlp_apply(params["critic"], features, activation)[..., 0]

@@ -15,7 +15,7 @@ import pytest
 
 from scanrl.algos import grpo, impala, ppo, ppo_rnn
 from scanrl.common import envs, suites
-from scanrl.common.nets import (SQUASH, Actions, actions_for, actor_critic_init, cnn_apply, cnn_init, entropy_of,
+from scanrl.common.nets import (SQUASH, Actions, actions_for, cnn_apply, cnn_init, entropy_of,
                                 pre_tanh_normal, to_bounds, use_cnn)
 
 from conftest import REPO
@@ -356,4 +356,4 @@ def test_the_kit_reads_no_config_field_with_a_silent_default():
     vec_env = envs.VecEnv(*suites.make("CartPole-v1"), 2)
     incomplete = types.SimpleNamespace(torso="mlp", conv_channels=(), actor_hidden=(8,), critic_hidden=(8,))
     with pytest.raises(AttributeError, match="action_dist"):
-        actor_critic_init(jax.random.key(0), incomplete, vec_env)
+        actions_for(incomplete, vec_env)

@@ -77,8 +77,11 @@ def test_ppo_value_net_reads_the_privileged_part_only_when_asked():
         config = ppo.default_config("Pendulum-v1", recipe="none", critic_obs=critic_obs)
         params = jax.jit(lambda key: ppo.init_params(key, config, vec_env))(jax.random.key(0))
         assert params["actor"][0]["w"].shape[0] == STATE and params["critic"][0]["w"].shape[0] == critic_in
-        mean = jax.jit(lambda o: ppo.policy(params, o, config.activation).mode())
-        v = jax.jit(lambda o: ppo.value(params, o, config.activation, critic_obs))
+        inputs = lambda o: ppo.network_inputs(vec_env, o, critic_obs=critic_obs)  # noqa: E731
+        mean = jax.jit(lambda o: ppo.policy(params, inputs(o)[0], config.activation).mode())
+        # the value net reads the privileged part where there is one, else the policy's
+        v = jax.jit(lambda o: ppo.value(params, [x for x in inputs(o) if x is not None][-1],
+                                        config.activation))
         np.testing.assert_array_equal(mean(obs), mean(with_privileged(obs, 7.0)))
         if critic_obs == "state":
             np.testing.assert_array_equal(v(obs), v(with_privileged(obs, 7.0)))

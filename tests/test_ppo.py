@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo
-from scanrl.common.nets import to_bounds
+from scanrl.common.nets import SQUASH, to_bounds
 from scanrl.common.harness.run import train_and_write
 from conftest import check_run_tools
 from scanrl.common.harness import devices, loop
@@ -108,13 +108,13 @@ def test_tanh_normal_log_prob_by_hand_up_to_saturation():
     u = np.array([[0.0, 0.0], [0.5, -2.0], [3.0, -4.0], [9.0, -12.0], [15.0, -20.0]])  # the last rows: tanh(u) = +-1 in float32
     dist = _tanh_policy(_tanh_params(loc, raw), jnp.ones((len(u), 3)))
     np.testing.assert_allclose(dist.scale_diag[0], scale, rtol=1e-6)
-    log_prob = dist.log_prob(jnp.asarray(u, jnp.float32)) - ppo.SQUASH.forward_log_det_jacobian(jnp.asarray(u, jnp.float32))
+    log_prob = dist.log_prob(jnp.asarray(u, jnp.float32)) - SQUASH.forward_log_det_jacobian(jnp.asarray(u, jnp.float32))
     gaussian = (-0.5 * ((u - loc) / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)).sum(-1)
     expected = gaussian + (2 * np.log(np.cosh(u))).sum(-1)
     assert np.isfinite(log_prob).all()
     np.testing.assert_allclose(log_prob, expected, rtol=1e-5)
     import distrax
-    squashed = distrax.Transformed(dist, ppo.SQUASH)
+    squashed = distrax.Transformed(dist, SQUASH)
     np.testing.assert_allclose(squashed.log_prob(jnp.tanh(jnp.asarray(u, jnp.float32)))[:3], log_prob[:3], rtol=1e-4)
     # the smallest std is min_std
     tiny = _tanh_policy(_tanh_params(loc, [-100.0, -100.0]), jnp.ones((1, 3)))
