@@ -289,32 +289,18 @@ def test_every_side_by_side_cell_json_of_the_results_names_its_scanrl_commit():
 def test_every_table_of_the_benchmarks_page_names_raw_data_that_exists():
     """docs/benchmarks.md names only files and folders that exist under benchmarks/, and each of
     its tables names, between the table before it and the table after it, the raw data its
-    figures come from (a folder or file in benchmarks/reference*, or a JSON file)."""
-    import re
-
+    figures come from (a folder or file in benchmarks/reference*, or a JSON file), with no
+    table exempt."""
     text = (REPO / "docs" / "benchmarks.md").read_text()
     named = benchmark_paths(text)
     assert len(set(named)) > 20, named
     assert not [p for p in named if not (REPO / p).exists()], "named but missing"
     is_raw = lambda p: p.startswith("benchmarks/reference") or p.endswith((".json", ".jsonl"))  # noqa: E731
     tables = 0
-    for section in re.split(r"\n(?=#{2,3} )", text):
-        lines = section.splitlines()
-        starts = [i for i in range(1, len(lines))
-                  if re.match(r"\|\s*:?-", lines[i]) and lines[i - 1].startswith("|")]
-        ends = []
-        for start in starts:
-            end = start
-            while end + 1 < len(lines) and lines[end + 1].startswith("|"):
-                end += 1
-            ends.append(end)
-        for k, start in enumerate(starts):
-            tables += 1
-            before = ends[k - 1] + 1 if k else 0
-            after = starts[k + 1] - 1 if k + 1 < len(starts) else len(lines)
-            context = "\n".join(lines[before:after])
-            assert any(map(is_raw, benchmark_paths(context))), \
-                f"the table under {lines[0]!r} at its line {start} names no raw data"
+    for heading, header, context in docs_tables(text):
+        tables += 1
+        assert any(map(is_raw, benchmark_paths(context))), \
+            f"the table under {heading!r} headed {header[:60]!r} names no raw data"
     assert tables >= 15, tables
 
 
