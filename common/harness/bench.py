@@ -53,7 +53,7 @@ import numpy as np
 
 from scanrl.common.algorithm import flag
 from scanrl.common.harness import configs, runconfig, stats
-from scanrl.common.harness.configs import fail
+from scanrl.common.harness.configs import HELP_GROUPS, fail
 from scanrl.common.harness.stats import (
     load_results,
 )  # noqa: F401  (the results file's reader, here too)
@@ -70,22 +70,8 @@ NOT_FLAGS = {
         ("resume", "config"),
         "not for a suite: it resumes its cells itself, and its file is their config",
     ),
-    **dict.fromkeys(
-        (
-            "sweep",
-            "sweep_samples",
-            "sweep_mode",
-            "pbt",
-            "pbt_population",
-            "pbt_interval",
-            "pbt_burn_in",
-            "pbt_fraction",
-            "pbt_perturb",
-            "pbt_resample",
-            "pbt_fitness",
-        ),
-        "not for a suite: each cell is one run of one config",
-    ),
+    **dict.fromkeys(HELP_GROUPS["sweeps"][1],  # the sweep and PBT flags, as --help groups them
+                    "not for a suite: each cell is one run of one config"),
 }
 
 
