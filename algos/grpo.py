@@ -22,6 +22,7 @@ if __name__ == "__main__":
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
@@ -359,13 +360,20 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     gymnax-style env object to train on instead of config.env."""
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
-    optimizer = make_optimizer(config)
+    if vec_env.num_agents is not None:  # a group's episodes are one agent's, from one start
+        raise ValueError(f"GRPO trains one agent and --env {config.env} has "
+                         f"{vec_env.num_agents}; ppo, ppo_rnn, impala and pqn train "
+                         "multi-agent envs.")
+    optimizer = make_optimizer(config.max_grad_norm, config.adam_eps)
     act_fn = config.activation
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
-    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
+    actions = actions_for(config.action_dist, vec_env, config.env)
+    image = use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
-    schedule = lr_schedule(config)
+    # a run without a budget (--total-timesteps 0) has no end to anneal to
+    schedule = lr_schedule(config.learning_rate, config.num_updates,
+                           anneal=config.anneal_lr and config.total_timesteps > 0)
 
     def observe(stats, obs):  # what the policy sees: flat vectors (a `state` part), or images
         stats = stats if config.normalize_obs else None
@@ -424,8 +432,9 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         params, opt_state, loss_stats = learn(
-            params, state.opt_state, flat, k_epochs, config, optimizer, minibatch_gradient,
-            learning_rate, target_kl=config.target_kl)
+            params, state.opt_state, flat, k_epochs, partial(minibatch_gradient, config=config),
+            optimizer, learning_rate, config.num_epochs, config.num_minibatches,
+            target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
         metrics.update(envs.episode_metrics(info), valid_fraction=mask.mean(),
@@ -450,11 +459,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
 
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
-    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
-    program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
-    num_updates]. The command line runs the same pieces in chunks, with evaluation and
-    checkpoints, bit for bit alike."""
+    """The command line runs these same pieces through common/harness/loop.py, in chunks with
+    evaluation and checkpoints, bit for bit alike. Here they make the whole run one jitted
+    program, `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: each seed's updates are
+    one `lax.scan`, the seeds are vmapped, and `shard_map` spreads them over the devices (the
+    first `num_devices`; 0: all). Metrics leaves [num_seeds, num_updates]."""
     env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
     mesh_for = algorithm.seed_mesh(num_devices)

@@ -19,6 +19,7 @@ if __name__ == "__main__":
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
@@ -402,7 +403,8 @@ def check_critic_obs(config: Config, vec_env: envs.VecEnv) -> None:
     """Before compiling: a value net cannot read a privileged_state the env does not observe."""
     if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
         raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no "
-                         "privileged_state (Playground's locomotion tasks do); "
+                         "privileged_state (Playground's locomotion tasks and JaxMARL's "
+                         "multi-agent envs do); "
                          "leave --critic-obs at state.")
 
 
@@ -411,15 +413,18 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     gymnax-style env object to train on instead of config.env."""
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
-    optimizer = make_optimizer(config)
+    optimizer = make_optimizer(config.max_grad_norm, config.adam_eps)
     act_fn, fresh_stats = config.activation, config.fresh_obs_stats and config.normalize_obs
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
-    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
+    actions = actions_for(config.action_dist, vec_env, config.env)
+    image = use_cnn(config.torso, vec_env.obs_shape)
     check_critic_obs(config, vec_env)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
     v_of = lambda params, obs: value(params, obs, act_fn)
-    schedule = lr_schedule(config)
+    # a run without a budget (--total-timesteps 0) has no end to anneal to
+    schedule = lr_schedule(config.learning_rate, config.num_updates,
+                           anneal=config.anneal_lr and config.total_timesteps > 0)
 
     def observe(stats, obs):  # what the networks read: (the policy's, a privileged value net's)
         return network_inputs(vec_env, obs, stats if config.normalize_obs else None, image,
@@ -446,7 +451,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             (policy_obs, value_obs), action_mask = (observe(state.obs_stats, obs),
                                                     vec_env.action_mask(env_state))
             action, log_prob = jax.vmap(lambda k, o, m: actions.sample(dist_of(params, o, m), k))(
-                jax.random.split(k_action, config.num_envs), policy_obs, action_mask)
+                jax.random.split(k_action, vec_env.num_envs), policy_obs, action_mask)
             next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
             discounted_return = discounted_return * config.gamma + info.reward * config.reward_scale
             transition = Transition(obs=obs if fresh_stats else policy_obs, action=action,
@@ -471,12 +476,13 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         learning_rate = schedule(update_index)
         data, gradient, prepare = epoch_inputs(config, params, traj, rewards, final_obs,
                                                old_values, v_of)
-        params, opt_state, loss_stats = learn(params, state.opt_state, data, k_epochs, config,
-                                              optimizer, gradient, learning_rate, prepare=prepare,
-                                              target_kl=config.target_kl)
+        params, opt_state, loss_stats = learn(
+            params, state.opt_state, data, k_epochs, partial(gradient, config=config), optimizer,
+            learning_rate, config.num_epochs, config.num_minibatches, prepare=prepare,
+            target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(traj.info), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(traj.info, vec_env), learning_rate=learning_rate)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
                           obs_stats=obs_stats, return_stats=return_stats,
                           discounted_return=discounted_return, key=key), metrics
@@ -544,11 +550,11 @@ def unroll_gradient(params: dict, minibatch: Unroll, config: Config) -> tuple[di
 # The whole run as one program
 # ---------------------------------------------------------------------------------------------
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
-    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
-    program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
-    num_updates]. The command line runs the same pieces in chunks, with evaluation and
-    checkpoints, bit for bit alike."""
+    """The command line runs these same pieces through common/harness/loop.py, in chunks with
+    evaluation and checkpoints, bit for bit alike. Here they make the whole run one jitted
+    program, `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: each seed's updates are
+    one `lax.scan`, the seeds are vmapped, and `shard_map` spreads them over the devices (the
+    first `num_devices`; 0: all). Metrics leaves [num_seeds, num_updates]."""
     env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
     mesh_for = algorithm.seed_mesh(num_devices)

@@ -28,6 +28,7 @@ if __name__ == "__main__":
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
@@ -461,13 +462,16 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     a gymnax-style env object to train on instead of config.env."""
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
-    optimizer = make_optimizer(config)
+    optimizer = make_optimizer(config.max_grad_norm, config.adam_eps)
     act_fn = config.activation
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
-    actions, image = actions_for(config, vec_env), use_cnn(config.torso, vec_env.obs_shape)
+    actions = actions_for(config.action_dist, vec_env, config.env)
+    image = use_cnn(config.torso, vec_env.obs_shape)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
-    schedule = lr_schedule(config)
+    # a run without a budget (--total-timesteps 0) has no end to anneal to
+    schedule = lr_schedule(config.learning_rate, config.num_updates,
+                           anneal=config.anneal_lr and config.total_timesteps > 0)
 
     def observe(stats, obs):  # what the network reads: flat vectors (a `state` part), or images
         stats = stats if config.normalize_obs else None
@@ -498,7 +502,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             action_mask = vec_env.action_mask(env_state)
             dist = dist_of(params, new_hidden, action_mask)
             action = jax.vmap(lambda k, h, m: dist_of(params, h, m).sample(seed=k))(
-                jax.random.split(k_action, config.num_envs), new_hidden, action_mask)
+                jax.random.split(k_action, vec_env.num_envs), new_hidden, action_mask)
             # as the replay computes it, so that the ratio is exactly 1
             log_prob = dist.log_prob(action)
             next_obs, env_state, info = vec_env.step(k_env, env_state, actions.to_env(action))
@@ -534,11 +538,12 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)
         params, opt_state, loss_stats = learn(
-            params, state.opt_state, seqs, k_epochs, config, optimizer, minibatch_gradient,
-            learning_rate, target_kl=config.target_kl)
+            params, state.opt_state, seqs, k_epochs, partial(minibatch_gradient, config=config),
+            optimizer, learning_rate, config.num_epochs, config.num_minibatches,
+            target_kl=config.target_kl)
 
         metrics = {k: v.mean() for k, v in loss_stats.items()}
-        metrics.update(envs.episode_metrics(info), learning_rate=learning_rate)
+        metrics.update(envs.episode_metrics(info, vec_env), learning_rate=learning_rate)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
                           start=next_start, hidden=hidden, obs_stats=obs_stats,
                           return_stats=return_stats, discounted_return=discounted_return,
@@ -565,11 +570,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
 
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
-    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
-    program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
-    num_updates]. The command line runs the same pieces in chunks, with evaluation and
-    checkpoints, bit for bit alike."""
+    """The command line runs these same pieces through common/harness/loop.py, in chunks with
+    evaluation and checkpoints, bit for bit alike. Here they make the whole run one jitted
+    program, `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: each seed's updates are
+    one `lax.scan`, the seeds are vmapped, and `shard_map` spreads them over the devices (the
+    first `num_devices`; 0: all). Metrics leaves [num_seeds, num_updates]."""
     env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
     mesh_for = algorithm.seed_mesh(num_devices)

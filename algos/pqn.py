@@ -19,6 +19,16 @@ code: mttga/purejaxql); Q(lambda): Peng & Williams 1996; RAdam: Liu et al. 2020 
     python algos/pqn.py --env CartPole-v1 --num-seeds 8
 
 Discrete actions only (an action mask, where the env has one, is respected).
+
+Many agents (a multi-agent env, common/suites/jaxmarl.py): each agent's row acts on its own
+observation with the one Q-network. Independently (the default), each row is its own
+environment with its own target. With --vdn a team's Q-value is the sum of its agents'
+(value decomposition, VDN: Sunehag et al. 2018), learned as one target per team from the team's
+reward, as purejaxql's PQN-VDN does:
+
+    Q_team(s, a) = sum_i Q(o_i, a_i),   q'_t = sum_i max_a Q(o'_i, a)
+
+    python algos/pqn.py --env jaxmarl/MPE_simple_spread_v3 --vdn
 """
 
 from __future__ import annotations
@@ -29,11 +39,12 @@ if __name__ == "__main__":  # before the slow imports below: a Ctrl-C in them is
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
 from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, layer_norm, mlp_init, use_cnn
-from scanrl.common.onpolicy import learn
+from scanrl.common.onpolicy import learn, lr_schedule, make_optimizer
 
 import jax
 import jax.numpy as jnp
@@ -105,6 +116,9 @@ class Config:
     images."""
     conv_channels: tuple[int, ...] = (16,)
     """output channels of each convolution of the cnn torso."""
+    vdn: bool = False
+    """a multi-agent env's team Q-value is the sum of its agents' (VDN), one target per team;
+    off: each agent learns alone (independent PQN)."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
@@ -229,6 +243,22 @@ def q_lambda_returns(rewards, next_q, terminated, done, gamma, q_lambda) -> jax.
     return returns
 
 
+def teams(x: jax.Array, num_agents: int) -> jax.Array:
+    """A multi-agent rollout's rows [T, N * M, ...] (VecEnv's, agent-minor) -> [T, N, M, ...]."""
+    return x.reshape(x.shape[:1] + (-1, num_agents) + x.shape[2:])
+
+
+def vdn_returns(rewards, next_q, terminated, done, num_agents, team_reward, gamma,
+                q_lambda) -> jax.Array:
+    """VDN's Q(lambda) returns [T, N], one per team, from its agents' rows [T, N * M]: the
+    team's reward (`team_reward` of its agents' [..., M]), the bootstrap sum_i max_a Q(o'_i, a),
+    and the episode's end, which every agent of a team shares."""
+    return q_lambda_returns(team_reward(teams(rewards, num_agents)),
+                            teams(next_q, num_agents).sum(-1),
+                            teams(terminated, num_agents)[..., 0],
+                            teams(done, num_agents)[..., 0], gamma, q_lambda)
+
+
 def max_valid_q(q: jax.Array, mask: jax.Array | None = None) -> jax.Array:
     """q [..., A] -> max_a q [...] over the valid actions of mask [..., A]; over all of them
     where none is valid (an env's mask at a terminal state may be all False, and a -inf
@@ -248,9 +278,12 @@ class Batch(NamedTuple):
 
 
 def td_loss(params: dict, batch: Batch, config: Config) -> tuple[jax.Array, dict]:
-    """0.5 * mean((Q(s, a) - G)^2), or Huber (delta 1) with config.loss == "huber"."""
+    """0.5 * mean((Q(s, a) - G)^2), or Huber (delta 1) with config.loss == "huber". With VDN a
+    sample is a team (obs [B, M, ...], action [B, M]) and Q(s, a) the sum of its agents'."""
     q = q_values(params, batch.obs, config.activation)
-    q_taken = jnp.take_along_axis(q, batch.action[:, None], axis=-1)[:, 0]
+    q_taken = jnp.take_along_axis(q, batch.action[..., None], axis=-1)[..., 0]
+    if config.vdn:
+        q_taken = q_taken.sum(-1)
     if config.loss == "huber":
         loss = optax.huber_loss(q_taken, batch.target, delta=1.0).mean()
     else:
@@ -295,15 +328,14 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         raise ValueError("--total-timesteps 0 (until a stop condition holds) needs "
                          "--decay-timesteps, the steps over which epsilon decays.")
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
+    if config.vdn and vec_env.num_agents is None:
+        raise ValueError(f"--vdn sums a team's agents' Q-values and --env {config.env} has one "
+                         "agent; use a multi-agent env (jaxmarl/NAME) or leave --vdn off.")
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn
-    # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
-    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
     scale_by = optax.scale_by_radam if config.optimizer == "radam" else optax.scale_by_adam
-    optimizer = optax.chain(optax.clip_by_global_norm(max_norm), scale_by(eps=config.adam_eps))
+    optimizer = make_optimizer(config.max_grad_norm, config.adam_eps, scale_by)
     # the schedules run over decay_updates (the run's, or --decay-timesteps')
-    schedule = optax.linear_schedule(config.learning_rate, 0.0, config.decay_updates) \
-        if config.anneal_lr \
-        else optax.constant_schedule(config.learning_rate)
+    schedule = lr_schedule(config.learning_rate, config.decay_updates, anneal=config.anneal_lr)
 
     def observe(obs):  # what the network reads: flat vectors, or images for the conv torso
         return vec_env.observe(obs, image=image)
@@ -341,19 +373,27 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         #    reads it). Computed once per rollout with the network that acted.
         next_q = max_valid_q(q_values(params, observe(info.final_obs), config.activation),
                              traj.next_mask)
-        targets = q_lambda_returns(info.reward * config.reward_scale, next_q,
-                                   info.terminated, info.terminated | info.truncated,
-                                   config.gamma, config.q_lambda)
-        samples = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]),
-                               Batch(obs=traj.obs, action=traj.action, target=targets))
+        reward, done = info.reward * config.reward_scale, info.terminated | info.truncated
+        if config.vdn:  # one target per team, learned by its agents' summed Q-values
+            targets = vdn_returns(reward, next_q, info.terminated, done, vec_env.num_agents,
+                                  vec_env.team_reward, config.gamma, config.q_lambda)
+            samples = Batch(obs=teams(traj.obs, vec_env.num_agents),
+                            action=teams(traj.action, vec_env.num_agents), target=targets)
+        else:
+            targets = q_lambda_returns(reward, next_q, info.terminated, done, config.gamma,
+                                       config.q_lambda)
+            samples = Batch(obs=traj.obs, action=traj.action, target=targets)
+        samples = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), samples)
 
         # 3. num_epochs epochs of num_minibatches steps at this update's learning rate.
         learning_rate = schedule(update_index)
-        params, opt_state, loss_stats = learn(params, state.opt_state, samples, k_epochs, config,
-                                              optimizer, minibatch_gradient, learning_rate)
+        params, opt_state, loss_stats = learn(
+            params, state.opt_state, samples, k_epochs, partial(minibatch_gradient, config=config),
+            optimizer, learning_rate, config.num_epochs, config.num_minibatches)
 
         metrics = {k: v.mean() for k, v in loss_stats.items() if k != "applied"}
-        metrics.update(envs.episode_metrics(info), learning_rate=learning_rate, epsilon=epsilon)
+        metrics.update(envs.episode_metrics(info, vec_env), learning_rate=learning_rate,
+                       epsilon=epsilon)
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
                           key=key), metrics
 
@@ -374,11 +414,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
 
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
-    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
-    program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
-    num_updates]. The command line runs the same pieces in chunks, with evaluation and
-    checkpoints, bit for bit alike."""
+    """The command line runs these same pieces through common/harness/loop.py, in chunks with
+    evaluation and checkpoints, bit for bit alike. Here they make the whole run one jitted
+    program, `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: each seed's updates are
+    one `lax.scan`, the seeds are vmapped, and `shard_map` spreads them over the devices (the
+    first `num_devices`; 0: all). Metrics leaves [num_seeds, num_updates]."""
     env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
     mesh_for = algorithm.seed_mesh(num_devices)

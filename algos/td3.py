@@ -285,8 +285,7 @@ def polyak(online, target, tau: float):
 # Training
 # ---------------------------------------------------------------------------------------------
 def make_optimizer(config: Config) -> optax.GradientTransformation:
-    # 0 turns clipping off as an infinite bound, not a Python branch: a sweep can trace it
-    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
+    max_norm = algorithm.grad_norm_bound(config.max_grad_norm)  # 0: no clipping
     return optax.chain(optax.clip_by_global_norm(max_norm),
                        optax.adamw(config.learning_rate, weight_decay=config.weight_decay))
 
@@ -487,11 +486,11 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
 
 def make_train(config: Config, env=None, env_params=None, num_devices: int = 0):
-    """`train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: the whole run as one jitted
-    program: each seed's updates are one `lax.scan`, the seeds are vmapped, and `shard_map`
-    spreads them over the devices (the first `num_devices`; 0: all). Metrics leaves [num_seeds,
-    num_updates]. The command line runs the same pieces in chunks, with evaluation and
-    checkpoints, bit for bit alike."""
+    """The command line runs these same pieces through common/harness/loop.py, in chunks with
+    evaluation and checkpoints, bit for bit alike. Here they make the whole run one jitted
+    program, `train(keys[num_seeds]) -> {"state", "policy", "metrics"}`: each seed's updates are
+    one `lax.scan`, the seeds are vmapped, and `shard_map` spreads them over the devices (the
+    first `num_devices`; 0: all). Metrics leaves [num_seeds, num_updates]."""
     env, env_params = algorithm.train_env(config, env, env_params)
     algo = make_algorithm(config, env, env_params)
     mesh_for = algorithm.seed_mesh(num_devices)

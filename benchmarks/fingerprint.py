@@ -17,6 +17,11 @@ change to an algorithm's update.
     python benchmarks/fingerprint.py after.npz           # on the other
     python benchmarks/fingerprint.py --compare before.npz after.npz
     python benchmarks/fingerprint.py before.npz --only td3,sac   # only these algorithms' cases
+    python benchmarks/fingerprint.py --hlo [--only ...] > before.txt  # programs, not results
+
+`--hlo` lowers each case's whole program (no compiling, no running: about a minute in all) and
+prints a SHA-256 prefix of its StableHLO text without source locations; equal lines on two
+trees mean the same programs. Where a line differs, the results still decide.
 """
 
 import sys
@@ -52,16 +57,14 @@ CASES = (("ppo", "CartPole-v1", {}), ("ppo", "Pendulum-v1", {"target_kl": 0.02})
             else {"recipe": "none"}) for name in ("ppo", "grpo", "td3")))
 
 
-def fingerprint(path: str, only: set[str] | None = None) -> None:
-    import jax
-
+def programs(only: set[str] | None = None):
+    """(case name, its built program, the seeds' keys) for each case."""
     from scanrl.common.harness import devices, loop
     from scanrl.common.harness.runconfig import compose
 
     devices.use_cpu_cores()
     from scanrl import algos
 
-    out = {}
     for name, env, extra in CASES:
         if only is not None and name not in only:
             continue
@@ -70,8 +73,25 @@ def fingerprint(path: str, only: set[str] | None = None) -> None:
         per_update = compose(module, env, **common)
         per_update = per_update.total_timesteps // per_update.num_updates
         config = compose(module, env, total_timesteps=3 * per_update, **common)
-        result = jax.device_get(loop.build(module.make_algorithm, config).train(devices.seed_keys(0, 2)))  # evaluated
         case = f"{name}_{env}" + "".join(f"_{k}={v}" for k, v in extra.items())
+        yield case, loop.build(module.make_algorithm, config), devices.seed_keys(0, 2)
+
+
+def hlo(only: set[str] | None = None) -> None:
+    import hashlib
+    import re
+
+    for case, program, keys in programs(only):
+        text = re.sub(r"loc\(.*?\)", "", program.train.lower(keys).as_text())
+        print(f"{case}: {hashlib.sha256(text.encode()).hexdigest()[:16]}", flush=True)
+
+
+def fingerprint(path: str, only: set[str] | None = None) -> None:
+    import jax
+
+    out = {}
+    for case, program, keys in programs(only):
+        result = jax.device_get(program.train(keys))  # evaluated
         for i, leaf in enumerate(jax.tree.leaves(result["policy"])):
             out[f"{case}/param{i}"] = np.asarray(leaf)
         for key, value in result["metrics"].items():
@@ -89,8 +109,11 @@ def compare(a_path: str, b_path: str) -> None:
 
 
 if __name__ == "__main__":
+    # `--only a,b` keeps the cases whose algorithm is named
+    only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
     if sys.argv[1] == "--compare":
         compare(*sys.argv[2:4])
-    else:  # `--only a,b` keeps the cases whose algorithm is named
-        only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+    elif sys.argv[1] == "--hlo":
+        hlo(only)
+    else:
         fingerprint(sys.argv[1], only)

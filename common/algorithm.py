@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import Mesh
 
 from scanrl.common import cores
@@ -22,7 +23,8 @@ INDEFINITE_UPDATES = 2**30  # --total-timesteps 0: "until a stop condition holds
 # nothing measurable for these small, loop-heavy programs (benchmarks/HISTORY.md, 2026-11-27,
 # 12:50-13:12). The GPU
 # backend reads the same options for its kernels' code, so they are for CPU programs only.
-CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True}
+CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1,
+                        "xla_llvm_disable_expensive_passes": True}
 
 
 def compiler_options(devices: Any = None) -> dict:
@@ -56,10 +58,17 @@ class Algorithm:
 
     def __post_init__(self):
         steps_per_env = self.steps_per_update // self.vec_env.num_envs
-        object.__setattr__(self, "update", self.vec_env.with_fresh_starts(self.update, steps_per_env))
+        object.__setattr__(self, "update",
+                           self.vec_env.with_fresh_starts(self.update, steps_per_env))
 
     env = property(lambda self: self.vec_env.env)  # the gymnax-style env and its params
     env_params = property(lambda self: self.vec_env.env_params)
+
+
+def grad_norm_bound(max_grad_norm: Any) -> jax.Array:
+    """The bound a file gives optax.clip_by_global_norm: max_grad_norm, where 0 turns clipping off
+    as an infinite bound rather than a Python branch, so a sweep can trace the value."""
+    return jnp.where(max_grad_norm > 0, max_grad_norm, jnp.inf)
 
 
 def vmap_seeds(fn: Callable, num_seeds: int, in_axes: Any = 0) -> Callable:
@@ -71,7 +80,8 @@ def vmap_seeds(fn: Callable, num_seeds: int, in_axes: Any = 0) -> Callable:
         return jax.vmap(fn, in_axes=in_axes)
     add, drop = partial(jax.tree.map, lambda x: x[None]), partial(jax.tree.map, lambda x: x[0])
     axes = in_axes if isinstance(in_axes, tuple) else None
-    return lambda *args: add(fn(*(a if axes and axes[i] is None else drop(a) for i, a in enumerate(args))))
+    return lambda *args: add(fn(*(a if axes and axes[i] is None else drop(a)
+                                  for i, a in enumerate(args))))
 
 
 def train_env(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any, Any]:
@@ -80,8 +90,8 @@ def train_env(config: Any, env: Any = None, env_params: Any = None) -> tuple[Any
     CPU device per core (a warning where it started with fewer). `make_train` runs a fixed
     budget, so --total-timesteps 0 (until a stop condition holds: the command line's) is refused."""
     if not config.total_timesteps:
-        raise ValueError("make_train runs a fixed budget: give total_timesteps; 0 (train until a stop condition "
-                         "holds) is the command line's.")
+        raise ValueError("make_train runs a fixed budget: give total_timesteps; 0 (train until a "
+                         "stop condition holds) is the command line's.")
     cores.use_cpu_cores()
     return resolve_env(config.env, env, env_params)
 
@@ -92,7 +102,8 @@ def resolve_env(env_id: str, env: Any = None, env_params: Any = None,
     `env_params`, default `env.default_params`) or else `env_id` built with `options`."""
     if env is not None:
         return env, env.default_params if env_params is None else env_params
-    from scanrl.common import suites  # the registry of env ids loads only when an env is named by its id
+    # the registry of env ids loads only when an env is named by its id
+    from scanrl.common import suites
 
     return suites.make(env_id, options)
 
@@ -126,7 +137,9 @@ def check_values(config: Any, positive: tuple[str, ...] = (), nonnegative: tuple
     for name in positive:
         value = getattr(config, name)
         if value is not None and not value > 0:
-            raise ValueError(f"{flag(name)} must be {'at least 1' if isinstance(value, int) else 'positive'}, got {value}.")
+            raise ValueError(
+                f"{flag(name)} must be "
+                f"{'at least 1' if isinstance(value, int) else 'positive'}, got {value}.")
     for name in nonnegative:
         value = getattr(config, name)
         if value is not None and value < 0:
@@ -148,10 +161,11 @@ def check_budget(config: Any, per_update: int, unit: str) -> None:
     if total < 0:
         raise ValueError(f"--total-timesteps must be 0 or positive, got {total}.")
     if 0 < total < per_update:
-        raise ValueError(f"--total-timesteps {total} is smaller than one {unit} (num_envs * num_steps = {per_update}); "
-                         f"raise it or shrink the {unit}.")
+        raise ValueError(f"--total-timesteps {total} is smaller than one {unit} "
+                         f"(num_envs * num_steps = {per_update}); raise it or shrink the {unit}.")
 
 
 def updates_for(config: Any, per_update: int) -> int:
-    """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for --total-timesteps 0."""
+    """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for
+    --total-timesteps 0."""
     return config.total_timesteps // per_update if config.total_timesteps else INDEFINITE_UPDATES

@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-START_TAG = 0x57A27  # folded into an update's key to draw new cached starts (VecEnv.with_fresh_starts)
+# folded into an update's key to draw new cached starts (VecEnv.with_fresh_starts)
+START_TAG = 0x57A27
 DATA_AXIS = "data"  # the mesh axis that splits one seed's environments (common/harness/devices.py)
 
 
@@ -52,7 +53,8 @@ def is_discrete(env: Any, env_params: Any) -> bool:
         return True
     if isinstance(space, spaces.Box):
         return False
-    raise ValueError(f"Unsupported action space {type(space).__name__}; scanrl handles Discrete and Box.")
+    raise ValueError(f"Unsupported action space {type(space).__name__}; scanrl handles Discrete "
+                     "and Box.")
 
 
 class EnvHooks(Protocol):
@@ -93,6 +95,17 @@ class EnvHooks(Protocol):
         """The same picture as traceable JAX: a whole episode's are drawn by one jitted,
         vmapped call (Navix)."""
 
+    num_agents: int
+    """M: the env has M agents (JaxMARL's, common/suites/jaxmarl.py) and its reset and step return
+    leaves [M, ...], one row per agent, and take actions [M, ...]. VecEnv presents N such envs
+    as N * M rows, each of which an algorithm treats as one environment: with one parameter set,
+    PPO over the rows is IPPO. Absent: one agent, no agent axis."""
+
+    def team_reward(self, reward: jax.Array) -> jax.Array:
+        """An env of agents: its agents' rewards [..., M] -> the team's [...] (the sum where each
+        agent has its own, the shared one where they share it; absent: the sum); PQN's --vdn
+        learns from it, and the episode metrics report it as `team_return`."""
+
     name: str
     """The env's name (gymnax's `Environment.name`): the renderer draws the classic-control
     tasks by it."""
@@ -119,7 +132,8 @@ class VecEnvState(NamedTuple):
     env_state: Any  # gymnax state, leaves [N, ...]
     episode_return: jax.Array  # [N] return of the running episode so far
     episode_length: jax.Array  # [N] int32 steps of the running episode so far
-    starts: Any = None  # cached starts (obs [N, *obs], env states [N, ...]) of an env with `cached_starts`
+    # cached starts (obs [N, *obs], env states [N, ...]) of an env with `cached_starts`
+    starts: Any = None
 
 
 class StepInfo(NamedTuple):
@@ -131,6 +145,9 @@ class StepInfo(NamedTuple):
     final_obs: jax.Array  # [N, *obs] observation reached by this step, before any reset
     episode_return: jax.Array  # [N] return of the episode that ended here, 0 where none did
     episode_length: jax.Array  # [N] length of the episode that ended here, 0 where none did
+    # {name: [N] float} how an episode that ended here ended, by the env (SMAX's win_rate: 1
+    # for a battle won), averaged over the episodes that ended by `episode_metrics`; None: none
+    outcomes: Any = None
 
 
 class VecEnv:
@@ -152,7 +169,11 @@ class VecEnv:
 
     def __init__(self, env: Any, env_params: Any, num_envs: int):
         self.env, self.env_params = env, env_params
-        self.num_envs = num_envs
+        # an env of M agents (`num_agents`) is M rows: num_envs * M in all, agent-minor
+        self.num_agents, self.num_games = hook(env, "num_agents"), num_envs
+        self.num_envs = num_envs * (self.num_agents or 1)
+        # a team's reward from its agents' [..., M]: the env's own rule, else their sum
+        self.team_reward = hook(env, "team_reward") or (lambda reward: reward.sum(-1))
         self.discrete = is_discrete(env, env_params)
         self.masked = callable(hook(env, "action_mask"))
         self.restart_finished = hook(env, "restart_finished")
@@ -168,17 +189,21 @@ class VecEnv:
         else:
             self.action_shape = tuple(space.shape)
             self.action_dim = math.prod(self.action_shape)
-            self.action_low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32), self.action_shape)
-            self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), self.action_shape)
+            self.action_low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32),
+                                               self.action_shape)
+            self.action_high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32),
+                                                self.action_shape)
 
-    def reset(self, key: jax.Array, env_keys: jax.Array | None = None) -> tuple[jax.Array, VecEnvState]:
+    def reset(self, key: jax.Array, env_keys: jax.Array | None = None
+              ) -> tuple[jax.Array, VecEnvState]:
         """obs [N, *obs] and the state. `env_keys`: reset keys [N] (e.g. repeated, so that several
         environments start from the same state); default: split from `key`."""
-        keys = shard_envs(jax.random.split(key, self.num_envs) if env_keys is None else env_keys)
+        keys = shard_envs(jax.random.split(key, self.num_games) if env_keys is None else env_keys)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params)
-        zeros = jnp.zeros(self.num_envs)
+        obs, zeros = self.rows(obs), jnp.zeros(self.num_envs)
         starts = (obs, env_state) if self.cached_starts else None
-        return shard_envs((obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32), starts)))
+        return shard_envs((obs, VecEnvState(env_state, zeros, jnp.zeros(self.num_envs, jnp.int32),
+                                            starts)))
 
     def with_fresh_starts(self, update: Any, steps_per_env: int) -> Any:
         """`update(state, update_index)` that first draws new cached starts into `state.env_state`
@@ -194,10 +219,13 @@ class VecEnv:
 
         def refreshed(state, update_index):
             def refresh(env_state):
-                keys = shard_envs(jax.random.split(jax.random.fold_in(state.key, START_TAG), self.num_envs))
-                return env_state._replace(starts=jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params))
+                keys = shard_envs(jax.random.split(jax.random.fold_in(state.key, START_TAG),
+                                                   self.num_games))
+                return env_state._replace(
+                    starts=jax.vmap(self.env.reset, in_axes=(0, None))(keys, self.env_params))
 
-            env_state = jax.lax.cond((update_index + 1) % every == 0, refresh, lambda s: s, state.env_state)
+            env_state = jax.lax.cond((update_index + 1) % every == 0, refresh, lambda s: s,
+                                     state.env_state)
             return update(state._replace(env_state=env_state), update_index)
 
         return refreshed
@@ -207,7 +235,8 @@ class VecEnv:
         env has no action mask (every action is valid)."""
         if not self.masked:
             return None
-        return jax.vmap(self.env.action_mask, in_axes=(0, None))(state.env_state, self.env_params)
+        return self.rows(jax.vmap(self.env.action_mask, in_axes=(0, None))(state.env_state,
+                                                                          self.env_params))
 
     def flat_obs(self, obs: jax.Array) -> jax.Array:
         """[..., *obs_shape] -> [..., obs_dim], what an MLP takes."""
@@ -237,30 +266,49 @@ class VecEnv:
         """
         if self.restart_finished is not None:
             key, k_reset = jax.random.split(key)
-        keys = shard_envs(jax.random.split(key, self.num_envs))
+        keys = shard_envs(jax.random.split(key, self.num_games))
         obs, env_state, reward, terminated, truncated, info = jax.vmap(
             self.env.step, in_axes=(0, 0, 0, None)
-        )(keys, state.env_state, self.clip_action(action), self.env_params)
+        )(keys, state.env_state, self.games(self.clip_action(action)), self.env_params)
+        obs, reward, terminated, truncated, final_obs, outcomes = self.rows(
+            (obs, reward, terminated, truncated, info["final_observation"],
+             info.get("outcomes")))
         reward = reward.astype(jnp.float32)
         done = terminated | truncated
         if self.restart_finished is not None:
             obs, env_state = self.restart_finished(k_reset, done, obs, env_state, self.env_params)
         elif self.cached_starts:
-            obs, env_state = jax.tree.map(partial(self.restart, done), state.starts, (obs, env_state))
+            obs, env_state = jax.tree.map(partial(self.restart, done), state.starts,
+                                          (obs, env_state))
         episode_return = state.episode_return + reward
         episode_length = state.episode_length + 1
         step_info = StepInfo(
             reward=reward,
             terminated=terminated,
             truncated=truncated,
-            final_obs=info["final_observation"],
+            final_obs=final_obs,
             episode_return=jnp.where(done, episode_return, 0.0),
             episode_length=jnp.where(done, episode_length, 0),
+            outcomes=outcomes,
         )
         new_state = VecEnvState(
-            env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length), state.starts
+            env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length),
+            state.starts
         )
         return shard_envs((obs, new_state, step_info))
+
+    def rows(self, tree: Any) -> Any:
+        """Leaves [N, M, ...] of an env of agents -> [N * M, ...]; the identity for one agent."""
+        if self.num_agents is None:
+            return tree
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), tree)
+
+    def games(self, tree: Any) -> Any:
+        """The inverse of `rows`: leaves [N * M, ...] -> [N, M, ...]."""
+        if self.num_agents is None:
+            return tree
+        return jax.tree.map(
+            lambda x: x.reshape((self.num_games, self.num_agents) + x.shape[1:]), tree)
 
     @staticmethod
     def restart(done: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
@@ -268,20 +316,36 @@ class VecEnv:
         return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), new, old)
 
 
-def episode_metrics(info: StepInfo) -> dict[str, jax.Array]:
+def episode_metrics(info: StepInfo, vec_env: VecEnv | None = None) -> dict[str, jax.Array]:
     """Mean return and length of the episodes that ended within `info` (leaves [T, N]).
 
-    NaN when none ended, so a rollout shorter than an episode never reports a fake 0.
+    NaN when none ended, so a rollout shorter than an episode never reports a fake 0. For an
+    env of M agents (`vec_env.num_agents`; rows agent-minor), an episode is a row's, and the
+    team's return (`team_reward` of its agents' returns) and each agent's are added:
+    `team_return`, `agent_0_return`, ...
     """
     done = info.terminated | info.truncated
-    count, total_return, total_length = done.sum(), info.episode_return.sum(), info.episode_length.sum()
+    count, total_return, total_length = (done.sum(), info.episode_return.sum(),
+                                         info.episode_length.sum())
     safe = jnp.maximum(count, 1)
     nan = jnp.float32(jnp.nan)
-    return {
+    metrics = {
         "episode_return": jnp.where(count > 0, total_return / safe, nan),
         "episode_length": jnp.where(count > 0, total_length / safe, nan),
         "episodes": count,
     }
+    for name, value in (info.outcomes or {}).items():  # the env's, of the episodes that ended
+        metrics[name] = jnp.where(count > 0, jnp.where(done, value, 0.0).sum() / safe, nan)
+    if vec_env is None or vec_env.num_agents is None:
+        return metrics
+    teams = lambda x: x.reshape(x.shape[:-1] + (-1, vec_env.num_agents))  # noqa: E731
+    returns = teams(info.episode_return)  # [..., N, M]; a team's agents end together
+    ended = teams(done)[..., 0].sum()
+    mean = lambda x: jnp.where(ended > 0, x.sum() / jnp.maximum(ended, 1), nan)  # noqa: E731
+    metrics["team_return"] = mean(vec_env.team_reward(returns))
+    metrics.update({f"agent_{i}_return": mean(returns[..., i])
+                    for i in range(vec_env.num_agents)})
+    return metrics
 
 
 class RunningStats(NamedTuple):
@@ -307,7 +371,8 @@ def update_stats(stats: RunningStats, batch: jax.Array) -> RunningStats:
     total = stats.count + batch_count
     delta = batch_mean - stats.mean
     mean = stats.mean + delta * batch_count / total
-    m2 = stats.var * stats.count + batch_var * batch_count + delta**2 * stats.count * batch_count / total
+    m2 = (stats.var * stats.count + batch_var * batch_count
+          + delta**2 * stats.count * batch_count / total)
     return RunningStats(mean, m2 / total, total)
 
 

@@ -23,7 +23,8 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 }
 
 
-def orthogonal(key: jax.Array, shape: tuple[int, int], gain: float = 1.0, iterations: int = 40) -> jax.Array:
+def orthogonal(key: jax.Array, shape: tuple[int, int], gain: float = 1.0,
+               iterations: int = 40) -> jax.Array:
     """A random (semi-)orthogonal matrix times `gain`, with the law of QR-based orthogonal init.
 
     It is the polar factor of a Gaussian matrix, found by Newton-Schulz iteration (matmuls
@@ -64,7 +65,8 @@ def mlp_init(
             w = orthogonal(k, (fan_in, fan_out), gain)
         layers.append({"w": w, "b": jnp.zeros(fan_out, jnp.float32)})
         if layer_norm and i < len(sizes) - 2:
-            layers[-1].update(scale=jnp.ones(fan_out, jnp.float32), offset=jnp.zeros(fan_out, jnp.float32))
+            layers[-1].update(scale=jnp.ones(fan_out, jnp.float32),
+                              offset=jnp.zeros(fan_out, jnp.float32))
     return layers
 
 
@@ -77,7 +79,8 @@ def layer_norm(layer: dict, x: jax.Array) -> jax.Array:
     return (x - mean) * jax.lax.rsqrt(var + 1e-6) * layer["scale"] + layer["offset"]
 
 
-def mlp_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str = "tanh") -> jax.Array:
+def mlp_apply(params: list[dict[str, jax.Array]], x: jax.Array,
+              activation: str = "tanh") -> jax.Array:
     """x [..., sizes[0]] -> [..., sizes[-1]]; the activation follows every layer but the last, and
     a layer norm follows it where the layer has one (flax's LayerNorm: epsilon 1e-6)."""
     act = ACTIVATIONS[activation]
@@ -92,8 +95,8 @@ def use_cnn(torso: str, obs_shape: tuple[int, ...]) -> bool:
     images [H, W, C]; ValueError (one sentence) for cnn on anything else."""
     image = len(obs_shape) == 3
     if torso == "cnn" and not image:
-        raise ValueError(f"--torso cnn needs image observations [H, W, C], but this env's have shape {list(obs_shape)}; "
-                         "use --torso mlp.")
+        raise ValueError("--torso cnn needs image observations [H, W, C], but this env's have "
+                         f"shape {list(obs_shape)}; use --torso mlp.")
     return torso == "cnn" or (torso == "auto" and image)
 
 
@@ -105,12 +108,14 @@ def cnn_init(key: jax.Array, image_shape: tuple[int, int, int], channels: Sequen
     height, width, c_in = image_shape
     layers = []
     for k, c_out in zip(jax.random.split(key, len(channels)), channels):
-        w = orthogonal(k, (kernel * kernel * c_in, c_out), 2.0**0.5).reshape(kernel, kernel, c_in, c_out)
+        w = orthogonal(k, (kernel * kernel * c_in, c_out), 2.0**0.5).reshape(
+            kernel, kernel, c_in, c_out)
         layers.append({"w": w, "b": jnp.zeros(c_out, jnp.float32)})
         height, width, c_in = height - kernel + 1, width - kernel + 1, c_out
     if height < 1 or width < 1:
-        raise ValueError(f"--conv-channels {tuple(channels)}: {len(channels)} {kernel}x{kernel} convolutions do not fit "
-                         f"a {image_shape[0]}x{image_shape[1]} image; use fewer.")
+        raise ValueError(f"--conv-channels {tuple(channels)}: {len(channels)} {kernel}x{kernel} "
+                         f"convolutions do not fit a {image_shape[0]}x{image_shape[1]} image; "
+                         "use fewer.")
     return layers, height * width * c_in
 
 
@@ -129,8 +134,10 @@ def cnn_apply(params: list[dict[str, jax.Array]], x: jax.Array, activation: str 
     for layer in params:
         k = layer["w"].shape[0]
         height, width = x.shape[1] - k + 1, x.shape[2] - k + 1
-        patches = jnp.concatenate([x[:, i:i + height, j:j + width] for i in range(k) for j in range(k)], axis=-1)
-        x = patches @ layer["w"].reshape(-1, layer["w"].shape[-1]) + layer["b"]  # [n, H', W', C_out]
+        patches = jnp.concatenate([x[:, i:i + height, j:j + width]
+                                   for i in range(k) for j in range(k)], axis=-1)
+        # [n, H', W', C_out]
+        x = patches @ layer["w"].reshape(-1, layer["w"].shape[-1]) + layer["b"]
         x = act(x if normalize is None else normalize(layer, x))
     return x.reshape(batch + (-1,))
 
@@ -143,12 +150,13 @@ def mask_logits(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
 
 
 # ---------------------------------------------------------------------------------------------
-# Tanh-squashed normal policies (--action-dist tanh_normal; Brax PPO's default, Haarnoja et al. 2018):
-# a normal over the pre-tanh action u with a state-dependent std; the env gets tanh(u) rescaled to
-# its bounds. The algorithms store u and take log-probabilities (ratios) on u, where the tanh
-# Jacobian, which depends on u alone, cancels.
+# Tanh-squashed normal policies (--action-dist tanh_normal; Brax PPO's default, Haarnoja et al.
+# 2018): a normal over the pre-tanh action u with a state-dependent std; the env gets tanh(u)
+# rescaled to its bounds. The algorithms store u and take log-probabilities (ratios) on u, where
+# the tanh Jacobian, which depends on u alone, cancels.
 # ---------------------------------------------------------------------------------------------
-SQUASH = distrax.Block(distrax.Tanh(), 1)  # u [..., A] -> tanh(u); log|det J| = sum log(1 - tanh(u)^2), stably
+# u [..., A] -> tanh(u); log|det J| = sum log(1 - tanh(u)^2), stably
+SQUASH = distrax.Block(distrax.Tanh(), 1)
 
 
 def pre_tanh_normal(out: jax.Array, min_std: float) -> distrax.MultivariateNormalDiag:
@@ -169,7 +177,8 @@ class Actions(NamedTuple):
     once from --action-dist by `actions_for`. squashed (tanh_normal): the stored action is the
     pre-tanh sample u with the log-prob of u, the env gets tanh(u) rescaled onto [low, high]
     [A], and the entropy is estimated from one sample, which needs standard-normal noise
-    (`entropy_of`). Otherwise the stored action is the env's (discrete, or a gaussian sample the env clips)."""
+    (`entropy_of`). Otherwise the stored action is the env's (discrete, or a gaussian sample the
+    env clips)."""
 
     squashed: bool = False
     low: jax.Array | None = None
@@ -205,37 +214,40 @@ class Actions(NamedTuple):
         return self.to_env(dist.mode() if deterministic else dist.sample(seed=key))
 
 
-def actions_for(config, vec_env) -> Actions:
-    """Before compiling, from config.action_dist and config.env; for tanh_normal, the action bounds
-    (low [A], high [A], flattened). ValueError (one sentence naming the env) where tanh_normal
-    meets discrete actions or bounds that are not finite: a squashed normal needs a Box with
-    finite bounds."""
-    if config.action_dist != "tanh_normal":
+def actions_for(action_dist: str, vec_env, env_id: str) -> Actions:
+    """Before compiling, from --action-dist and the env (its id for messages); for tanh_normal,
+    the action bounds (low [A], high [A], flattened). ValueError (one sentence naming the env)
+    where tanh_normal meets discrete actions or bounds that are not finite: a squashed normal
+    needs a Box with finite bounds."""
+    if action_dist != "tanh_normal":
         return Actions()
     if vec_env.discrete:
-        raise ValueError(f"--action-dist tanh_normal needs continuous (Box) actions and --env {config.env} "
-                         "has discrete ones; leave --action-dist at gaussian.")
+        raise ValueError("--action-dist tanh_normal needs continuous (Box) actions and --env "
+                         f"{env_id} has discrete ones; leave --action-dist at gaussian.")
     low, high = vec_env.action_low.reshape(-1), vec_env.action_high.reshape(-1)
     # Inside a sweep's program the bounds are traced: the build before it checked the same bounds.
     traced = isinstance(low, jax.core.Tracer) or isinstance(high, jax.core.Tracer)
     if not traced and not (jnp.isfinite(low).all() and jnp.isfinite(high).all()):
-        raise ValueError(f"--action-dist tanh_normal needs finite action bounds and --env {config.env}'s are "
-                         f"[{low.tolist()}, {high.tolist()}]; use --action-dist gaussian.")
+        raise ValueError("--action-dist tanh_normal needs finite action bounds and --env "
+                         f"{env_id}'s are [{low.tolist()}, {high.tolist()}]; use --action-dist "
+                         "gaussian.")
     return Actions(True, low, high)
 
 
 def entropy_of(dist: distrax.Distribution, noise: jax.Array | None = None) -> jax.Array:
     """The policy's entropy [...]: exact, or with a tanh_normal's noise [..., A] (`Actions.noise`)
-    Brax PPO's one-sample estimate of the squashed action's, H(a) = H(u) + E[sum log(1 - tanh(u)^2)]
-    with the expectation taken at u = loc + scale * noise, so the gradient reaches loc and scale.
-    The Jacobian term is <= 0 and falls as |u| grows: the bonus does not reward saturated actions."""
+    Brax PPO's one-sample estimate of the squashed action's,
+    H(a) = H(u) + E[sum log(1 - tanh(u)^2)] with the expectation taken at u = loc + scale * noise,
+    so the gradient reaches loc and scale. The Jacobian term is <= 0 and falls as |u| grows: the
+    bonus does not reward saturated actions."""
     if noise is None:
         return dist.entropy()
     return dist.entropy() + SQUASH.forward_log_det_jacobian(dist.loc + dist.scale_diag * noise)
 
 
 def head_distribution(out: jax.Array, params: dict, action_mask: jax.Array | None = None,
-                      action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
+                      action_dist: str = "gaussian", min_std: float = 0.001
+                      ) -> distrax.Distribution:
     """The policy head's output out [..., D] -> the action distribution, batch shape [...]:
     categorical logits (masked by action_mask [..., A]); a normal around out with
     params["log_std"] (gaussian); or the pre-tanh normal of [loc, raw scale] (tanh_normal)."""

@@ -1,8 +1,9 @@
 """The on-policy math the algorithm files share: GAE, PPO's clipped surrogate and value losses,
 the approximate KL, per-minibatch advantage normalisation, the optimizer, and the epoch/minibatch
 loop (`learn`) each file drives with its own gradient. Pure functions, tested against hand
-computations and plain-Python loops (tests/test_ppo.py, tests/test_gae.py); `make_optimizer` and
-`learn` read only the config fields their docstrings name, so any Config that has them works.
+computations and plain-Python loops (tests/test_ppo.py, tests/test_gae.py). They take values,
+never a Config: a file unpacks its Config at the call, so a renamed field fails where the reader
+is looking.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from scanrl.common import algorithm
 
-def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> tuple[jax.Array, jax.Array]:
+
+def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda
+        ) -> tuple[jax.Array, jax.Array]:
     """Generalised advantage estimation over a time-major rollout.
 
     All inputs [T, N]: rewards r_t, values V(s_t), next_values V(s'_t) where s'_t is the
@@ -38,9 +42,11 @@ def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> tu
 def clipped_surrogate_loss(ratio, advantages, clip_eps, dual_clip_param=None) -> jax.Array:
     """-mean(min(r A, clip(r, 1-eps, 1+eps) A)); with dual clip c, where A < 0 the
     objective is max(that, c A), which bounds the loss of very large ratios. Inputs [B]."""
-    objective = jnp.minimum(ratio * advantages, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages)
+    objective = jnp.minimum(ratio * advantages,
+                            jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages)
     if dual_clip_param is not None:
-        objective = jnp.where(advantages < 0, jnp.maximum(objective, dual_clip_param * advantages), objective)
+        objective = jnp.where(advantages < 0, jnp.maximum(objective, dual_clip_param * advantages),
+                              objective)
     return -objective.mean()
 
 
@@ -64,41 +70,40 @@ def normalize_advantages(advantages: jax.Array) -> jax.Array:
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
 
-def make_optimizer(config) -> optax.GradientTransformation:
-    """Global-norm clipping (config.max_grad_norm; 0: none), then Adam's scaling (config.adam_eps).
-    The step size is not in it: `learn` applies each update's learning rate as a value
-    (optax.scale_by_learning_rate), so a schedule or a sweep's traced rate needs no optimizer
-    state. Reads only those two fields of `config`."""
-    # 0 turns clipping off as an infinite bound, without a Python branch: a sweep can trace it
-    max_norm = jnp.where(config.max_grad_norm > 0, config.max_grad_norm, jnp.inf)
-    return optax.chain(optax.clip_by_global_norm(max_norm), optax.scale_by_adam(eps=config.adam_eps))
+def make_optimizer(max_grad_norm, adam_eps, scale_by=optax.scale_by_adam
+                   ) -> optax.GradientTransformation:
+    """Global-norm clipping at max_grad_norm (0: none), then `scale_by`'s scaling (Adam's;
+    pqn.py passes optax.scale_by_radam) with adam_eps. The step size is not in it: `learn`
+    applies each update's learning rate as a value (optax.scale_by_learning_rate), so a schedule
+    or a sweep's traced rate needs no optimizer state."""
+    return optax.chain(optax.clip_by_global_norm(algorithm.grad_norm_bound(max_grad_norm)),
+                       scale_by(eps=adam_eps))
 
 
-def lr_schedule(config) -> optax.Schedule:
-    """Update index -> learning rate: config.learning_rate decayed linearly to 0 over the run's
-    config.num_updates with config.anneal_lr, else constant (and constant for a run without a
-    budget, config.total_timesteps 0, which has no end to anneal to)."""
-    if config.anneal_lr and config.total_timesteps:
-        return optax.linear_schedule(config.learning_rate, 0.0, config.num_updates)
-    return optax.constant_schedule(config.learning_rate)
+def lr_schedule(learning_rate, num_updates, anneal) -> optax.Schedule:
+    """Update index -> learning rate: learning_rate decayed linearly to 0 over num_updates with
+    `anneal`, else constant. A file passes anneal False for a run without a budget
+    (--total-timesteps 0), which has no end to anneal to."""
+    if anneal:
+        return optax.linear_schedule(learning_rate, 0.0, num_updates)
+    return optax.constant_schedule(learning_rate)
 
 
-def learn(params, opt_state, samples, key, config, optimizer, gradient, learning_rate, prepare=None,
-          target_kl=None):
-    """config.num_epochs epochs of config.num_minibatches Adam steps of size `learning_rate` over
-    one rollout's samples, leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in
+def learn(params, opt_state, samples, key, gradient, optimizer, learning_rate, num_epochs,
+          num_minibatches, prepare=None, target_kl=None):
+    """num_epochs epochs of num_minibatches optimizer steps of size `learning_rate` over one
+    rollout's samples, leaves [S, ...]: transitions in ppo.py and grpo.py, whole sequences in
     ppo_rnn.py, whole trajectories (environment-major) in impala.py, each file passing its own
-    `gradient(params, minibatch, config) -> (grads, stats)`. `prepare(params, samples)`, where
-    given, makes each epoch's samples from the params it starts with (PPO's
-    recompute_advantages). With `target_kl` (None: off; a file passes its config.target_kl) the
-    update stops at the first minibatch whose stats["approx_kl"] exceeds it. Of `config` it reads
-    only num_epochs and num_minibatches (and passes it on to `gradient`). Returns params,
-    optimizer state and loss stats [num_epochs, num_minibatches]."""
+    `gradient(params, minibatch) -> (grads, stats)`. `prepare(params, samples)`, where given,
+    makes each epoch's samples from the params it starts with (PPO's recompute_advantages).
+    With `target_kl` (None: off) the update stops at the first minibatch whose
+    stats["approx_kl"] exceeds it. Returns params, optimizer state and loss stats
+    [num_epochs, num_minibatches]."""
     step_size = optax.scale_by_learning_rate(learning_rate)  # stateless: -learning_rate * update
 
     def update_minibatch(carry, minibatch):
         params, opt_state, stopped = carry
-        grads, stats = gradient(params, minibatch, config)
+        grads, stats = gradient(params, minibatch)
         updates, new_opt_state = optimizer.update(grads, opt_state)
         updates, _ = step_size.update(updates, optax.EmptyState())
         new_params = optax.apply_updates(params, updates)
@@ -113,10 +118,11 @@ def learn(params, opt_state, samples, key, config, optimizer, gradient, learning
         epoch_samples = samples if prepare is None else prepare(carry[0], samples)
         num_samples = jax.tree.leaves(epoch_samples)[0].shape[0]
         order = jax.random.permutation(epoch_key, num_samples)
-        shape = (config.num_minibatches, num_samples // config.num_minibatches)
+        shape = (num_minibatches, num_samples // num_minibatches)
         minibatches = jax.tree.map(lambda x: x[order].reshape(shape + x.shape[1:]), epoch_samples)
         return jax.lax.scan(update_minibatch, carry, minibatches)
 
-    epoch_keys = jax.random.split(key, config.num_epochs)
-    (params, opt_state, _), stats = jax.lax.scan(update_epoch, (params, opt_state, jnp.array(False)), epoch_keys)
+    epoch_keys = jax.random.split(key, num_epochs)
+    (params, opt_state, _), stats = jax.lax.scan(
+        update_epoch, (params, opt_state, jnp.array(False)), epoch_keys)
     return params, opt_state, stats

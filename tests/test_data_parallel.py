@@ -13,6 +13,7 @@ ENVS = ("CartPole-v1", "Pendulum-v1")
 FIXED_BATCH = textwrap.dedent(
     """
     import json, sys
+    from functools import partial
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from scanrl.algos import ppo
@@ -38,14 +39,15 @@ FIXED_BATCH = textwrap.dedent(
         advantage=jax.random.normal(k[5], (B,)) * 2.0 + 0.5,
         target=jax.random.normal(k[6], (B,)),
     )
-    optimizer = ppo.make_optimizer(config)
+    optimizer = ppo.make_optimizer(config.max_grad_norm, config.adam_eps)
     results = {}
     for shards in (1, 2, 4):
         def one_update(batch, key):
             minibatch = jax.tree.map(lambda x: x[: config.minibatch_size], batch)
             grads, _ = ppo.minibatch_gradient(params, minibatch, config)
-            new_params, _, stats = ppo.learn(params, optimizer.init(params), batch, key, config, optimizer,
-                                          ppo.minibatch_gradient, config.learning_rate)
+            new_params, _, stats = ppo.learn(
+                params, optimizer.init(params), batch, key, partial(ppo.minibatch_gradient, config=config),
+                optimizer, config.learning_rate, config.num_epochs, config.num_minibatches)
             return {"grads": grads, "params": new_params, "policy_loss": stats["policy_loss"]}
         # the batch split over the devices; XLA's partitioner places the rest
         mesh = Mesh(np.array(jax.devices()[:shards]), ("data",))

@@ -190,18 +190,17 @@ def test_squashed_entropy_meets_its_expectation():
 
 def test_tanh_normal_bounds_are_checked_before_compiling():
     """Discrete actions or infinite bounds: one sentence naming --action-dist tanh_normal and the env."""
-    tanh_normal = lambda env: types.SimpleNamespace(action_dist="tanh_normal", env=env)
-    _, low, high = actions_for(tanh_normal("Pendulum-v1"), envs.VecEnv(*suites.make("Pendulum-v1"), 2))
+    _, low, high = actions_for("tanh_normal", envs.VecEnv(*suites.make("Pendulum-v1"), 2), "Pendulum-v1")
     np.testing.assert_array_equal(low, [-2.0])
     np.testing.assert_array_equal(high, [2.0])
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs continuous \(Box\) actions and --env "
                                          r"CartPole-v1 has discrete ones; leave --action-dist at gaussian\.$"):
-        actions_for(tanh_normal("CartPole-v1"), envs.VecEnv(*suites.make("CartPole-v1"), 2))
+        actions_for("tanh_normal", envs.VecEnv(*suites.make("CartPole-v1"), 2), "CartPole-v1")
     unbounded = types.SimpleNamespace(discrete=False, action_low=jnp.array([-jnp.inf, 0.0]),
                                       action_high=jnp.array([jnp.inf, 1.0]))
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs finite action bounds and --env Open's are "
                                          r"\[\[-inf, 0.0\], \[inf, 1.0\]\]; use --action-dist gaussian\.$"):
-        actions_for(tanh_normal("Open"), unbounded)
+        actions_for("tanh_normal", unbounded, "Open")
 
 
 def test_actions_are_chosen_once_from_the_action_dist():
@@ -214,7 +213,7 @@ def test_actions_are_chosen_once_from_the_action_dist():
     key, u = jax.random.key(3), jnp.array([[-30.0], [0.0], [0.7]])
     dist = pre_tanh_normal(jnp.array([[0.2, -0.5], [1.0, 0.3]]), 0.001)
 
-    plain = actions_for(types.SimpleNamespace(action_dist="gaussian", env="Pendulum-v1"), pendulum)
+    plain = actions_for("gaussian", pendulum, "Pendulum-v1")
     assert plain == Actions() and not plain.squashed
     k_action, k_env, k_noise = plain.step_keys(key)
     np.testing.assert_array_equal(jax.random.key_data(jnp.stack([k_action, k_env])),
@@ -223,7 +222,7 @@ def test_actions_are_chosen_once_from_the_action_dist():
     np.testing.assert_array_equal(plain.to_env(u), u)
     np.testing.assert_array_equal(entropy_of(dist), dist.entropy())
 
-    squashed = actions_for(types.SimpleNamespace(action_dist="tanh_normal", env="Pendulum-v1"), pendulum)
+    squashed = actions_for("tanh_normal", pendulum, "Pendulum-v1")
     assert squashed.squashed
     np.testing.assert_array_equal(jax.random.key_data(jnp.stack(squashed.step_keys(key))),
                                   jax.random.key_data(jax.random.split(key, 3)))
@@ -238,8 +237,7 @@ def test_actions_are_chosen_once_from_the_action_dist():
     np.testing.assert_array_equal(squashed.act(dist, key, False), to_bounds(dist.sample(seed=key), *squashed[1:]))
     with pytest.raises(ValueError, match=r"^--action-dist tanh_normal needs continuous \(Box\) actions and --env "
                                          r"CartPole-v1 has discrete ones"):
-        actions_for(types.SimpleNamespace(action_dist="tanh_normal", env="CartPole-v1"),
-                    envs.VecEnv(*suites.make("CartPole-v1"), 2))
+        actions_for("tanh_normal", envs.VecEnv(*suites.make("CartPole-v1"), 2), "CartPole-v1")
 
 
 def test_what_a_network_reads_of_an_observation():
@@ -345,15 +343,16 @@ def test_lecun_uniform_init_draws_every_layer_alike_and_ppo_reads_it():
     assert head(default) < 0.02 < head(lecun)
 
 
-def test_the_kit_reads_no_config_field_with_a_silent_default():
-    """A copied file that renames a field the kit uses must fail loudly: the kit reads its Config
-    fields plainly (an AttributeError naming the field) and takes optional settings, such as
-    target_kl or the critic's observation part, as arguments the file passes."""
-    kit = [p for folder in ("common", "common/suites") for p in (REPO / folder).glob("*.py")]
-    silent = [f"{p.name}: {m.group(0)}" for p in kit
-              for m in re.finditer(r"getattr\(config, \"\w+\", [^)]*\)", p.read_text())]
-    assert not silent, silent
+def test_the_kit_takes_values_and_reads_no_config_field():
+    """A copied file that renames a Config field must fail at its own call site: the kit's math
+    modules (onpolicy, offpolicy, nets, envs, cores) take values, never a Config, so none of them
+    reads a `config.` attribute (jax.config aside) or getattr(config, ...); only algorithm.py's
+    value checks and the harness read Configs."""
+    kit = [REPO / "common" / f"{name}.py" for name in ("onpolicy", "offpolicy", "nets", "envs", "cores")]
+    reads = [f"{p.name}:{i}: {line.strip()}" for p in kit
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"(?<![\w.])config\.\w|getattr\(config\b", line)]
+    assert not reads, reads
     vec_env = envs.VecEnv(*suites.make("CartPole-v1"), 2)
-    incomplete = types.SimpleNamespace(torso="mlp", conv_channels=(), actor_hidden=(8,), critic_hidden=(8,))
-    with pytest.raises(AttributeError, match="action_dist"):
-        actions_for(incomplete, vec_env)
+    with pytest.raises(TypeError, match="env_id"):  # a value missing at the call, named there
+        actions_for("gaussian", vec_env)

@@ -313,7 +313,6 @@ def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
     the samples prepared from the params the previous one left (here the advantage is made
     V(obs), so it changes whenever the value net does)."""
     config = compose(ppo, "CartPole-v1", num_epochs=2, num_minibatches=1, learning_rate=1e-2)
-    one_epoch = compose(ppo, "CartPole-v1", num_epochs=1, num_minibatches=1, learning_rate=1e-2)
     k = jax.random.split(jax.random.key(3), 6)
     params = ppo.init_params(k[0], config, _cartpole_vec_env())
     B = 64
@@ -321,15 +320,17 @@ def test_learn_prepares_each_epoch_from_the_params_it_starts_with():
                         log_prob=jnp.full((B,), math.log(0.5)), value=jnp.zeros(B), advantage=jnp.zeros(B),
                         target=jax.random.normal(k[3], (B,)))
     prepare = lambda p, s: s._replace(advantage=ppo.value(p, s.obs, config.activation))
-    optimizer, grad = ppo.make_optimizer(config), ppo.minibatch_gradient
-    lr = config.learning_rate
-    both, _, _ = ppo.learn(params, optimizer.init(params), samples, k[4], config, optimizer, grad, lr, prepare=prepare)
-    p1, state1, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], one_epoch, optimizer, grad, lr)
-    p2, _, _ = ppo.learn(p1, state1, prepare(p1, samples), k[4], one_epoch, optimizer, grad, lr)
+    optimizer = ppo.make_optimizer(config.max_grad_norm, config.adam_eps)
+    grad, lr = functools.partial(ppo.minibatch_gradient, config=config), config.learning_rate
+    learn = lambda params, state, samples, epochs, **kw: ppo.learn(  # noqa: E731
+        params, state, samples, k[4], grad, optimizer, lr, epochs, 1, **kw)
+    both, _, _ = learn(params, optimizer.init(params), samples, 2, prepare=prepare)
+    p1, state1, _ = learn(params, optimizer.init(params), prepare(params, samples), 1)
+    p2, _, _ = learn(p1, state1, prepare(p1, samples), 1)
     for a, b in zip(jax.tree.leaves(both), jax.tree.leaves(p2)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     # without prepare the second epoch reuses the first epoch's advantages: a different result
-    stale, _, _ = ppo.learn(params, optimizer.init(params), prepare(params, samples), k[4], config, optimizer, grad, lr)
+    stale, _, _ = learn(params, optimizer.init(params), prepare(params, samples), 2)
     assert not all(np.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(jax.tree.leaves(stale), jax.tree.leaves(p2)))
 
 

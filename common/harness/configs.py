@@ -350,7 +350,8 @@ def tyro_error_sentence(text: str) -> str:
     lines = [line.strip(" │╭╮╰╯|") for line in text.splitlines()]
     sections, current = [], []
     for line in lines:  # separators: rules of box-drawing or ASCII dashes (no terminal)
-        if not line.strip("─━-=+ ") or line.startswith("─"):  # a rule, or the box's titled top rule
+        # a rule, or the box's titled top rule
+        if not line.strip("─━-=+ ") or line.startswith("─"):
             if current:
                 sections.append(current)
             current = []

@@ -175,7 +175,7 @@ def record_episode(
     def rollout(policy, key):
         k_reset, k_steps = jax.random.split(key)
         obs, state = vec_env.reset(k_reset)
-        policy_carry, act = loop.acting(algo, policy, deterministic, 1)
+        policy_carry, act = loop.acting(algo, policy, deterministic, vec_env.num_envs)
 
         def step(carry, k):
             obs, state, policy_carry = carry
