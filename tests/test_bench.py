@@ -311,6 +311,8 @@ TABLES_WITHOUT_MEASUREMENTS = {
     "| flag | default | meaning |": "an algorithm's or tool's flags and their defaults: settings",
     "| flag | default | what it does |": "PBT's flags and their defaults: settings",
     "| flag | meaning |": "scanrl-plot's flags",
+    "| learner | command | what it is |": "the multi-agent learners: commands",
+    "| `--env jaxmarl/...` | agents | ends |": "JaxMARL's environments: names and how they end",
     "| preset | when | settings |": "an algorithm's presets: the values it starts from",
     "| preset | when | settings (source) |": "PQN's presets, each value with its published source",
     "| name | what it is |": "the Python API's registry: names",

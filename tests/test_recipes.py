@@ -188,9 +188,9 @@ def test_a_chosen_recipe_the_env_has_none_of_is_refused(cli_error, algo):
     module = algos.get(algo)
     env = module.Config.__dataclass_fields__["env"].default
     where = {"grpo": "", "impala": "",
-             "ppo": " (only for some brax, craftax and playground envs and every navix env)",
+             "ppo": " (only for some brax, craftax, jaxmarl and playground envs and every navix env)",
              "ppo_rnn": " (only for some craftax envs and every xminigrid env)",
-             "pqn": " (only for some craftax envs)",
+             "pqn": " (only for some craftax and jaxmarl envs)",
              "sac": " (only for some brax and playground envs)",
              "td3": " (only for some brax and playground envs)"}
     fast = ["fast", "fast-cpu"] if algo in recipes.FIELDS_FOR_FAST else []
@@ -239,7 +239,7 @@ def test_bad_recipes_and_env_options_are_one_sentence(cli_error):
                                "auto."),
         (["--env-options", "backend"], "--env-options takes KEY VALUE pairs, got backend."),
         (["--env-options", "backend", "positional"], "--env-options backend positional: gymnax environments take "
-                                                     "no options; Brax and MuJoCo Playground do."),
+                                                     "no options; Brax, MuJoCo Playground and JaxMARL do."),
         (["--env", BRAX_ID, "--env-options", "backend", "warp"], "--env-options backend warp: Brax's backends are "
                                                                  "generalized, positional, spring, mjx."),
         (["--env", BRAX_ID, "--env-options", "physics", "spring"], "--env-options physics: Brax environments take "

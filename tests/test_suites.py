@@ -156,7 +156,7 @@ def test_suite_ids_and_their_errors(cli_error):
     for args, message in [
         (["--env", "brax/invertedpendulum"], "--env 'brax/invertedpendulum' is not a brax environment. Did you mean "
                                              "'brax/inverted_pendulum'"),
-        (["--env", "nope/ant"], "--env 'nope/ant': unknown suite 'nope'; the suites are gymnax (bare ids), brax/NAME, craftax/NAME, jumanji/NAME, navix/NAME, playground/NAME, xminigrid/NAME."),
+        (["--env", "nope/ant"], "--env 'nope/ant': unknown suite 'nope'; the suites are gymnax (bare ids), brax/NAME, craftax/NAME, jaxmarl/NAME, jumanji/NAME, navix/NAME, playground/NAME, xminigrid/NAME."),
     ]:
         code, err = cli_error(ppo.main, args)
         assert code == 2 and message in err and err.count("error:") == 1, err

@@ -87,6 +87,7 @@ def has_adapter_hook(module: Any, name: str) -> bool:
 SUITES = {
     "brax": ("scanrl.common.suites.brax", "brax", "brax"),
     "craftax": ("scanrl.common.suites.craftax", "craftax", "craftax"),
+    "jaxmarl": ("scanrl.common.suites.jaxmarl", "jaxmarl", "jaxmarl"),
     "jumanji": ("scanrl.common.suites.jumanji", "jumanji", "jumanji"),
     "navix": ("scanrl.common.suites.navix", "navix", "navix"),
     "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
@@ -103,6 +104,7 @@ EXAMPLES = {
     "gymnax": "CartPole-v1",
     "brax": "brax/ant",
     "craftax": "craftax/Craftax-Classic-Symbolic-v1",
+    "jaxmarl": "jaxmarl/MPE_simple_spread_v3",
     "jumanji": "jumanji/Snake-v1",
     "navix": "navix/Navix-DoorKey-5x5-v0",
     "playground": "playground/CheetahRun",
@@ -185,7 +187,7 @@ def make(env_id: str, options: dict[str, str] | None = None) -> tuple[Any, Any]:
         if not has_adapter_hook(module, "OPTIONS"):
             raise ValueError(
                 f"--env-options {' '.join(f'{k} {v}' for k, v in options.items())}: {suite}"
-                " environments take no options; Brax and MuJoCo Playground do."
+                " environments take no options; Brax, MuJoCo Playground and JaxMARL do."
             )
         return module.make(name, options)
     return envs.gymnax().make(name) if suite == "gymnax" else adapter(env_id).make(name)

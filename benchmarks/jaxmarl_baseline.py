@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+"""Thin driver for one of JaxMARL's own feed-forward baselines (FLAIROx/JaxMARL, baselines/),
+run unchanged from its own file and YAML, scored as scanrl scores a run.
+
+Run in a virtualenv with JaxMARL and its baselines' packages (benchmarks/jaxmarl_side_by_side.sh
+makes it), with JAXMARL_DIR a checkout of FLAIROx/JaxMARL:
+
+    python benchmarks/jaxmarl_baseline.py --script IPPO/ippo_ff_mpe.py \
+        --config IPPO/config/ippo_ff_mpe.yaml --total-timesteps 2000000 --num-seeds 5 \
+        --out ippo.json
+
+What runs is the file's own `make_train(config)`, jitted and vmapped over the seeds as its
+`main` does (`jax.vmap(jax.jit(make_train(config)))(keys)`), on one CPU device; the YAML is read
+as its Hydra entry point reads it, with TOTAL_TIMESTEPS and NUM_SEEDS set and wandb disabled.
+The wall counts the imports, the compile and the run, as scanrl's does.
+
+The score (the same estimator as scanrl's evaluation): after training, each seed's final policy,
+through the file's own network (`ActorCritic`), plays 128 fresh episodes of the env, and the
+score is the mean over the episodes and the agents of each agent's first-episode return, with
+sampled actions ("sampled") and with the most probable one ("deterministic"). That evaluation
+is timed as scanrl's is (in the wall). The file's own training metric, the last update's mean
+of `returned_episode_returns`, is recorded beside it.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+
+START = time.perf_counter()
+import sidebyside  # noqa: E402  benchmarks/, beside this file: scanrl_commit needs git only
+
+JAXMARL_DIR = os.environ.get("JAXMARL_DIR", "JaxMARL")
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--script", required=True, help="under baselines/, e.g. IPPO/ippo_ff_mpe.py")
+    p.add_argument("--config", required=True, help="under baselines/, its YAML")
+    p.add_argument("--total-timesteps", type=float, required=True)
+    p.add_argument("--num-seeds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-episodes", type=int, default=128)
+    p.add_argument("--out", required=True)
+    return p.parse_args()
+
+
+def load(path: str):
+    spec = importlib.util.spec_from_file_location("baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def evaluate(module, config, params, key, episodes):
+    """Each agent's first-episode return, mean over `episodes` fresh envs and the agents:
+    (sampled, deterministic), by the baseline's own network and env."""
+    import jax
+    import jax.numpy as jnp
+    import jaxmarl
+
+    env = jaxmarl.make(config["ENV_NAME"], **config.get("ENV_KWARGS", {}))
+    network = module.ActorCritic(env.action_space(env.agents[0]).n,
+                                 activation=config["ACTIVATION"])
+
+    def episode(key, deterministic):
+        k_reset, key = jax.random.split(key)
+        obs, state = env.reset(k_reset)
+
+        def step(carry, key):
+            obs, state, total, running = carry
+            k_act, k_env = jax.random.split(key)
+            batch = jnp.stack([obs[a] for a in env.agents])
+            pi, _ = network.apply(params, batch)
+            action = jnp.where(deterministic, pi.mode(), pi.sample(seed=k_act))
+            obs, state, reward, dones, _ = env.step(
+                k_env, state, {a: action[i] for i, a in enumerate(env.agents)})
+            reward = jnp.stack([reward[a] for a in env.agents])
+            total = total + running * reward
+            running = running & ~dones["__all__"]
+            return (obs, state, total, running), None
+
+        limit = int(getattr(env, "max_steps", 1000))
+        (_, _, total, _), _ = jax.lax.scan(
+            step, (obs, state, jnp.zeros(env.num_agents), jnp.bool_(True)),
+            jax.random.split(key, limit))
+        return total.mean()
+
+    keys = jax.random.split(key, episodes)
+    run = jax.jit(jax.vmap(episode, in_axes=(0, None)), static_argnums=1)
+    return float(run(keys, False).mean()), float(run(keys, True).mean())
+
+
+def main():
+    args = parse_args()
+    import jax
+    import wandb
+    from omegaconf import OmegaConf
+
+    base = os.path.join(JAXMARL_DIR, "baselines")
+    module = load(os.path.join(base, args.script))
+    config = OmegaConf.to_container(OmegaConf.load(os.path.join(base, args.config)))
+    config.update(TOTAL_TIMESTEPS=args.total_timesteps, NUM_SEEDS=args.num_seeds,
+                  WANDB_MODE="disabled")
+    wandb.init(mode="disabled")  # as its main does: its per-update callback logs to wandb
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_seeds)
+    out = jax.vmap(jax.jit(module.make_train(config)))(keys)
+    jax.block_until_ready(out)
+    trained = time.perf_counter()
+    params = out["runner_state"][0].params
+    scores = [evaluate(module, config, jax.tree.map(lambda x: x[s], params),
+                       jax.random.PRNGKey(1000 + s), args.eval_episodes)
+              for s in range(args.num_seeds)]
+    wall = time.perf_counter() - START
+    own = out["metrics"]["returned_episode_returns"]
+    record = {
+        "peer": "FLAIROx/JaxMARL",
+        "peer_commit": os.environ.get("JAXMARL_COMMIT"),
+        "script": args.script, "config": args.config, "env": config["ENV_NAME"],
+        "total_timesteps": int(args.total_timesteps), "num_seeds": args.num_seeds,
+        "devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
+        "wall_s": wall, "wall_training_s": trained - START,
+        "sampled_return_per_seed": [s for s, _ in scores],
+        "deterministic_return_per_seed": [d for _, d in scores],
+        # its own metric: per update, the mean over steps and agents of the last finished episode
+        "own_last_update_return_per_seed": own.reshape(args.num_seeds, own.shape[1], -1)[
+            :, -1].mean(-1).tolist(),
+        "estimator": "each agent's first-episode return over eval_episodes fresh envs, mean over "
+                     "envs and agents (scanrl's evaluation)",
+        "eval_episodes": args.eval_episodes,
+        **sidebyside.scanrl_commit(),
+    }
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+    print(json.dumps({k: record[k] for k in ("wall_s", "sampled_return_per_seed")}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""JaxMARL's multi-agent environments (`--env jaxmarl/NAME`), through JaxMARL's own API, as
+gymnax environments of several agents.
+
+Names: the discrete-action MPE tasks by JaxMARL's ids (jaxmarl/MPE_simple_spread_v3), SMAX
+against JaxMARL's heuristic enemies by map (jaxmarl/SMAX_2s3z, jaxmarl/SMAX_smacv2_5_units),
+Overcooked by layout (jaxmarl/overcooked_cramped_room) and Hanabi (jaxmarl/hanabi).
+
+An env of M agents returns leaves [M, ...], one row per agent in JaxMARL's agent order, and
+says so by `num_agents` (envs.EnvHooks): VecEnv steps N of them as N * M rows, so an algorithm
+with one parameter set for every row is its independent-learner form (PPO: IPPO).
+
+Each row's observation is [the agent's own observation, zero-padded to the widest agent's | its
+id | the world state | its id], the ids one-hot with the option agent_id 1, else absent. The
+policy reads the first two parts (`policy_obs_size`); a critic reading the other two (ppo.py's
+--critic-obs privileged_state) is MAPPO's centralised critic. The world state is SMAX's own
+`world_state`, elsewhere every agent's observation concatenated (as JaxMARL's MAPPO baselines
+build it).
+
+Ends: JaxMARL's `step_env` runs without its auto-reset, which would lose the observation an
+episode ended in; gymnax's `step` resets and keeps it as `final_observation`. An episode ends
+for every row at once, when JaxMARL's dones["__all__"] is set: at the time limit it is
+`truncated` (MPE and Overcooked end only there), at the game's own end (a SMAX battle won or
+lost, a Hanabi game over) `terminated`. The option time_limit_as_termination 1 reports the
+time limit as a termination, as JaxMARL's baselines treat it, to measure what that costs.
+
+Actions: one discrete choice per agent. The policy's mask (`action_mask`) is SMAX's available
+actions, Hanabi's legal moves, and for agents with fewer actions than the widest (MPE
+simple_world_comm) the actions they do not have. Rewards: each agent's own; Overcooked's shaped
+reward is added with the option shaping 1, as JaxMARL's baselines do at the start of training.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from scanrl.common.suites.recipes import Recipe
+
+OPTIONS = {"agent_id": ("0", "1"), "time_limit_as_termination": ("0", "1"), "shaping": ("0", "1")}
+ACTIONS = "discrete"
+# MPE tasks whose actions are discrete by default (the facmac variants are continuous)
+MPE = ("simple", "simple_tag", "simple_world_comm", "simple_spread", "simple_crypto",
+       "simple_speaker_listener", "simple_push", "simple_adversary", "simple_reference")
+
+JAXMARL = "FLAIROx/JaxMARL @ c793d09, baselines/"
+# (algorithm, fnmatch pattern of env names) -> JaxMARL's own baseline settings, name by name
+RECIPES: dict[tuple[str, str], Recipe] = {
+    # IPPO/config/ippo_ff_mpe.yaml: 16 envs x 128 steps, 4 epochs x 4 minibatches, tanh 64 x 64
+    ("ppo", "MPE_*"): Recipe(
+        JAXMARL + "IPPO/config/ippo_ff_mpe.yaml", "fields",
+        dict(total_timesteps=10_000_000, num_envs=16, num_steps=128, num_epochs=4,
+             num_minibatches=4, learning_rate=2.5e-4, anneal_lr=True, gamma=0.99,
+             gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+             adam_eps=1e-5, activation="tanh", actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        {}),
+    # QLearning/config/alg/pqn_vdn_ff_mpe.yaml: VDN, 256 envs x 16 steps, 2 x 256 with layer
+    # norm, epsilon 1 -> 0.1 over 10%, lr 5e-4 constant (RAdam), gamma 0.9, lambda 0.3
+    ("pqn", "MPE_*"): Recipe(
+        JAXMARL + "QLearning/config/alg/pqn_vdn_ff_mpe.yaml", "fields",
+        dict(vdn=True, total_timesteps=10_000_000, num_envs=256, num_steps=16, num_epochs=4,
+             num_minibatches=16, learning_rate=5e-4, anneal_lr=False, optimizer="radam",
+             max_grad_norm=1.0, gamma=0.9, q_lambda=0.3, epsilon_start=1.0, epsilon_end=0.1,
+             epsilon_fraction=0.1, reward_scale=1.0, hidden=(256, 256)),
+        {}),
+}
+
+
+def _jaxmarl():
+    """The jaxmarl package, imported without the lines its import prints."""
+    import contextlib
+    import io
+    with contextlib.redirect_stdout(io.StringIO()):
+        import jaxmarl
+    return jaxmarl
+
+
+def _mpe_ids() -> list[str]:
+    _jaxmarl()
+    from jaxmarl.registration import registered_envs
+    return [env_id for env_id in registered_envs
+            if env_id.startswith("MPE_") and env_id[4:].rsplit("_", 1)[0] in MPE]
+
+
+def NAMES() -> list[str]:
+    _jaxmarl()
+    from jaxmarl.environments.overcooked import overcooked_layouts
+    from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+    return (_mpe_ids() + [f"SMAX_{m}" for m in MAP_NAME_TO_SCENARIO]
+            + [f"overcooked_{layout}" for layout in overcooked_layouts] + ["hanabi"])
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    inner: Any  # JaxMARL's state
+    mask: jax.Array  # [M, A] bool: the actions each agent may take now
+    game_over: jax.Array  # bool: the game ended the episode (a battle's end, Hanabi's)
+    cut: jax.Array  # bool: the time limit ended it
+    time: int
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    max_steps_in_episode: int = 1_000_000  # the env's own time limit ends its episodes
+
+
+class MultiAgentEnv(environment.Environment):
+    """One JaxMARL environment of `num_agents` agents; `self.env` is JaxMARL's own object."""
+
+    def __init__(self, name: str, options: dict[str, str] | None = None):
+        jaxmarl = _jaxmarl()
+        super().__init__()
+        options = {k: v == "1" for k, v in (options or {}).items()}
+        self.agent_id = options.get("agent_id", False)
+        self.limit_terminates = options.get("time_limit_as_termination", False)
+        self.shaping = options.get("shaping", False)
+        self.family, self.jaxmarl_name = _family(name)
+        if self.family == "smax":
+            from jaxmarl.environments.smax import map_name_to_scenario
+            self.env = jaxmarl.make("HeuristicEnemySMAX",
+                                    scenario=map_name_to_scenario(name[len("SMAX_"):]))
+        elif self.family == "overcooked":
+            from jaxmarl.environments.overcooked import overcooked_layouts
+            self.env = jaxmarl.make("overcooked",
+                                    layout=overcooked_layouts[name[len("overcooked_"):]])
+        else:
+            self.env = jaxmarl.make(name)
+        if self.shaping and self.family != "overcooked":
+            raise ValueError(f"--env-options shaping 1: jaxmarl/{name} has no shaped reward; "
+                             "only Overcooked's layouts have one.")
+        self.agents = list(self.env.agents)
+        self.num_agents = len(self.agents)
+        # (Hanabi's spaces give a bare int for a shape)
+        self.obs_dims = [int(np.prod(self.env.observation_space(a).shape)) for a in self.agents]
+        self.action_counts = [int(self.env.action_space(a).n) for a in self.agents]
+        self.max_actions = max(self.action_counts)
+        self.own_dim = max(self.obs_dims) + (self.num_agents if self.agent_id else 0)
+        world = jax.eval_shape(lambda key: self._world_state(*self.env.reset(key)),
+                               jax.random.key(0))
+        self.policy_obs_size = self.own_dim  # the policy reads its own part, a critic all
+        self.obs_dim = 2 * self.own_dim - max(self.obs_dims) + world.shape[-1]
+
+    # --- observations, masks and ends, JaxMARL's dicts to rows [M, ...] ------------------------
+    def _world_state(self, obs: dict, state: Any) -> jax.Array:
+        """The world state [W]: SMAX's own, elsewhere every agent's observation concatenated."""
+        if "world_state" in obs:
+            return obs["world_state"].reshape(-1).astype(jnp.float32)
+        return jnp.concatenate([obs[a].reshape(-1).astype(jnp.float32) for a in self.agents])
+
+    def observe(self, obs: dict, state: Any) -> jax.Array:
+        """JaxMARL's observations -> rows [M, obs_dim] (the module's rule)."""
+        width = max(self.obs_dims)
+        own = jnp.stack([jnp.pad(obs[a].reshape(-1).astype(jnp.float32), (0, width - d))
+                         for a, d in zip(self.agents, self.obs_dims)])
+        world = self._world_state(obs, state)
+        world = jnp.broadcast_to(world, (self.num_agents,) + world.shape)
+        ids = [jnp.eye(self.num_agents)] if self.agent_id else []
+        return jnp.concatenate([own, *ids, world, *ids], axis=-1)
+
+    def _mask(self, inner: Any) -> jax.Array:
+        """[M, A] bool: the suite's own available actions, and no action an agent lacks."""
+        have = jnp.arange(self.max_actions)[None] < jnp.array(self.action_counts)[:, None]
+        if self.family == "smax":
+            avail = self.env.get_avail_actions(inner)
+        elif self.family == "hanabi":
+            avail = self.env.get_legal_moves(inner)
+        else:
+            return have
+        return have & jnp.stack([avail[a].astype(bool) for a in self.agents])
+
+    def _game_over(self, inner: Any) -> jax.Array:
+        """The episode ended by the game itself: a SMAX battle won or lost, Hanabi's end."""
+        if self.family == "smax":
+            alive, allies = inner.state.unit_alive, self.env.num_allies
+            return ~alive[:allies].any() | ~alive[allies:].any()
+        return jnp.asarray(self.family == "hanabi")
+
+    # --- gymnax's Environment ------------------------------------------------------------------
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams()
+
+    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
+        obs, inner = self.env.reset(key)
+        return self.observe(obs, inner), EnvState(inner=inner, mask=self._mask(inner),
+                                                  game_over=jnp.asarray(False),
+                                                  cut=jnp.asarray(False), time=0)
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        actions = {a: action[i] for i, a in enumerate(self.agents)}
+        obs, inner, reward, dones, info = self.env.step_env(key, state.inner, actions)
+        reward = jnp.stack([reward[a] for a in self.agents]).astype(jnp.float32)
+        if self.shaping:
+            reward = reward + jnp.stack([info["shaped_reward"][a] for a in self.agents])
+        # JaxMARL's dones["__all__"] ends the episode; what ended it is the game's own state
+        over = dones["__all__"]
+        game_over = over & self._game_over(inner)
+        new = EnvState(inner=inner, mask=self._mask(inner), time=state.time + 1,
+                       game_over=game_over, cut=over & ~game_over)
+        terminated = self.is_terminated(new, params)
+        info = {}
+        if self.family == "smax":  # a battle won: every enemy down, an ally standing
+            alive, allies = inner.state.unit_alive, self.env.num_allies
+            won = over & alive[:allies].any() & ~alive[allies:].any()
+            info["outcomes"] = {"win_rate": jnp.full(self.num_agents, won, jnp.float32)}
+        return (self.observe(obs, inner), new, reward,
+                jnp.broadcast_to(terminated, (self.num_agents,)), info)
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """The game ended it (or, with time_limit_as_termination, the time limit too)."""
+        return state.game_over | (self.limit_terminates & state.cut)
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """[M]: the time limit cut the episode, which the game had not ended."""
+        cut = (state.cut & ~self.limit_terminates) | (state.time >= params.max_steps_in_episode)
+        return jnp.broadcast_to(cut, (self.num_agents,))
+
+    def step(self, key: jax.Array, state: EnvState, action: jax.Array,
+             params: EnvParams | None = None):
+        """gymnax's step (auto-reset, `final_observation`) with the episode's end for all rows
+        [M] at once."""
+        params = self.default_params if params is None else params
+        key_step, key_reset = jax.random.split(key)
+        obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
+        truncated = self.is_truncated(state_st, params)
+        done = terminated[0] | truncated[0]
+        obs_re, state_re = self.reset_env(key_reset, params)
+        state = jax.tree.map(lambda x, y: jax.lax.select(done, x, y), state_re, state_st)
+        obs = jax.lax.select(done, obs_re, obs_st)
+        info = {**info, "terminated": terminated, "truncated": truncated,
+                "final_observation": obs_st}
+        return obs, state, reward, terminated, truncated, info
+
+    def team_reward(self, reward: jax.Array) -> jax.Array:
+        """[..., M] -> [...]: MPE's agents' rewards summed (JaxMARL's global reward); SMAX's,
+        Overcooked's and Hanabi's agents share theirs, taken once."""
+        return reward.sum(-1) if self.family == "mpe" else reward[..., 0]
+
+    def render_rgb(self, state: EnvState, params: EnvParams) -> Any:
+        """A picture [H, W, 3] uint8 of one state: Overcooked's own grid renderer; MPE's entities
+        as JaxMARL's visualiser draws them (its positions, radii and colours); None elsewhere."""
+        inner = state.inner
+        if self.family == "overcooked":
+            from jaxmarl.viz.overcooked_visualizer import TILE_PIXELS, OvercookedVisualizer
+            pad = self.env.agent_view_size - 2
+            grid = np.asarray(inner.maze_map[pad:-pad, pad:-pad, :])
+            return np.asarray(OvercookedVisualizer._render_grid(
+                grid, TILE_PIXELS, highlight_mask=None, agent_dir_idx=inner.agent_dir_idx,
+                agent_inv=inner.agent_inv), np.uint8)
+        if self.family != "mpe":
+            return None
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Circle
+        figure = Figure(figsize=(3, 3), dpi=80)
+        canvas, ax = FigureCanvasAgg(figure), figure.add_axes((0, 0, 1, 1))
+        ax.set_xlim(-2, 2), ax.set_ylim(-2, 2), ax.set_axis_off()
+        for i in range(self.env.num_entities):
+            ax.add_patch(Circle(np.asarray(inner.p_pos[i]), float(self.env.rad[i]),
+                                color=np.asarray(self.env.colour[i]) / 255))
+        canvas.draw()
+        return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+    def action_mask(self, state: EnvState, params: EnvParams | None = None) -> jax.Array:
+        return state.mask
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        return spaces.Discrete(self.max_actions)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
+        return spaces.Box(-jnp.inf, jnp.inf, (self.obs_dim,), jnp.float32)
+
+    @property
+    def name(self) -> str:
+        return f"jaxmarl/{self.jaxmarl_name}"
+
+
+def _family(name: str) -> tuple[str, str]:
+    if name.startswith("MPE_"):
+        return "mpe", name
+    if name.startswith("SMAX_"):
+        return "smax", name
+    if name.startswith("overcooked_"):
+        return "overcooked", name
+    return "hanabi", name
+
+
+def make(name: str, options: dict[str, str] | None = None) -> tuple[MultiAgentEnv, EnvParams]:
+    env = MultiAgentEnv(name, options)
+    return env, env.default_params

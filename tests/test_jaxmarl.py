@@ -1,0 +1,321 @@
+"""JaxMARL's multi-agent environments (common/suites/jaxmarl.py) and the learners on them: the
+adapter against JaxMARL's own step, time limits as truncations that bootstrap, masks, the
+centralised critic's inputs, VDN's target, and a one-agent team that trains bit for bit as the
+single-agent env. Skipped with the reason where the suite is not installed."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from scanrl.algos import ppo, pqn
+from scanrl.common import envs, suites
+from scanrl.common.onpolicy import gae
+
+SPREAD = "jaxmarl/MPE_simple_spread_v3"
+
+
+@pytest.fixture(scope="module")
+def jaxmarl():
+    return pytest.importorskip(
+        "jaxmarl", reason='the jaxmarl suite is not installed: pip install -e ".[jaxmarl]"')
+
+
+@pytest.mark.slow
+def test_mpe_steps_equal_jaxmarl_itself_and_its_time_limit_is_truncated(jaxmarl):
+    """Same keys, same actions: each agent's row starts with JaxMARL's own observation of it and
+    ends with the world state (every agent's observation); rewards are JaxMARL's. MPE ends only
+    at its time limit (JaxMARL's `step >= max_steps` read before the step counts: the 26th step
+    of max_steps 25): that step is `truncated` for every agent, never `terminated`, its final
+    observation is JaxMARL's, and the next one a fresh episode's. With
+    time_limit_as_termination 1 (JaxMARL's baselines' reading) the same step terminates."""
+    env, params = suites.make(SPREAD)
+    raw = jaxmarl.make("MPE_simple_spread_v3")
+    assert env.num_agents == 3 and env.policy_obs_size == 18 and env.obs_dim == 18 + 54
+    key = jax.random.key(0)
+    obs, state = env.reset(key, params)
+    raw_obs, raw_state = raw.reset(key)
+    step, raw_step = jax.jit(env.step), jax.jit(raw.step_env)
+    for t in range(26):
+        action = jax.random.randint(jax.random.key(t), (3,), 0, 5)
+        k_step, _ = jax.random.split(jax.random.fold_in(key, t))
+        obs, state, reward, terminated, truncated, info = step(jax.random.fold_in(key, t), state,
+                                                               action, params)
+        raw_obs, raw_state, raw_reward, dones, _ = raw_step(
+            k_step, raw_state, {a: action[i] for i, a in enumerate(raw.agents)})
+        own = np.stack([raw_obs[a] for a in raw.agents])
+        # equal up to float rounding: one side is jitted whole, the other step by step
+        close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # noqa: E731
+        close(info["final_observation"][:, :18], own)
+        close(info["final_observation"][:, 18:], np.broadcast_to(own.reshape(-1), (3, 54)))
+        close(reward, [raw_reward[a] for a in raw.agents])
+        assert not terminated.any()
+        assert truncated.tolist() == [bool(dones["__all__"])] * 3 == [t == 25] * 3
+    fresh, _ = env.reset(jax.random.split(jax.random.fold_in(key, 25))[1], params)
+    np.testing.assert_allclose(obs, fresh, rtol=1e-6, atol=1e-6)
+
+    ended, _ = suites.make(SPREAD, {"time_limit_as_termination": "1"})
+    _, state = ended.reset(key, params)
+    for t in range(26):
+        _, state, _, terminated, truncated, _ = jax.jit(ended.step)(
+            jax.random.fold_in(key, t), state, jnp.zeros(3, jnp.int32), params)
+    assert terminated.all() and not truncated.any()
+
+
+@pytest.mark.slow
+def test_an_mpe_time_limit_bootstraps_where_jaxmarls_baseline_does_not(jaxmarl):
+    """PPO's advantages over a VecEnv rollout of MPE that crosses the time limit equal a Python
+    loop that bootstraps the cut from V(final observation): at the episode's last step t = 25,
+    A = r + gamma V(s'_25) - V(s_25); JaxMARL's ippo_ff_mpe.py multiplies that V by
+    (1 - done) = 0."""
+    vec_env = envs.VecEnv(*suites.make(SPREAD), 2)
+    assert vec_env.num_envs == 6 and vec_env.num_agents == 3
+    w = jax.random.normal(jax.random.key(1), (vec_env.obs_dim,))
+    v = lambda obs: obs @ w  # noqa: E731  a fixed value function [..., obs] -> [...]
+    obs, state = vec_env.reset(jax.random.key(2))
+    rows = []
+    for t in range(30):
+        action = jax.random.randint(jax.random.key(10 + t), (6,), 0, 5)
+        next_obs, state, info = vec_env.step(jax.random.key(100 + t), state, action)
+        rows.append((obs, info))
+        obs = next_obs
+    values = jnp.stack([v(o) for o, _ in rows])
+    info = jax.tree.map(lambda *x: jnp.stack(x), *[i for _, i in rows])
+    next_values = v(info.final_obs)
+    gamma, lam = 0.99, 0.95
+    advantages, _ = gae(info.reward, values, next_values, info.terminated,
+                        info.terminated | info.truncated, gamma, lam)
+    assert info.truncated[25].all() and not info.terminated.any() and not info.truncated[:25].any()
+    expected, following = np.zeros((30, 6)), np.zeros(6)
+    for t in reversed(range(30)):
+        r, d = np.asarray(info.reward[t]), np.asarray(info.truncated[t], float)
+        delta = r + gamma * np.asarray(next_values[t]) - np.asarray(values[t])
+        following = delta + gamma * lam * (1 - d) * following
+        expected[t] = following
+    np.testing.assert_allclose(advantages, expected, rtol=1e-5, atol=1e-5)
+    cut = np.asarray(info.reward[25]) - np.asarray(values[25])  # JaxMARL's: no bootstrap
+    assert np.abs(np.asarray(advantages[25]) - cut).min() > 1e-3
+
+
+@pytest.mark.slow
+def test_smax_steps_equal_jaxmarl_itself_with_its_masks_and_world_state(jaxmarl):
+    """SMAX 2s3z against JaxMARL's heuristic enemies: rows carry JaxMARL's observations and its
+    own world_state, the mask is its available actions, and a battle's end is `terminated`."""
+    from jaxmarl.environments.smax import map_name_to_scenario
+    env, params = suites.make("jaxmarl/SMAX_2s3z")
+    raw = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("2s3z"))
+    key = jax.random.key(3)
+    obs, state = env.reset(key, params)
+    raw_obs, raw_state = raw.reset(key)
+    own = env.policy_obs_size
+    step, raw_step = jax.jit(env.step), jax.jit(raw.step_env)
+    for t in range(40):
+        avail = raw.get_avail_actions(raw_state)
+        mask = np.stack([avail[a] for a in raw.agents]).astype(bool)
+        np.testing.assert_array_equal(env.action_mask(state, params), mask)
+        action = jax.random.categorical(jax.random.key(t), jnp.where(mask, 0.0, -jnp.inf))
+        k_step, _ = jax.random.split(jax.random.fold_in(key, t))
+        obs, state, reward, terminated, truncated, info = step(jax.random.fold_in(key, t), state,
+                                                               action, params)
+        raw_obs, raw_state, raw_reward, dones, _ = raw_step(
+            k_step, raw_state, {a: action[i] for i, a in enumerate(raw.agents)})
+        final = info["final_observation"]
+        np.testing.assert_allclose(final[:, :own], np.stack([raw_obs[a] for a in raw.agents]))
+        np.testing.assert_allclose(final[:, own:], np.broadcast_to(raw_obs["world_state"],
+                                                                   final[:, own:].shape))
+        np.testing.assert_allclose(reward, [raw_reward[a] for a in raw.agents])
+        if dones["__all__"]:
+            assert terminated.all() != truncated.all()
+            break
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["jaxmarl/SMAX_2s3z", "jaxmarl/hanabi"])
+def test_masks_are_never_violated_over_10000_steps(jaxmarl, env_id):
+    """PPO's sampled actions (its `act`, as its rollouts sample them) through VecEnv over 10,240
+    steps of 64 envs: every agent's action is one its mask allows, and the masks do forbid some
+    (SMAX's dead or out-of-range units, Hanabi's other player's turn)."""
+    config = ppo.default_config(env_id, num_envs=64, total_timesteps=10_240, num_steps=160)
+    alg = ppo.make_algorithm(config)
+    vec_env = alg.vec_env
+    state = alg.init(jax.random.key(0))
+    policy_params = alg.policy_params(state)
+
+    def step(carry, key):
+        env_state, obs = carry
+        mask = vec_env.action_mask(env_state)
+        action = alg.act(policy_params, obs, key, False, mask)
+        obs, env_state, _ = vec_env.step(jax.random.fold_in(key, 1), env_state, action)
+        return (env_state, obs), (jnp.take_along_axis(mask, action[:, None], -1)[:, 0],
+                                  mask.all())
+
+    obs, env_state = vec_env.reset(jax.random.key(1))
+    _, (allowed, unmasked) = jax.jit(lambda k: jax.lax.scan(
+        step, (env_state, obs), jax.random.split(k, 160)))(jax.random.key(2))
+    assert allowed.shape == (160, 64 * vec_env.num_agents) and bool(allowed.all())
+    assert not bool(unmasked.all())
+
+
+@pytest.mark.slow
+def test_the_centralised_critic_reads_the_world_state_and_the_policy_never_does(jaxmarl):
+    """ppo.py with --critic-obs privileged_state on a JaxMARL env is MAPPO: changing the world
+    state changes V and not the policy; changing an agent's own observation changes its policy
+    and not V."""
+    config = ppo.default_config("jaxmarl/SMAX_2s3z", critic_obs="privileged_state")
+    vec_env = envs.VecEnv(*suites.make(config.env), 2)
+    params = ppo.init_params(jax.random.key(0), config, vec_env)
+    obs, _ = vec_env.reset(jax.random.key(1))
+    own = vec_env.policy_obs_dim
+    noise = jax.random.normal(jax.random.key(2), obs.shape)
+    world_changed = obs.at[:, own:].add(noise[:, own:])
+    own_changed = obs.at[:, :own].add(noise[:, :own])
+
+    def read(o):
+        policy_obs, value_obs = ppo.network_inputs(vec_env, o, critic_obs=config.critic_obs)
+        return (ppo.policy(params, policy_obs, config.activation).logits,
+                ppo.value(params, value_obs, config.activation))
+
+    logits, v = read(obs)
+    logits_w, v_w = read(world_changed)
+    logits_o, v_o = read(own_changed)
+    np.testing.assert_array_equal(logits_w, logits)
+    np.testing.assert_array_equal(v_o, v)
+    assert not np.allclose(v_w, v) and not np.allclose(logits_o, logits)
+
+
+def test_the_vdn_target_equals_a_loop_over_agents():
+    """pqn.vdn_returns against plain Python: per team, the reward its agents share (MPE: their
+    sum), the bootstrap sum_i max_a Q(o'_i, a), and Q(lambda)'s recursion over the team's
+    episode ends; rows are agent-minor ([T, N * M], VecEnv's)."""
+    T, N, M, gamma, lam = 7, 3, 2, 0.9, 0.3
+    k = jax.random.split(jax.random.key(0), 3)
+    rewards = jax.random.normal(k[0], (T, N * M))
+    next_q = jax.random.normal(k[1], (T, N * M))
+    ends = jax.random.bernoulli(k[2], 0.3, (T, N))
+    terminated = jnp.repeat(ends & (jnp.arange(T)[:, None] % 2 == 0), M, axis=1)
+    done = jnp.repeat(ends, M, axis=1)
+    got = pqn.vdn_returns(rewards, next_q, terminated, done, M, lambda r: r.sum(-1), gamma, lam)
+    r, q = np.asarray(rewards), np.asarray(next_q)
+    for n in range(N):
+        agents = [n * M + i for i in range(M)]
+        following = sum(q[T - 1, i] for i in agents)
+        for t in reversed(range(T)):
+            team_r = sum(r[t, i] for i in agents)
+            team_q = sum(q[t, i] for i in agents)
+            term, d = float(terminated[t, agents[0]]), float(done[t, agents[0]])
+            following = team_r + gamma * (1 - term) * (team_q + lam * (1 - d) *
+                                                       (following - team_q))
+            assert got[t, n] == pytest.approx(following, rel=1e-5, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_a_vdn_loss_sums_each_teams_agents_q_values():
+    """td_loss with --vdn reads a team [B, M, obs] and compares sum_i Q(o_i, a_i) with its
+    target; without it, each row is its own sample."""
+    config = pqn.Config(vdn=True, hidden=(8,))
+    params = pqn.init_q_network(jax.random.key(0), config,
+                                envs.VecEnv(*suites.make("CartPole-v1"), 1))
+    obs = jax.random.normal(jax.random.key(1), (5, 3, 4))
+    action = jax.random.randint(jax.random.key(2), (5, 3), 0, 2)
+    target = jax.random.normal(jax.random.key(3), (5,))
+    loss, stats = pqn.td_loss(params, pqn.Batch(obs, action, target), config)
+    q = np.asarray(pqn.q_values(params, obs, config.activation))
+    team_q = np.array([sum(q[b, i, action[b, i]] for i in range(3)) for b in range(5)])
+    assert float(loss) == pytest.approx(0.5 * np.mean((team_q - np.asarray(target)) ** 2),
+                                        rel=1e-5)
+
+
+def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
+    """--vdn needs a team; GRPO's groups are one agent's episodes: one sentence each, before
+    compiling."""
+    with pytest.raises(ValueError, match=r"^--vdn sums a team's agents' Q-values and --env "
+                                         r"CartPole-v1 has one agent"):
+        pqn.make_algorithm(pqn.Config(vdn=True))
+    from scanrl.algos import grpo
+    with pytest.raises(ValueError, match=rf"^GRPO trains one agent and --env {SPREAD} has 3; "):
+        grpo.make_algorithm(grpo.default_config(SPREAD, recipe="none"))
+
+
+class OneAgent:
+    """CartPole as a team of one: every leaf gains an agent axis [1, ...] (envs.EnvHooks'
+    num_agents), nothing else changes."""
+
+    num_agents = 1
+
+    def __init__(self):
+        self.inner, self.default_params = suites.make("CartPole-v1")
+
+    def reset(self, key, params):
+        obs, state = self.inner.reset(key, params)
+        return obs[None], state
+
+    def step(self, key, state, action, params):
+        obs, state, reward, terminated, truncated, info = self.inner.step(key, state, action[0],
+                                                                          params)
+        info = {**info, "final_observation": info["final_observation"][None]}
+        return obs[None], state, reward[None], terminated[None], truncated[None], info
+
+    def action_space(self, params):
+        return self.inner.action_space(params)
+
+    def observation_space(self, params):
+        return self.inner.observation_space(params)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", [ppo, pqn])
+def test_a_one_agent_team_trains_bit_for_bit_as_the_single_agent_env(algo):
+    """The agent axis is only a batch axis: PPO (IPPO) and PQN on CartPole as a team of one
+    end with the same parameters and metrics, bit for bit, as on CartPole."""
+    config = algo.default_config("CartPole-v1", total_timesteps=4 * 128 * 4, num_envs=4,
+                                 num_steps=128)
+    keys = jax.random.split(jax.random.key(0), 2)
+    single = algo.make_train(config, num_devices=1)(keys)
+    team = algo.make_train(config, OneAgent(), OneAgent().default_params, num_devices=1)(keys)
+    assert set(team["metrics"]) == set(single["metrics"]) | {"team_return", "agent_0_return"}
+    np.testing.assert_array_equal(team["metrics"]["team_return"],
+                                  single["metrics"]["episode_return"])
+    team["metrics"] = {k: team["metrics"][k] for k in single["metrics"]}
+    for a, b in zip(jax.tree.leaves((single["policy"], single["metrics"])),
+                    jax.tree.leaves((team["policy"], team["metrics"]))):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_episode_metrics_of_a_team_report_the_teams_and_each_agents_return():
+    """envs.episode_metrics with a VecEnv of agents: rows are agent-minor; `team_return` is the
+    team reward of the agents' returns (here their sum, the default), `agent_i_return` each
+    agent's, over the episodes that ended; an env's outcome (win_rate) is averaged over the
+    episodes that ended."""
+    class Team:  # only what VecEnv reads to size its rows
+        num_agents = 2
+        team_reward = staticmethod(lambda r: r.sum(-1))
+
+    vec_env = envs.VecEnv.__new__(envs.VecEnv)
+    vec_env.env, vec_env.num_agents, vec_env.team_reward = Team(), 2, Team.team_reward
+    # two steps of 2 games x 2 agents: game 0 ends at step 0, game 1 at step 1
+    done = jnp.array([[True, True, False, False], [False, False, True, True]])
+    returns = jnp.array([[1.0, 3.0, 0.0, 0.0], [0.0, 0.0, 5.0, 7.0]])
+    won = jnp.array([[1.0, 1.0, 9.0, 9.0], [9.0, 9.0, 0.0, 0.0]])  # 9: not at an end, ignored
+    info = envs.StepInfo(reward=jnp.zeros((2, 4)), terminated=done, truncated=jnp.zeros_like(done),
+                         final_obs=jnp.zeros((2, 4, 1)), episode_return=returns,
+                         episode_length=jnp.where(done, 10, 0), outcomes={"win_rate": won})
+    m = envs.episode_metrics(info, vec_env)
+    assert float(m["episode_return"]) == 4.0 and int(m["episodes"]) == 4
+    assert float(m["team_return"]) == (4.0 + 12.0) / 2
+    assert float(m["agent_0_return"]) == 3.0 and float(m["agent_1_return"]) == 5.0
+    assert float(m["win_rate"]) == 0.5
+    assert set(envs.episode_metrics(info._replace(outcomes=None))) == {
+        "episode_return", "episode_length", "episodes"}
+
+
+def test_vecenv_rows_are_agent_minor_and_games_inverts_them():
+    """VecEnv.rows: [N, M, ...] -> [N * M, ...] with a game's agents adjacent; games inverts
+    it; an env without agents passes through both unchanged."""
+    vec_env = envs.VecEnv.__new__(envs.VecEnv)
+    vec_env.num_agents, vec_env.num_games = 3, 2
+    x = jnp.arange(2 * 3 * 4).reshape(2, 3, 4)
+    rows = vec_env.rows(x)
+    np.testing.assert_array_equal(rows[4], x[1, 1])
+    np.testing.assert_array_equal(vec_env.games(rows), x)
+    vec_env.num_agents = None
+    assert vec_env.rows(x) is x and vec_env.games(x) is x
