@@ -173,6 +173,33 @@ def test_a_sweep_reports_rliables_iqm_interval_per_config(tmp_path):
     assert "rliable" in saved["iqm_interval"]
 
 
+def test_the_sweep_table_calls_an_interval_of_fewer_than_4_seeds_a_range(tmp_path, capsys):
+    """With 2 seeds rliable's 95% interval is the two final returns: the header and a footnote
+    say it is a range. With 4 seeds it is the bootstrap interval, unless a config has fewer than
+    4 final returns (a seed that never ended an episode late in the run): that row is starred."""
+    from scanrl.algos import ppo
+
+    config = compose(ppo, "CartPole-v1", num_seeds=2)
+    sweep = sweeps.parse(("learning_rate=1e-3,3e-3",), 8, 0, config.config)
+    returns = [np.tile(np.array([[10.0], [20.0]]), (1, 10)) + c for c in range(2)]
+    rows = reports.sweep_report(tmp_path, sweep, returns, None, {"learning_rate": 3e-4}, 2)
+    printed = capsys.readouterr().out
+    assert rows[0]["final_return_iqm_ci95"] == [10.0, 20.0]  # the range, unchanged in sweep.json
+    assert "iqm range (2 seeds)" in printed and "95% interval" not in printed
+    assert "[10.00, 20.00]" in printed and "iqm range: a 95% bootstrap interval over 2 seeds" in printed
+    assert "range" in json.loads((tmp_path / "sweep.json").read_text())["iqm_interval"]
+
+    returns = [np.tile(np.array([[10.0], [20.0], [30.0], [40.0]]), (1, 10)) + c for c in range(2)]
+    reports.sweep_report(tmp_path, sweep, returns, None, {"learning_rate": 3e-4}, 4)
+    printed = capsys.readouterr().out
+    assert "iqm 95% interval" in printed and "range" not in printed and "*" not in printed
+    returns[1][2:] = np.nan  # config 1: 2 of its 4 seeds have no final return
+    reports.sweep_report(tmp_path, sweep, returns, None, {"learning_rate": 3e-4}, 4)
+    printed = capsys.readouterr().out
+    assert "iqm 95% interval" in printed and "[11.00, 21.00]*" in printed
+    assert "*: fewer than 4 of this config's seeds have a final return: its interval is their range" in printed
+
+
 @pytest.mark.slow
 def test_the_vectorised_bootstrap_draws_rliables_resamples_across_chunks(monkeypatch):
     """All resamples at once (stats._bootstrap) against rliable's one-at-a-time bootstrap: the

@@ -87,14 +87,16 @@ def test_eval_reproduces_the_runs_last_evaluation_and_the_curves_hold_its_data(r
     np.testing.assert_allclose(y, metrics["eval_return"][:, [1, 3]].mean(axis=0))
     assert [a.get_title() for a in fig.axes[1:]] == ["policy_loss", "value_loss", "entropy"]
     assert all(a.get_xlabel() == "env steps per seed" and a.get_ylabel() for a in fig.axes)
-    # the training curve: per-seed bins, smoothed, then the mean over seeds; the files stay raw
+    # the training curve: per-seed bins, smoothed, then the mean over seeds; the files stay raw.
+    # 4 updates are too few to smooth (at most a tenth of the points: plots.smoothing_window);
+    # test_a_short_runs_curve_ends_at_its_last_returns checks a smoothed curve against the raw one.
     _, raw = plots.binned(metrics["episode_return"])
     y = lines["episode return (training)"].get_ydata()
-    np.testing.assert_allclose(y, plots.smooth(raw, plots.SMOOTH).mean(axis=0))
+    np.testing.assert_allclose(y, plots.smooth(raw, plots.smoothing_window(raw.shape[1])).mean(axis=0))
     unsmoothed = plots.curves(run_dir, f"{run_dir}/raw.png", smooth_bins=0)
     y_raw = {l.get_label(): l for l in unsmoothed.axes[0].get_lines()}["episode return (training)"].get_ydata()
     np.testing.assert_allclose(y_raw, raw.mean(axis=0))
-    assert not np.allclose(y, y_raw)  # the smoothing changed the curve, not the run's files
+    assert np.allclose(y, y_raw) and "moving average" not in ax.get_title()  # 4 points: none
     np.testing.assert_array_equal(np.load(f"{run_dir}/metrics.npz")["episode_return"], metrics["episode_return"])
 
 
@@ -115,6 +117,154 @@ def test_the_band_is_a_95_percent_bootstrap_interval_of_the_mean():
     np.testing.assert_allclose(high - low, 2 * half, rtol=0.25)
     low, high = plots.mean_interval(np.full((4, 3), 5.0))  # identical seeds: no width
     np.testing.assert_allclose([low, high], 5.0)
+
+
+# --- curves.png of run folders written here (no training) -----------------------------------------
+def fake_run(folder, metrics, algo="ppo", env="CartPole-v1", steps_per_update=512):
+    """A finished run folder as plots.Run reads it: metrics.npz ([seeds, updates] each),
+    summary.json and config.json."""
+    folder.mkdir(parents=True)
+    seeds, updates = metrics["episode_return"].shape
+    np.savez(folder / "metrics.npz", **metrics)
+    (folder / "config.json").write_text(json.dumps({"num_seeds": seeds}))
+    (folder / "summary.json").write_text(json.dumps({
+        "algo": algo, "env": env, "num_seeds": seeds, "updates": updates,
+        "total_timesteps": updates * steps_per_update}))
+    return folder
+
+
+def rising(seeds, updates, last=358.5):
+    """Returns climbing from 20 to `last` (the mean over seeds), the seeds 4 apart."""
+    return np.linspace(20.0, last, updates)[None] + 4.0 * (np.arange(seeds)[:, None] - (seeds - 1) / 2)
+
+
+def evaluated_every(values, every):
+    """values where an evaluation ran (every `every` updates and after the last), else NaN."""
+    out = np.full_like(values, np.nan)
+    out[:, every - 1::every] = values[:, every - 1::every]
+    out[:, -1] = values[:, -1]
+    return out
+
+
+def curve(ax, label):
+    """The line labelled `label` in ax (the mean over seeds; the faint seeds are unlabelled)."""
+    return {line.get_label(): line for line in ax.get_lines()}[label]
+
+
+def test_the_smoothing_spans_at_most_a_tenth_of_the_points():
+    assert [plots.smoothing_window(n) for n in (4, 9, 19, 20, 50, 99, 100, 400)] == [1, 1, 1, 2, 5, 9, 10, 10]
+    assert plots.smoothing_window(400, 0) == plots.smoothing_window(400, 1) == 1
+    assert plots.smoothing_window(400, 3) == 3
+
+
+def test_a_short_runs_curve_ends_at_its_last_returns(tmp_path):
+    """9 updates: the training curve ends at the last update's return (a 10-point moving average
+    plotted the run's mean there: 140 for 358.5), and the title says nothing of smoothing. A long
+    run is smoothed over 10 points, the title says so and that the evaluations are raw."""
+    returns = rising(2, 9)
+    run = fake_run(tmp_path / "short", {"episode_return": returns,
+                                        "eval_return": evaluated_every(returns + 5.0, 3)})
+    fig = plots.curves(run)
+    assert (run / "curves.png").is_file()
+    ax = fig.axes[0]
+    y = curve(ax, "episode return (training)").get_ydata()
+    assert abs(y[-1] - returns[:, -1].mean()) <= 0.03 * returns[:, -1].mean(), y
+    assert "moving average" not in ax.get_title() and "evaluations: raw" not in ax.get_title()
+
+    returns = rising(2, 200)
+    evals = evaluated_every(returns + 5.0, 20)
+    run = fake_run(tmp_path / "long", {"episode_return": returns, "eval_return": evals})
+    fig = plots.curves(run)
+    ax, title = fig.axes[0], " ".join(fig.axes[0].get_title().split())  # the wrapping undone
+    assert "training curves: moving average of 10 points; evaluations: raw" in title, title
+    assert "faint: each seed (training curves)" in title
+    _, raw = plots.binned(returns)
+    y = curve(ax, "episode return (training)").get_ydata()
+    np.testing.assert_allclose(y, plots.smooth(raw, 10).mean(axis=0))
+    assert not np.allclose(y, raw.mean(axis=0))  # smoothed: the curve changed, not the files
+    np.testing.assert_array_equal(np.load(run / "metrics.npz")["episode_return"], returns)
+    evaluation = curve(ax, "evaluation return (deterministic)").get_ydata()
+    done = ~np.isnan(evals).all(axis=0)
+    np.testing.assert_allclose(evaluation, evals[:, done].mean(axis=0))
+    half = " ".join(plots.curves(fake_run(tmp_path / "half", {"episode_return": rising(2, 50)}))
+                    .axes[0].get_title().split())
+    assert "training curves: moving average of 5 points" in half and "evaluations" not in half
+
+
+def test_the_band_of_fewer_than_4_seeds_is_their_range_and_says_so(tmp_path):
+    """2 or 3 seeds: a 95% bootstrap interval of the mean is their min and max, so the band is
+    drawn as that and called "range of N seeds"; 5 seeds: the bootstrap band, called so."""
+    titles = {}
+    for seeds in (1, 2, 3, 5):
+        returns = rising(seeds, 9)
+        fig = plots.curves(fake_run(tmp_path / f"s{seeds}", {"episode_return": returns}))
+        titles[seeds] = " ".join(fig.axes[0].get_title().split())
+        if seeds in (2, 3):
+            low_high = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
+            np.testing.assert_allclose([low_high.min(), low_high.max()], [returns.min(), returns.max()])
+    assert "band" not in titles[1] and "mean over seeds" not in titles[1]
+    for seeds in (2, 3):
+        assert f"band: range of {seeds} seeds" in titles[seeds] and "bootstrap" not in titles[seeds]
+    assert "band: 95% bootstrap CI" in titles[5] and "range" not in titles[5]
+    # a 3-seed bootstrap really is the range (a resample is all the lowest seed 1/27 of the time)
+    three = rising(3, 9)
+    low, high = plots.mean_interval(three)
+    np.testing.assert_allclose([low, high], [three.min(axis=0), three.max(axis=0)])
+    assert plots.interval_label(4) == "95% bootstrap CI"
+    both = plots.compare([tmp_path / "s2", tmp_path / "s5"], tmp_path / "both.png")
+    assert "band: 95% bootstrap CI (a run of fewer than 4 seeds: their range)" in " ".join(
+        both.axes[0].get_title().split())
+    pair = plots.compare([tmp_path / "s2", tmp_path / "s2"], tmp_path / "pair.png")
+    assert "band: range of 2 seeds" in " ".join(pair.axes[0].get_title().split())
+
+
+def test_pqn_curves_show_epsilon_and_q_taken_under_a_title_that_fits(tmp_path):
+    updates = 100
+    metrics = {
+        "episode_return": rising(2, updates, 40.0), "episode_length": np.full((2, updates), 200.0),
+        "td_loss": np.linspace(1.0, 0.1, updates)[None].repeat(2, 0),
+        "q_taken": np.linspace(0.0, 30.0, updates)[None].repeat(2, 0),
+        "epsilon": np.maximum(1.0 - np.arange(updates) / 20, 0.05)[None].repeat(2, 0),
+        "learning_rate": np.full((2, updates), 5e-4),
+    }
+    metrics["eval_return"] = evaluated_every(metrics["episode_return"], 10)
+    metrics["eval_return_sampled"] = evaluated_every(metrics["episode_return"] - 1.0, 10)
+    fig = plots.curves(fake_run(tmp_path / "pqn", metrics, "pqn", "SpaceInvaders-MinAtar"))
+    assert [a.get_title() for a in fig.axes[1:]] == ["td_loss", "epsilon", "q_taken"]
+    for ax, key in zip(fig.axes[2:], ("epsilon", "q_taken")):
+        _, raw = plots.binned(metrics[key], fill=False)
+        np.testing.assert_allclose(curve(ax, key).get_ydata(), plots.smooth(raw, 10).mean(axis=0))
+    renderer = fig.canvas.get_renderer()
+    title = fig.axes[0].title
+    for ax in fig.axes:
+        box = ax.title.get_window_extent(renderer)
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (ax.get_title(), box, fig.bbox)
+    title.set_text(" ".join(title.get_text().split()))  # unwrapped, it would run off the figure
+    assert title.get_window_extent(renderer).width > fig.bbox.width
+
+
+def test_a_multi_agent_run_shows_its_team_and_each_agents_return(tmp_path):
+    updates, seeds = 60, 2
+    agents = {f"agent_{i}_return": rising(seeds, updates, 10.0 * (i + 1)) for i in range(2)}
+    team = agents["agent_0_return"] + agents["agent_1_return"]
+    losses = {k: np.ones((seeds, updates)) for k in ("policy_loss", "value_loss", "entropy")}
+    single = fake_run(tmp_path / "single", {"episode_return": team / 2, **losses})
+    fig = plots.curves(single)
+    assert [a.get_title() for a in fig.axes[1:]] == ["policy_loss", "value_loss", "entropy"]
+    assert tuple(fig.get_size_inches()) == (10, 6.5)  # a single-agent picture, as before
+    run = fake_run(tmp_path / "team", {"episode_return": team / 2, "team_return": team, **agents, **losses})
+    fig = plots.curves(run)
+    panels = ["policy_loss", "value_loss", "entropy", "team_return", "agent returns"]
+    assert [a.get_title() for a in fig.axes[1:]] == panels
+    team_ax, agents_ax = fig.axes[4], fig.axes[5]
+    _, raw = plots.binned(team)
+    np.testing.assert_allclose(curve(team_ax, "team return").get_ydata(), plots.smooth(raw, 6).mean(axis=0))
+    assert [t.get_text() for t in agents_ax.get_legend().get_texts()] == ["agent 0", "agent 1"]
+    for i in range(2):
+        _, raw = plots.binned(agents[f"agent_{i}_return"])
+        np.testing.assert_allclose(curve(agents_ax, f"agent {i}").get_ydata(), plots.smooth(raw, 6).mean(axis=0))
+    (title, series), = plots.small_panels({f"agent_{i}_return": None for i in (0, 10, 2, 1)})
+    assert title == "agent returns" and [label for _, label in series] == ["agent 0", "agent 1", "agent 2", "agent 10"]
 
 
 @pytest.mark.slow

@@ -99,7 +99,8 @@ def sweep_report(
                 ),
                 "iqm_interval": (
                     "rliable's IQM over seeds, 95% stratified-bootstrap interval (percentile,"
-                    f" {IQM_REPS:,} resamples, numpy seed {stats.SEED})"
+                    f" {IQM_REPS:,} resamples, numpy seed {stats.SEED}); over fewer than"
+                    f" {plots.MIN_BOOTSTRAP_SEEDS} final returns that is their range (min, max)"
                 ),
                 "best": best,
                 "configs": rows,
@@ -119,19 +120,39 @@ def sweep_report(
         " seeds)"
     )
     head = "".join(f"{name:>14}" for name in fields)
+    # A 95% bootstrap interval over fewer than plots.MIN_BOOTSTRAP_SEEDS values is their min and
+    # max (plots.py says why): the header says "range" then, and a config that has too few final
+    # returns in a sweep of more seeds is starred.
+    few = num_seeds < plots.MIN_BOOTSTRAP_SEEDS
+    seeds = f"{num_seeds} seed{'s' if num_seeds != 1 else ''}"
+    interval_head = f"iqm range ({seeds})" if few else "iqm 95% interval"
     print(
-        f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {'iqm 95% interval':>20} {'min':>10}"
+        f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {interval_head:>20} {'min':>10}"
         f" {'best eval':>10}"
     )
+    starred = False
     for r in ranked:
         cells = "".join(f"{sweeps.show_value(r['values'][name]):>14}" for name in fields)
         show = lambda v, w: f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
         ci = r["final_return_iqm_ci95"]
         interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "-"
+        finite = sum(v is not None for v in r["final_return_per_seed"])
+        if interval != "-" and not few and finite < plots.MIN_BOOTSTRAP_SEEDS:
+            interval, starred = interval + "*", True
         print(
             f"  {r['config']:>3}{cells} {show(r['final_return_mean'], 10)}"
             f" {show(r['final_return_std'], 8)} {show(r['final_return_iqm'], 10)} {interval:>20}"
             f" {show(r['final_return_min'], 10)} {show(r['best_eval_return'], 10)}"
+        )
+    if few:
+        print(
+            f"  iqm range: a 95% bootstrap interval over {seeds} is only the lowest and highest"
+            f" final return; {plots.MIN_BOOTSTRAP_SEEDS} or more seeds give an interval"
+        )
+    if starred:
+        print(
+            f"  *: fewer than {plots.MIN_BOOTSTRAP_SEEDS} of this config's seeds have a final"
+            " return: its interval is their range"
         )
     print(f"  best config: {run_dir / 'best_config.json'} (train it with --config)", flush=True)
     return rows
