@@ -82,8 +82,9 @@ ROWS = {
                     f"{REF}/pqn/asterix_2e6/purejaxql_Asterix.json"),
     22: lambda: pqn(f"{REF}/pqn/spaceinvaders_2e6/scanrl/pqn__SpaceInvaders-MinAtar__20261129-161127",
                     f"{REF}/pqn/spaceinvaders_2e6/purejaxql_SpaceInvaders.json"),
-    23: lambda: pqn(f"{REF}/pqn/breakout_2e6/scanrl/pqn__Breakout-MinAtar__20261129-235021",
-                    f"{REF}/pqn/breakout_2e6/purejaxql_Breakout.json"),
+    # row 23 re-run on 2026-12-02 with both sides scored by each env's first greedy episode
+    23: lambda: pqn(f"{REF}/pqn/breakout_2e6_one_estimator/scanrl/pqn__Breakout-MinAtar__20261202-053458",
+                    f"{REF}/pqn/breakout_2e6_one_estimator/purejaxql_Breakout.json"),
     24: lambda: pqn(f"{REF}/pqn/freeway_2e6/scanrl/pqn__Freeway-MinAtar__20261130-023722",
                     f"{REF}/pqn/freeway_2e6/purejaxql_Freeway.json"),
     25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),

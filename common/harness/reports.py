@@ -209,7 +209,8 @@ def draw_sweep(
         x, values = plots.binned(returns[r["config"]])
         label = ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in r["values"].items())
         plots.band(
-            ax, x * steps_per_update[r["config"]], plots.smooth(values, plots.SMOOTH), label,
+            ax, x * steps_per_update[r["config"]],
+            plots.smooth(values, plots.smoothing_window(values.shape[1])), label,
             seed_lines=False,
         )
     ax.set(xlabel="env steps per seed", ylabel="episode return", title=f"top {len(ranked)} configs")
