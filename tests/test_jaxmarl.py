@@ -225,6 +225,7 @@ def test_a_vdn_loss_sums_each_teams_agents_q_values():
                                         rel=1e-5)
 
 
+@pytest.mark.slow
 def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
     """--vdn needs a team; GRPO's groups are one agent's episodes: one sentence each, before
     compiling."""
