@@ -93,10 +93,11 @@ def test_recipe_envs_exist_in_their_suites():
     """Every exact entry names an env of its suite, and every pattern matches at least one."""
     installed("brax.envs", "brax")
     installed("mujoco_playground", "playground")
-    from scanrl.common.suites import brax, craftax, navix, playground, xminigrid
+    installed("jaxmarl", "jaxmarl")
+    from scanrl.common.suites import brax, craftax, jaxmarl, navix, playground, xminigrid
 
     names = {"brax": set(brax.NAMES()), "playground": set(playground.NAMES()), "craftax": set(craftax.NAMES()),
-             "navix": set(navix.NAMES()), "xminigrid": set(xminigrid.NAMES())}
+             "navix": set(navix.NAMES()), "xminigrid": set(xminigrid.NAMES()), "jaxmarl": set(jaxmarl.NAMES())}
     for _, env in EXACT:
         suite, name = env.split("/")
         assert name in names[suite], env
