@@ -389,7 +389,7 @@ def epoch_inputs(config: Config, params: dict, traj: Transition, rewards: jax.Ar
         batch = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob,
                       value=old_values, advantage=advantage, target=target,
                       action_mask=traj.action_mask, noise=traj.noise, value_obs=traj.value_obs)
-        return jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
 
     prepare = None
     if config.recompute_advantages:

@@ -292,3 +292,14 @@ def check_run_tools(run_dir):
         pixels = np.asarray(image.convert("RGB")).astype(int)
     drawn = (np.abs(pixels - 255).sum(axis=-1) > 30).mean()
     assert 0.02 < drawn < 0.6, drawn  # lines, bands and text, on a mostly white canvas
+
+
+def assert_same_run(a: Path, b: Path):
+    """params.npz and metrics.npz bit for bit, and progress.jsonl without gaps or duplicates."""
+    for name in ("params.npz", "metrics.npz"):
+        want, got = np.load(a / name), np.load(b / name)
+        assert sorted(want.files) == sorted(got.files)
+        for k in want.files:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{name} {k}")
+    updates = lambda d: [json.loads(l)["update"] for l in (d / "progress.jsonl").read_text().splitlines()]
+    assert updates(b) == updates(a)

@@ -3,6 +3,9 @@ adapter against JaxMARL's own step, time limits as truncations that bootstrap, m
 centralised critic's inputs, VDN's target, and a one-agent team that trains bit for bit as the
 single-agent env. Skipped with the reason where the suite is not installed."""
 
+import json
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -320,3 +323,38 @@ def test_vecenv_rows_are_agent_minor_and_games_inverts_them():
     np.testing.assert_array_equal(vec_env.games(rows), x)
     vec_env.num_agents = None
     assert vec_env.rows(x) is x and vec_env.games(x) is x
+
+
+@pytest.mark.slow
+def test_a_three_agent_team_trains_evaluates_draws_and_resumes_through_the_command_line(
+        jaxmarl, tmp_path):
+    """IPPO on MPE spread (3 agents: each update's rollout is 4 games x 3 agents = 12 rows, which
+    a team of one cannot show) through ppo's command line: the run records the team's and each
+    agent's return, scanrl-eval reproduces its last evaluation, curves.png and an episode's GIF
+    are drawn, and a run cut short and resumed ends bit for bit as the one that never stopped."""
+    from conftest import assert_same_run, check_run_tools
+    from PIL import Image
+
+    from scanrl import algos
+    from scanrl.common.harness import evaluate
+
+    args = ["--env", SPREAD, "--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2",
+            "--total-timesteps", str(4 * 16 * 6), "--num-seeds", "2", "--eval-every", "3",
+            "--eval-episodes", "4", "--log-every", "1", "--checkpoint-every", "2"]
+    ref = ppo.main([*args, "--out-dir", str(tmp_path / "ref")])["run_dir"]
+    metrics = np.load(f"{ref}/metrics.npz")
+    assert {"team_return", "agent_0_return", "agent_2_return"} <= set(metrics.files)
+    assert metrics["team_return"].shape == metrics["episode_return"].shape == (2, 6)
+    check_run_tools(ref)
+    result = evaluate.main([ref, "--episodes", "2", "--gif", str(tmp_path / "spread.gif"),
+                            "--out", str(tmp_path / "eval.json")], algos)
+    assert result["gif"] == str(tmp_path / "spread.gif")
+    with Image.open(tmp_path / "spread.gif") as gif:
+        assert gif.n_frames == 26  # the start and MPE's 25 steps
+
+    ppo.main([*args, "--out-dir", str(tmp_path / "cut"), "--stop-minutes", "1e-9"])
+    (cut,) = list((tmp_path / "cut").iterdir())
+    summary = json.loads((cut / "summary.json").read_text())
+    assert summary["stopped_by"] == "stop_minutes" and summary["updates"] < 6
+    ppo.main(["--resume", str(cut), "--stop-minutes", "None"])
+    assert_same_run(Path(ref), cut)

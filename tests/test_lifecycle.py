@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO, held, wait_until
+from conftest import HANG_GUARD, REPO, assert_same_run, held, wait_until
 
 from scanrl.algos import grpo, impala, ppo, pqn, sac, td3
 from scanrl.common.harness import checkpoint, devices, run
@@ -40,17 +40,6 @@ LIFECYCLE = ["--log-every", "1", "--checkpoint-every", "2"]
 def run_dir_of(out: Path) -> Path:
     (run_dir,) = list(out.iterdir())
     return run_dir
-
-
-def assert_same_run(a: Path, b: Path):
-    """params.npz and metrics.npz bit for bit, and progress.jsonl without gaps or duplicates."""
-    for name in ("params.npz", "metrics.npz"):
-        want, got = np.load(a / name), np.load(b / name)
-        assert sorted(want.files) == sorted(got.files)
-        for k in want.files:
-            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{name} {k}")
-    updates = lambda d: [json.loads(l)["update"] for l in (d / "progress.jsonl").read_text().splitlines()]
-    assert updates(b) == updates(a)
 
 
 def start(algo, out, *extra, after=0):

@@ -71,11 +71,16 @@ RECIPES: dict[tuple[str, str], Recipe] = {
 
 
 def _jaxmarl():
-    """The jaxmarl package, imported without the lines its import prints."""
-    import contextlib
+    """The jaxmarl package, imported without the lines its import prints (its MABrax module sets
+    sys.stdout back to sys.__stdout__ while importing, so both are swapped)."""
     import io
-    with contextlib.redirect_stdout(io.StringIO()):
+    import sys
+    saved = sys.stdout, sys.__stdout__
+    sys.stdout = sys.__stdout__ = io.StringIO()
+    try:
         import jaxmarl
+    finally:
+        sys.stdout, sys.__stdout__ = saved
     return jaxmarl
 
 
@@ -114,7 +119,7 @@ class MultiAgentEnv(environment.Environment):
     def __init__(self, name: str, options: dict[str, str] | None = None):
         jaxmarl = _jaxmarl()
         super().__init__()
-        options = {k: v == "1" for k, v in (options or {}).items()}
+        options = _flags(options or {})
         self.agent_id = options.get("agent_id", False)
         self.limit_terminates = options.get("time_limit_as_termination", False)
         self.shaping = options.get("shaping", False)
@@ -216,7 +221,8 @@ class MultiAgentEnv(environment.Environment):
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         """[M]: the time limit cut the episode, which the game had not ended."""
-        cut = (state.cut & ~self.limit_terminates) | (state.time >= params.max_steps_in_episode)
+        cut = (state.cut & (not self.limit_terminates)) | (
+            state.time >= params.max_steps_in_episode)
         return jnp.broadcast_to(cut, (self.num_agents,))
 
     def step(self, key: jax.Array, state: EnvState, action: jax.Array,
@@ -287,6 +293,20 @@ def _family(name: str) -> tuple[str, str]:
     if name.startswith("overcooked_"):
         return "overcooked", name
     return "hanabi", name
+
+
+OPTIONS = ("agent_id", "time_limit_as_termination", "shaping")
+
+
+def _flags(options: dict[str, str]) -> dict[str, bool]:
+    """--env-options' on/off switches (0 or 1); a name or value the suite does not know is an
+    error, never silently off."""
+    for name, value in options.items():
+        if name not in OPTIONS:
+            raise ValueError(f"--env-options {name}: jaxmarl envs take {', '.join(OPTIONS)}.")
+        if value not in ("0", "1"):
+            raise ValueError(f"--env-options {name} {value}: give 0 or 1.")
+    return {name: value == "1" for name, value in options.items()}
 
 
 def make(name: str, options: dict[str, str] | None = None) -> tuple[MultiAgentEnv, EnvParams]:
