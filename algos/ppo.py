@@ -399,15 +399,6 @@ def epoch_inputs(config: Config, params: dict, traj: Transition, rewards: jax.Ar
     return samples(old_values, v_of(params, final_obs)), minibatch_gradient, prepare
 
 
-def check_critic_obs(config: Config, vec_env: envs.VecEnv) -> None:
-    """Before compiling: a value net cannot read a privileged_state the env does not observe."""
-    if config.critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
-        raise ValueError(f"--critic-obs privileged_state: --env {config.env} observes no "
-                         "privileged_state (Playground's locomotion tasks and JaxMARL's "
-                         "multi-agent envs do); "
-                         "leave --critic-obs at state.")
-
-
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
     """PPO's pieces for one seed (common/harness/loop.py turns them into programs). `env`: a
     gymnax-style env object to train on instead of config.env."""
@@ -418,7 +409,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
     actions = actions_for(config.action_dist, vec_env, config.env)
     image = use_cnn(config.torso, vec_env.obs_shape)
-    check_critic_obs(config, vec_env)
+    algorithm.check_critic_obs(config.critic_obs, config.env, vec_env)
     dist_of = lambda params, obs, mask=None: policy(params, obs, act_fn, mask, config.action_dist,
                                                     config.min_std)
     v_of = lambda params, obs: value(params, obs, act_fn)

@@ -8,13 +8,19 @@ its first step, and minibatches are sets of chunks (time is never shuffled). `bu
 first replays the B steps before a chunk (within the rollout) with the current parameters,
 without loss or gradient, to refresh that stored state (R2D2, Kapturowski et al. 2019).
 
+With `--critic-obs privileged_state` (recurrent MAPPO on JaxMARL's envs, where the privileged
+part is the world state) the value head has an encoder and a GRU of its own over the
+observation's privileged part, which the policy never reads; the two GRUs' states are stored
+and replayed side by side, as one state [2H].
+
 A truncated episode bootstraps from V(final observation) computed with the state the
 agent had at that step, not the reset one. In rl8's terms (`recurrent=True`), `seq_len`
 is rl8's `seq_len` (the length of the sequences a minibatch replays) and rl8's
 `seqs_per_state_reset` corresponds to how many chunks a rollout holds per environment
 (num_steps / seq_len): every chunk starts from the stored state at its first step here,
 rather than carrying a state through several sequences.
-Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXiv:1406.1078).
+Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXiv:1406.1078);
+MAPPO, Yu et al. 2022 (arXiv:2103.01955).
 
     python algos/ppo_rnn.py --env CartPole-v1 --hide-obs 1 3 --num-seeds 4
 """
@@ -116,6 +122,10 @@ class Config:
     """hidden layer sizes of the policy and value heads on the GRU's output."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
     """hidden-layer activation."""
+    critic_obs: Literal["state", "privileged_state"] = "state"
+    """what the value head reads: state, the GRU the policy reads; privileged_state, an encoder
+    and GRU of its own over the observation's privileged part, which the policy never reads
+    (JaxMARL's world state: recurrent MAPPO's centralised critic; Playground's privileged_state)."""
     torso: Literal["auto", "mlp", "cnn"] = "auto"
     """cnn: 3x3 convolutions read image observations [H, W, C] before the encoder MLP; mlp: flatten
     them; auto: cnn for images."""
@@ -193,7 +203,8 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # Network: (conv torso for image observations ->) encoder MLP -> GRU -> policy and value heads;
 # continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
 # tanh (tanh_normal: the policy head's output; common/nets.py's head_distribution, to_bounds,
-# entropy_of). One GRU serves both heads (one state to store and replay).
+# entropy_of). One GRU serves both heads (one state to store and replay); a privileged critic has
+# its own, side by side with the policy's in that one state.
 # ---------------------------------------------------------------------------------------------
 def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
     """A GRU cell's parameters: input and recurrent weights for the reset, update and
@@ -242,6 +253,14 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) \
         if config.encoder_hidden else []
     params["gru"] = gru_init(k_gru, enc_out, config.gru_size)
+    if config.critic_obs == "privileged_state":  # the value head's own encoder and GRU
+        k_enc, k_gru = jax.random.split(jax.random.fold_in(key, 1))
+        critic_in = (vec_env.obs_dim - vec_env.policy_obs_dim) * k
+        params["critic_encoder"] = mlp_init(k_enc, (critic_in, *config.encoder_hidden)) \
+            if config.encoder_hidden else []
+        params["critic_gru"] = gru_init(
+            k_gru, config.encoder_hidden[-1] if config.encoder_hidden else critic_in,
+            config.gru_size)
     params["actor"] = mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim),
                                output_gain=0.01)
     params["critic"] = mlp_init(k_critic, (config.gru_size, *config.head_hidden, 1),
@@ -254,9 +273,17 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
 def encode(params: dict, obs: jax.Array, activation: str, one_hot: int = 0) -> jax.Array:
     """obs [..., obs_dim] or images [..., H, W, C] -> the GRU's input terms [..., 3H] (torso,
     encoder MLP, `gru_inputs`). one_hot K: obs holds codes 0..K-1, read one-hot ([..., C] ->
-    [..., C * K])."""
+    [..., C * K]). With a privileged critic, obs is [policy part | privileged part] and the
+    result both GRUs' input terms side by side [..., 6H]."""
     if one_hot:
         obs = jax.nn.one_hot(obs.astype(jnp.int32), one_hot).reshape(obs.shape[:-1] + (-1,))
+    if "critic_gru" in params:  # the policy part is as wide as the policy's first layer reads
+        width = (params["encoder"][0]["w"] if params["encoder"] else params["gru"]["w_in"]).shape[0]
+        return jnp.concatenate(
+            [encode({"encoder": params["encoder"], "gru": params["gru"]}, obs[..., :width],
+                    activation),
+             encode({"encoder": params["critic_encoder"], "gru": params["critic_gru"]},
+                    obs[..., width:], activation)], axis=-1)
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) \
         if params["encoder"] else x
@@ -265,8 +292,15 @@ def encode(params: dict, obs: jax.Array, activation: str, one_hot: int = 0) -> j
 
 def recur(params: dict, hidden: jax.Array, inputs: jax.Array, start: jax.Array) -> jax.Array:
     """The recurrent half of a step: hidden [..., H], the step's `encode`d inputs [..., 3H], start
-    [...] (the step begins an episode: the state resets to zeros first) -> the new state."""
-    return gru_cell(params["gru"], jnp.where(start[..., None], 0.0, hidden), inputs)
+    [...] (the step begins an episode: the state resets to zeros first) -> the new state. With a
+    privileged critic: both GRUs, states [..., 2H] and inputs [..., 6H] side by side."""
+    hidden = jnp.where(start[..., None], 0.0, hidden)
+    if "critic_gru" in params:
+        (h, h_critic), (x, x_critic) = (jnp.split(hidden, 2, axis=-1),
+                                        jnp.split(inputs, 2, axis=-1))
+        return jnp.concatenate([gru_cell(params["gru"], h, x),
+                                gru_cell(params["critic_gru"], h_critic, x_critic)], axis=-1)
+    return gru_cell(params["gru"], hidden, inputs)
 
 
 def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
@@ -283,12 +317,16 @@ def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Ar
     the valid discrete actions, where the env has an action mask. tanh_normal: the normal of the
     pre-tanh action u (the head outputs [loc, raw scale], scale = softplus(raw) + min_std); the
     env gets tanh(u) rescaled (`to_bounds`)."""
+    if "critic_gru" in params:  # the policy's half of the two GRUs' states
+        hidden = hidden[..., :hidden.shape[-1] // 2]
     return head_distribution(mlp_apply(params["actor"], hidden, activation), params, action_mask,
                              action_dist, min_std)
 
 
 def value(params: dict, hidden: jax.Array, activation: str) -> jax.Array:
-    """GRU state [..., H] -> V [...]."""
+    """GRU state [..., H] -> V [...] (a privileged critic: the second half of [..., 2H])."""
+    if "critic_gru" in params:
+        hidden = hidden[..., hidden.shape[-1] // 2:]
     return mlp_apply(params["critic"], hidden, activation)[..., 0]
 
 
@@ -467,15 +505,21 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images
     actions = actions_for(config.action_dist, vec_env, config.env)
     image = use_cnn(config.torso, vec_env.obs_shape)
+    algorithm.check_critic_obs(config.critic_obs, config.env, vec_env)
+    privileged = config.critic_obs == "privileged_state"
+    if privileged and (image or config.obs_one_hot):
+        raise ValueError("--critic-obs privileged_state reads flat observations; --env "
+                         f"{config.env} is read as {'images' if image else 'codes'}.")
+    hidden_size = config.gru_size * (2 if privileged else 1)  # the policy's GRU, the critic's
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
     # a run without a budget (--total-timesteps 0) has no end to anneal to
     schedule = lr_schedule(config.learning_rate, config.num_updates,
                            anneal=config.anneal_lr and config.total_timesteps > 0)
 
-    def observe(stats, obs):  # what the network reads: flat vectors (a `state` part), or images
-        stats = stats if config.normalize_obs else None
-        return vec_env.observe(obs, stats, image, policy_part=True)
+    def observe(stats, obs):  # what the network reads: flat vectors (a `state` part; all of them
+        stats = stats if config.normalize_obs else None  # for a privileged critic), or images
+        return vec_env.observe(obs, stats, image, policy_part=not privileged)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -483,7 +527,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         obs, env_state = vec_env.reset(k_reset)
         return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state,
                           obs=obs, start=jnp.ones(vec_env.num_envs, bool),
-                          hidden=jnp.zeros((vec_env.num_envs, config.gru_size)),
+                          hidden=jnp.zeros((vec_env.num_envs, hidden_size)),
                           obs_stats=envs.init_stats((vec_env.obs_dim,)),
                           return_stats=envs.init_stats(),
                           discounted_return=jnp.zeros(vec_env.num_envs), key=key)
@@ -565,7 +609,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         policy_params=lambda state: {"params": state.params, "obs_stats": state.obs_stats},
         vec_env=vec_env, num_updates=config.num_updates,
         steps_per_update=config.batch_size,
-        init_carry=lambda n: jnp.zeros((n, config.gru_size)),
+        init_carry=lambda n: jnp.zeros((n, hidden_size)),
     )
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""Thin driver for one of JaxMARL's own feed-forward baselines (FLAIROx/JaxMARL, baselines/),
-run unchanged from its own file and YAML, scored as scanrl scores a run.
+"""Thin driver for one of JaxMARL's own feed-forward baselines (FLAIROx/JaxMARL, baselines/):
+IPPO (`IPPO/ippo_ff_*.py`) or PQN-VDN (`QLearning/pqn_vdn_ff.py`), run unchanged from its own
+file and YAML, scored as scanrl scores a run.
 
 Run in a virtualenv with JaxMARL and its baselines' packages (benchmarks/jaxmarl_side_by_side.sh
 makes it), with JAXMARL_DIR a checkout of FLAIROx/JaxMARL:
@@ -10,16 +11,20 @@ makes it), with JAXMARL_DIR a checkout of FLAIROx/JaxMARL:
         --out ippo.json
 
 What runs is the file's own `make_train(config)`, jitted and vmapped over the seeds as its
-`main` does (`jax.vmap(jax.jit(make_train(config)))(keys)`), on one CPU device; the YAML is read
-as its Hydra entry point reads it, with TOTAL_TIMESTEPS and NUM_SEEDS set and wandb disabled.
-The wall counts the imports, the compile and the run, as scanrl's does.
+`main` does (IPPO: `jax.vmap(jax.jit(make_train(config)))(keys)`; PQN-VDN:
+`jax.jit(jax.vmap(make_train(config, env)))(keys)` with the env from its `env_from_config`), on
+one CPU device; the YAML is read as its Hydra entry point reads it (QLearning: config.yaml with
+the alg YAML merged over it), with TOTAL_TIMESTEPS and NUM_SEEDS set, wandb disabled and
+PQN-VDN's tests during training off (TEST_DURING_TRAINING: each side evaluates once, at the
+end, by the estimator below). The wall counts the imports, the compile and the run.
 
 The score (the same estimator as scanrl's evaluation): after training, each seed's final policy,
-through the file's own network (`ActorCritic`), plays 128 fresh episodes of the env, and the
-score is the mean over the episodes and the agents of each agent's first-episode return, with
-sampled actions ("sampled") and with the most probable one ("deterministic"). That evaluation
-is timed as scanrl's is (in the wall). The file's own training metric, the last update's mean
-of `returned_episode_returns`, is recorded beside it.
+through the file's own network (`ActorCritic`; PQN-VDN's `QNetwork` on its `CTRolloutManager`'s
+observations, agent ids added), plays 128 fresh episodes of the env, and the score is the mean
+over the episodes and the agents of each agent's first-episode return, with sampled actions
+("sampled") and with the most probable one ("deterministic"; PQN-VDN: greedy in both). That
+evaluation is timed as scanrl's is (in the wall). The file's own training metric, the last
+update's mean of `returned_episode_returns`, is recorded beside it.
 """
 import argparse
 import importlib.util
@@ -92,6 +97,44 @@ def evaluate(module, config, params, key, episodes):
     return float(run(keys, False).mean()), float(run(keys, True).mean())
 
 
+def evaluate_q(module, config, env, variables, key, episodes):
+    """PQN-VDN's greedy policy: each agent's first-episode return, mean over `episodes` fresh
+    envs and the agents, through the file's CTRolloutManager and QNetwork."""
+    import jax
+    import jax.numpy as jnp
+
+    test_env = module.CTRolloutManager(env, batch_size=episodes, preprocess_obs=True)
+    network = module.QNetwork(action_dim=test_env.max_action_space,
+                              hidden_size=config["HIDDEN_SIZE"], num_layers=config["NUM_LAYERS"],
+                              norm_type=config["NORM_TYPE"],
+                              norm_input=config.get("NORM_INPUT", False),
+                              dueling=config.get("DUELING", False))
+    agents = env.agents
+
+    def step(carry, key):
+        obs, state, total, running = carry
+        batch = jnp.stack([obs[a] for a in agents])  # [M, episodes, obs]
+        q = jax.vmap(network.apply, in_axes=(None, 0))(variables, batch)
+        valid = test_env.get_valid_actions(state.env_state)
+        valid = jnp.stack([valid[a] for a in agents])
+        action = jnp.argmax(q - (1 - valid) * 1e10, axis=-1)
+        obs, state, reward, dones, _ = test_env.batch_step(
+            key, state, {a: action[i] for i, a in enumerate(agents)})
+        reward = jnp.stack([reward[a] for a in agents], -1)  # [episodes, M]
+        total = total + running[:, None] * reward
+        running = running & ~dones["__all__"]
+        return (obs, state, total, running), None
+
+    k_reset, key = jax.random.split(key)
+    obs, state = test_env.batch_reset(k_reset)
+    limit = int(getattr(env, "max_steps", 1000)) + 1
+    init = (obs, state, jnp.zeros((episodes, len(agents))), jnp.ones(episodes, bool))
+    (_, _, total, _), _ = jax.jit(lambda init, keys: jax.lax.scan(step, init, keys))(
+        init, jax.random.split(key, limit))
+    score = float(total.mean())
+    return score, score
+
+
 def main():
     args = parse_args()
     import jax
@@ -101,17 +144,34 @@ def main():
     base = os.path.join(JAXMARL_DIR, "baselines")
     module = load(os.path.join(base, args.script))
     config = OmegaConf.to_container(OmegaConf.load(os.path.join(base, args.config)))
+    q_learning = args.script.startswith("QLearning/")
+    if q_learning:  # its Hydra entry point: config.yaml, the alg YAML merged over it
+        main_yaml = os.path.join(base, "QLearning", "config", "config.yaml")
+        config = {**OmegaConf.to_container(OmegaConf.load(main_yaml)), **config,
+                  "TEST_DURING_TRAINING": False}
     config.update(TOTAL_TIMESTEPS=args.total_timesteps, NUM_SEEDS=args.num_seeds,
                   WANDB_MODE="disabled")
     wandb.init(mode="disabled")  # as its main does: its per-update callback logs to wandb
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_seeds)
-    out = jax.vmap(jax.jit(module.make_train(config)))(keys)
+    if q_learning:
+        import copy
+        env, _ = module.env_from_config(copy.deepcopy(config))
+        out = jax.jit(jax.vmap(module.make_train(config, env)))(keys)
+    else:
+        out = jax.vmap(jax.jit(module.make_train(config)))(keys)
     jax.block_until_ready(out)
     trained = time.perf_counter()
-    params = out["runner_state"][0].params
-    scores = [evaluate(module, config, jax.tree.map(lambda x: x[s], params),
-                       jax.random.PRNGKey(1000 + s), args.eval_episodes)
-              for s in range(args.num_seeds)]
+    state = out["runner_state"][0]
+    one = lambda tree, s: jax.tree.map(lambda x: x[s], tree)  # noqa: E731
+    if q_learning:
+        scores = [evaluate_q(module, config, env, one({"params": state.params,
+                                                         "batch_stats": state.batch_stats}, s),
+                             jax.random.PRNGKey(1000 + s), args.eval_episodes)
+                  for s in range(args.num_seeds)]
+    else:
+        scores = [evaluate(module, config, one(state.params, s), jax.random.PRNGKey(1000 + s),
+                           args.eval_episodes)
+                  for s in range(args.num_seeds)]
     wall = time.perf_counter() - START
     own = out["metrics"]["returned_episode_returns"]
     record = {

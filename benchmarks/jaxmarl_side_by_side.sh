@@ -1,27 +1,51 @@
 #!/usr/bin/env bash
-# IPPO side by side: scanrl's algos/ppo.py on jaxmarl/MPE_simple_spread_v3 at JaxMARL's
-# ippo_ff_mpe.yaml (the suite's recipe: 16 envs x 128 steps, 4 epochs x 4 minibatches, tanh
-# 64 x 64) against JaxMARL's own baselines/IPPO/ippo_ff_mpe.py, run from its file by
-# benchmarks/jaxmarl_baseline.py. Each side on ONE CPU device with its SEEDS seeds vmapped, the
-# same jaxmarl package, imports, compile and a final evaluation of 128 episodes counted alike,
-# both scored by the same estimator (each agent's first-episode return). SITTINGS sittings
-# alternate the sides (scanrl, JaxMARL, scanrl, ...); benchmarks/jaxmarl_table.py reads them.
+# scanrl against JaxMARL's own baselines, one cell at a time, each side run from its own files:
+#   ippo_mpe     algos/ppo.py on jaxmarl/MPE_simple_spread_v3 at the suite's recipe (JaxMARL's
+#                ippo_ff_mpe.yaml: 16 envs x 128 steps, 4 epochs x 4 minibatches, tanh 64 x 64)
+#                against baselines/IPPO/ippo_ff_mpe.py;
+#   pqn_vdn_mpe  algos/pqn.py --vdn on the same env at the published recipe (JaxMARL's
+#                pqn_vdn_ff_mpe.yaml: 256 envs x 16 steps, 2 x 256 with layer norm, RAdam) with
+#                agent ids in the observation, as JaxMARL's CTRolloutManager adds them, against
+#                baselines/QLearning/pqn_vdn_ff.py.
+# Each side on ONE CPU device with its SEEDS seeds vmapped, the same jaxmarl package, one final
+# evaluation of 128 episodes, both scored by the same estimator (each agent's first-episode
+# return; benchmarks/jaxmarl_baseline.py runs JaxMARL's file). SITTINGS sittings alternate the
+# sides (scanrl, JaxMARL, scanrl, ...); each process's wall, timed from outside the same way for
+# both (walls.tsv), counts its imports, compile, training and evaluation;
+# benchmarks/jaxmarl_table.py reads them.
 #
-#   bash benchmarks/jaxmarl_side_by_side.sh OUT_DIR [SEEDS] [STEPS] [SITTINGS]
+#   bash benchmarks/jaxmarl_side_by_side.sh CELL OUT_DIR [SEEDS] [STEPS] [SITTINGS]
 #
 # Needs JAXMARL_DIR (a checkout of FLAIROx/JaxMARL) and JM_VENV, a virtualenv made once:
 #   python3.11 -m venv $JM_VENV && $JM_VENV/bin/pip install jax==0.10.2 "jaxmarl[algs]==0.2.0"
 set -euo pipefail
-OUT=${1:?OUT_DIR}; SEEDS=${2:-5}; STEPS=${3:-2000000}; SITTINGS=${4:-3}
+CELL=${1:?CELL: ippo_mpe or pqn_vdn_mpe}; OUT=${2:?OUT_DIR}
+SEEDS=${3:-5}; STEPS=${4:-2000000}; SITTINGS=${5:-3}
 JM=${JM_VENV:?JM_VENV}/bin/python
-export JAXMARL_COMMIT=${JAXMARL_COMMIT:-$(git -C "${JAXMARL_DIR:?JAXMARL_DIR}" rev-parse HEAD 2>/dev/null || echo unknown)}
+JAXMARL_COMMIT=${JAXMARL_COMMIT:-$(git -C "${JAXMARL_DIR:?JAXMARL_DIR}" rev-parse HEAD \
+    2>/dev/null || echo unknown)}
+export JAXMARL_COMMIT
+case "$CELL" in
+    ippo_mpe)
+        SCANRL=(algos/ppo.py --env jaxmarl/MPE_simple_spread_v3); PER_UPDATE=$((16 * 128))
+        PEER=(--script IPPO/ippo_ff_mpe.py --config IPPO/config/ippo_ff_mpe.yaml) ;;
+    pqn_vdn_mpe)
+        SCANRL=(algos/pqn.py --env jaxmarl/MPE_simple_spread_v3 --vdn --recipe published
+                --env-options agent_id 1); PER_UPDATE=$((256 * 16))
+        PEER=(--script QLearning/pqn_vdn_ff.py --config QLearning/config/alg/pqn_vdn_ff_mpe.yaml) ;;
+    *) echo "CELL $CELL: ippo_mpe or pqn_vdn_mpe" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
-updates=$(( STEPS / (16 * 128) ))  # one evaluation, after the last update
+updates=$(( STEPS / PER_UPDATE ))  # one evaluation, after the last update
+timed() {  # timed SIDE SITTING command...: the whole process's wall, the same clock for both sides
+    local start; start=$(date +%s.%N)
+    "${@:3}"
+    echo -e "$2\t$1\t$(echo "$(date +%s.%N) - $start" | bc)" >> "$OUT/walls.tsv"
+}
 for i in $(seq 1 "$SITTINGS"); do
-    python algos/ppo.py --env jaxmarl/MPE_simple_spread_v3 --num-seeds "$SEEDS" --num-devices 1 \
+    timed scanrl "$i" python "${SCANRL[@]}" --num-seeds "$SEEDS" --num-devices 1 \
         --total-timesteps "$STEPS" --eval-every "$updates" --eval-episodes 128 --log-every 0 \
         --out-dir "$OUT/run$i/scanrl" | tee "$OUT/run$i.txt"
-    $JM benchmarks/jaxmarl_baseline.py --script IPPO/ippo_ff_mpe.py \
-        --config IPPO/config/ippo_ff_mpe.yaml --total-timesteps "$STEPS" --num-seeds "$SEEDS" \
-        --out "$OUT/run$i/jaxmarl_ippo.json"
+    timed jaxmarl "$i" $JM benchmarks/jaxmarl_baseline.py "${PEER[@]}" \
+        --total-timesteps "$STEPS" --num-seeds "$SEEDS" --out "$OUT/run$i/jaxmarl.json"
 done

@@ -165,6 +165,15 @@ def check_budget(config: Any, per_update: int, unit: str) -> None:
                          f"(num_envs * num_steps = {per_update}); raise it or shrink the {unit}.")
 
 
+def check_critic_obs(critic_obs: str, env_id: str, vec_env: Any) -> None:
+    """Before compiling: a value net cannot read a privileged part the env does not observe
+    (`vec_env.policy_obs_dim` is all of it)."""
+    if critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
+        raise ValueError(f"--critic-obs privileged_state: --env {env_id} observes no "
+                         "privileged_state (Playground's locomotion tasks and JaxMARL's "
+                         "multi-agent envs do); leave --critic-obs at state.")
+
+
 def updates_for(config: Any, per_update: int) -> int:
     """Updates in the run: whole updates of the budget, or INDEFINITE_UPDATES for
     --total-timesteps 0."""

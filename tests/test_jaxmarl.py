@@ -186,6 +186,48 @@ def test_the_centralised_critic_reads_the_world_state_and_the_policy_never_does(
     assert not np.allclose(v_w, v) and not np.allclose(logits_o, logits)
 
 
+@pytest.mark.slow
+def test_the_recurrent_centralised_critic_reads_the_world_state_and_the_policy_never_does(jaxmarl):
+    """ppo_rnn.py with --critic-obs privileged_state is recurrent MAPPO: over 6 steps through both
+    GRUs, a changed world state changes V and never the policy; a changed own observation
+    changes the policy and never V. Its replay reproduces the rollout's log-probabilities (one
+    epoch of one minibatch: the ratio is 1 to the rounding of a log-probability)."""
+    from scanrl.algos import ppo_rnn
+    from scanrl.common.harness import devices
+
+    config = ppo_rnn.default_config(SPREAD, critic_obs="privileged_state", recipe="none",
+                                    num_envs=4, num_steps=32, num_epochs=1, num_minibatches=1,
+                                    total_timesteps=4 * 32 * 2)
+    vec_env = envs.VecEnv(*suites.make(config.env), 2)
+    params = ppo_rnn.init_params(jax.random.key(0), config, vec_env)
+    own = vec_env.policy_obs_dim
+    obs = jax.random.normal(jax.random.key(1), (6, vec_env.num_envs, vec_env.obs_dim))
+    noise = jax.random.normal(jax.random.key(2), obs.shape)
+    start = jnp.zeros(obs.shape[:2], bool).at[0].set(True)
+
+    def read(o):
+        states = ppo_rnn.unroll(params, jnp.zeros((vec_env.num_envs, 2 * config.gru_size)), o,
+                                start, config.activation)
+        return (ppo_rnn.policy(params, states, config.activation).logits,
+                ppo_rnn.value(params, states, config.activation))
+
+    logits, v = read(obs)
+    logits_w, v_w = read(obs.at[..., own:].add(noise[..., own:]))
+    logits_o, v_o = read(obs.at[..., :own].add(noise[..., :own]))
+    np.testing.assert_array_equal(logits_w, logits)
+    np.testing.assert_array_equal(v_o, v)
+    assert not np.allclose(v_w, v) and not np.allclose(logits_o, logits)
+
+    metrics = jax.device_get(ppo_rnn.make_train(config)(devices.seed_keys(0, 1)))["metrics"]
+    assert np.isfinite(metrics["team_return"]).all()
+    # two float32 steps of a log-probability in (-2, -1] (MPE's 5 actions start near -1.6): the
+    # rollout computes each step's GRU inputs alone, the replay a sequence's in one matmul
+    bound = np.spacing(np.float32(2.0))
+    assert (metrics["max_abs_log_ratio"] <= bound).all(), metrics["max_abs_log_ratio"]
+    with pytest.raises(ValueError, match=r"^--critic-obs privileged_state: --env CartPole-v1 "):
+        ppo_rnn.make_algorithm(ppo_rnn.default_config(critic_obs="privileged_state"))
+
+
 def test_the_vdn_target_equals_a_loop_over_agents():
     """pqn.vdn_returns against plain Python: per team, the reward its agents share (MPE: their
     sum), the bootstrap sum_i max_a Q(o'_i, a), and Q(lambda)'s recursion over the team's
@@ -230,14 +272,19 @@ def test_a_vdn_loss_sums_each_teams_agents_q_values():
 
 @pytest.mark.slow
 def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
-    """--vdn needs a team; GRPO's groups are one agent's episodes: one sentence each, before
-    compiling."""
+    """--vdn needs a team; GRPO's groups are one agent's episodes; --env-options names the
+    suite's switches: one sentence each, before compiling."""
     with pytest.raises(ValueError, match=r"^--vdn sums a team's agents' Q-values and --env "
                                          r"CartPole-v1 has one agent"):
         pqn.make_algorithm(pqn.Config(vdn=True))
     from scanrl.algos import grpo
     with pytest.raises(ValueError, match=rf"^GRPO trains one agent and --env {SPREAD} has 3; "):
         grpo.make_algorithm(grpo.default_config(SPREAD, recipe="none"))
+    # an option the suite does not know, or a value it does not take, is never silently off
+    with pytest.raises(ValueError, match=r"^--env-options shapng: jaxmarl envs take agent_id, "):
+        suites.make(SPREAD, {"shapng": "1"})
+    with pytest.raises(ValueError, match=r"^--env-options shaping yes: give 0 or 1\.$"):
+        suites.make(SPREAD, {"shaping": "yes"})
 
 
 class OneAgent:

@@ -66,7 +66,8 @@ RECIPES: dict[tuple[str, str], Recipe] = {
              num_minibatches=16, learning_rate=5e-4, anneal_lr=False, optimizer="radam",
              max_grad_norm=1.0, gamma=0.9, q_lambda=0.3, epsilon_start=1.0, epsilon_end=0.1,
              epsilon_fraction=0.1, reward_scale=1.0, hidden=(256, 256)),
-        {}),
+        # its CTRolloutManager adds each agent's one-hot id to the agent's observation
+        dict(env_options=("agent_id", "1"))),
 }
 
 
@@ -295,17 +296,14 @@ def _family(name: str) -> tuple[str, str]:
     return "hanabi", name
 
 
-OPTIONS = ("agent_id", "time_limit_as_termination", "shaping")
-
-
 def _flags(options: dict[str, str]) -> dict[str, bool]:
     """--env-options' on/off switches (0 or 1); a name or value the suite does not know is an
     error, never silently off."""
     for name, value in options.items():
         if name not in OPTIONS:
             raise ValueError(f"--env-options {name}: jaxmarl envs take {', '.join(OPTIONS)}.")
-        if value not in ("0", "1"):
-            raise ValueError(f"--env-options {name} {value}: give 0 or 1.")
+        if value not in OPTIONS[name]:
+            raise ValueError(f"--env-options {name} {value}: give {' or '.join(OPTIONS[name])}.")
     return {name: value == "1" for name, value in options.items()}
 
 
