@@ -51,6 +51,19 @@ def pqn(run_dir: str, peer_json: str) -> tuple[list, list]:
     return list(ours), result.get("first_episode_return_per_seed") or own
 
 
+def jaxmarl(out: str) -> tuple[list, list]:
+    """benchmarks/jaxmarl_side_by_side.sh's first sitting, as benchmarks/jaxmarl_table.py reads
+    it: each seed's final evaluation by the policy the row scores (IPPO sampled, PQN-VDN
+    greedy), both sides."""
+    (record,) = (REPO / out / "run1").glob("jaxmarl*.json")
+    peer = json.loads(record.read_text())
+    greedy = peer["script"].startswith("QLearning/")
+    (run_dir,) = (REPO / out / "run1" / "scanrl").iterdir()
+    ours = np.load(run_dir / "metrics.npz")["eval_return" if greedy else "eval_return_sampled"]
+    return list(ours[:, -1]), peer["deterministic_return_per_seed" if greedy
+                                   else "sampled_return_per_seed"]
+
+
 EQ = f"{REF}/brax_trainers/equal_cores"
 ROWS = {
     1: lambda: brax(f"{EQ}/ppo__brax-inverted_double_pendulum_num-devices1.json"),
@@ -89,6 +102,8 @@ ROWS = {
                     f"{REF}/pqn/freeway_2e6/purejaxql_Freeway.json"),
     25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
+    27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6"),
+    28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6"),
 }
 
 

@@ -173,7 +173,8 @@ def main():
                            args.eval_episodes)
                   for s in range(args.num_seeds)]
     wall = time.perf_counter() - START
-    own = out["metrics"]["returned_episode_returns"]
+    # its own training metric; PQN-VDN's scan returns none (it logs through wandb only)
+    own = out["metrics"]["returned_episode_returns"] if out["metrics"] is not None else None
     record = {
         "peer": "FLAIROx/JaxMARL",
         "peer_commit": os.environ.get("JAXMARL_COMMIT"),
@@ -184,8 +185,8 @@ def main():
         "sampled_return_per_seed": [s for s, _ in scores],
         "deterministic_return_per_seed": [d for _, d in scores],
         # its own metric: per update, the mean over steps and agents of the last finished episode
-        "own_last_update_return_per_seed": own.reshape(args.num_seeds, own.shape[1], -1)[
-            :, -1].mean(-1).tolist(),
+        "own_last_update_return_per_seed": None if own is None else own.reshape(
+            args.num_seeds, own.shape[1], -1)[:, -1].mean(-1).tolist(),
         "estimator": "each agent's first-episode return over eval_episodes fresh envs, mean over "
                      "envs and agents (scanrl's evaluation)",
         "eval_episodes": args.eval_episodes,

@@ -41,7 +41,7 @@ def peer_side(run: Path) -> dict:
     record = json.loads(path.read_text())
     return {"sampled": np.array(record["sampled_return_per_seed"]),
             "deterministic": np.array(record["deterministic_return_per_seed"]),
-            "own": np.array(record["own_last_update_return_per_seed"]),
+            "own": record["own_last_update_return_per_seed"],
             "own_wall": record["wall_s"],
             "policy": "deterministic" if record["script"].startswith("QLearning/") else "sampled"}
 
@@ -79,7 +79,9 @@ def main(out: Path) -> None:
     better = stats.probability_of_improvement(ours[policy][:, None], theirs[policy][:, None])
     print(f"P(scanrl > JaxMARL), {policy}: {better.point:.2f} [{better.low:.2f}, "
           f"{better.high:.2f}]")
-    print(f"JaxMARL's own metric (last update's returned_episode_returns): {show(theirs['own'])}")
+    if theirs["own"] is not None:
+        print("JaxMARL's own metric (last update's returned_episode_returns): "
+              f"{show(theirs['own'])}")
 
 
 def truncation(out: Path) -> None:

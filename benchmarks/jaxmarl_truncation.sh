@@ -10,10 +10,11 @@
 #   bash benchmarks/jaxmarl_truncation.sh OUT_DIR [SEEDS] [STEPS]
 set -euo pipefail
 OUT=${1:?OUT_DIR}; SEEDS=${2:-10}; STEPS=${3:-2000000}
+mkdir -p "$OUT"
 updates=$(( STEPS / (16 * 128) ))  # one evaluation, after the last update
 for reading in truncated terminated; do
     options=(); [ "$reading" = terminated ] && options=(--env-options time_limit_as_termination 1)
     python algos/ppo.py --env jaxmarl/MPE_simple_spread_v3 "${options[@]}" --num-seeds "$SEEDS" \
         --total-timesteps "$STEPS" --eval-every "$updates" --eval-episodes 128 --log-every 0 \
-        --out-dir "$OUT/$reading" | tee "$OUT.$reading.txt"
+        --out-dir "$OUT/$reading" | tee "$OUT/$reading.txt"
 done
