@@ -106,6 +106,11 @@ class EnvHooks(Protocol):
         agent has its own, the shared one where they share it; absent: the sum); PQN's --vdn
         learns from it, and the episode metrics report it as `team_return`."""
 
+    episode_limit: int
+    """The most steps an episode can last where `max_steps_in_episode` does not say it (JaxMARL's
+    envs end their own episodes: MPE's after 26 steps, SMAX's 100, Overcooked's 400): a recording
+    (`scanrl-eval --gif`) runs this many steps, not `max_steps_in_episode`'s."""
+
     name: str
     """The env's name (gymnax's `Environment.name`): the renderer draws the classic-control
     tasks by it."""

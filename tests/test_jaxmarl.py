@@ -393,7 +393,8 @@ def test_a_three_agent_team_trains_evaluates_draws_and_resumes_through_the_comma
     assert {"team_return", "agent_0_return", "agent_2_return"} <= set(metrics.files)
     assert metrics["team_return"].shape == metrics["episode_return"].shape == (2, 6)
     check_run_tools(ref)
-    result = evaluate.main([ref, "--episodes", "2", "--gif", str(tmp_path / "spread.gif"),
+    # the run's own episode count: the evaluation program check_run_tools compiled serves again
+    result = evaluate.main([ref, "--episodes", "4", "--gif", str(tmp_path / "spread.gif"),
                             "--out", str(tmp_path / "eval.json")], algos)
     assert result["gif"] == str(tmp_path / "spread.gif")
     with Image.open(tmp_path / "spread.gif") as gif:

@@ -471,7 +471,10 @@ def write_episode_gif(
     start = time.perf_counter()
     i = args.seed_index
     one = jax.tree.map(lambda x: x[i], policy)
-    max_steps = int(getattr(env_params, "max_steps_in_episode", 1000))
+    # a recording's scan runs every step it may need, so it takes the env's own limit where the
+    # params' is open (JaxMARL's 1e6 would record for a minute an episode of 25 steps)
+    max_steps = int(envs.hook(algo.env, "episode_limit")
+                    or getattr(env_params, "max_steps_in_episode", 1000))
     states, obs, rewards = record_episode(
         algo, env_params, one, keys[i], not args.sample, max_steps
     )

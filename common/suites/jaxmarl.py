@@ -138,6 +138,9 @@ class MultiAgentEnv(environment.Environment):
         if self.shaping and self.family != "overcooked":
             raise ValueError(f"--env-options shaping 1: jaxmarl/{name} has no shaped reward; "
                              "only Overcooked's layouts have one.")
+        # JaxMARL's own time limit, and one step more: MPE checks it before counting the step, so
+        # its episodes last 26 steps (Hanabi has none: a game ends within a few hundred turns)
+        self.episode_limit = int(getattr(self.env, "max_steps", None) or 999) + 1
         self.agents = list(self.env.agents)
         self.num_agents = len(self.agents)
         # (Hanabi's spaces give a bare int for a shape)
