@@ -176,6 +176,23 @@ def test_integer_flags_take_1e6_and_underscores(text, value):
     assert config.total_timesteps == value and config.run.num_seeds == 2
 
 
+@pytest.mark.parametrize("flags,notes", [
+    (["--total-timesteps", "2048", "--num-envs", "4", "--num-steps", "256"], ["only 2 updates"]),
+    (["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64"],
+     ["only 2 updates", "each environment steps 128 times, fewer than the 500"]),
+    (["--total-timesteps", "8192", "--num-envs", "4", "--num-steps", "128"], []),
+])
+def test_a_budget_too_short_to_say_much_is_noted_before_compiling(flags, notes):
+    """CartPole's episodes end at 500 steps: 4 environments of 128 steps in all can count only
+    the episodes that fail sooner; 2 updates leave the curves 2 points."""
+    from scanrl.common.harness import loop
+
+    config = run.parse_config(ppo, flags)
+    program = loop.build_run(ppo.make_algorithm, config)
+    said = run._short_budget(config, program)
+    assert len(said) == len(notes) and all(s.startswith(n) for s, n in zip(said, notes)), said
+
+
 @pytest.mark.parametrize("text", [
     "Value error\n" + "-" * 40 + "\nError parsing Config: --x must be 1\n" + "-" * 40 + "\nFor full helptext, see x --help.",
     "╭─ Parsing error ───────╮\n│ Error parsing run: --x must be 1 │\n│ ─────────── │\n│ For full helptext, run x │\n╰───────╯",

@@ -296,6 +296,28 @@ def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
 
 
 @pytest.mark.slow
+def test_ctrl_c_while_the_gif_draws_keeps_the_evaluation_and_leaves_no_gif(run_dir, tmp_path,
+                                                                            monkeypatch, capsys):
+    """Ctrl-C at the third frame: exit status 130, one sentence, eval.json written (it comes
+    before the GIF), and neither the GIF nor a part of it on disk."""
+    drawn, draw = [], render.frame
+
+    def frame(*args, **kwargs):
+        drawn.append(1)
+        if len(drawn) == 3:
+            raise KeyboardInterrupt
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(render, "frame", frame)
+    gif, out = tmp_path / "cut.gif", tmp_path / "e.json"
+    with pytest.raises(SystemExit) as stopped:
+        evaluate.main([run_dir, "--gif", str(gif), "--out", str(out)], algos)
+    assert stopped.value.code == 130 and len(drawn) == 3
+    assert json.loads(out.read_text())["per_seed"] and list(tmp_path.iterdir()) == [out]
+    assert f"--gif: stopped by Ctrl-C; {gif} not written" in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_gif_draws_each_state_of_the_episode_under_its_own_caption(run_dir, tmp_path):
     """An L-step episode is L + 1 frames: frame t is the state after t steps (frame 0 the reset
     state, the last the episode's end), captioned "step t  return R" with R the return of

@@ -453,6 +453,19 @@ def population_rows(
     return [m * run.num_seeds + s for s, m in enumerate(members)], members
 
 
+def _track(titles: list[str]) -> Any:
+    """rich's progress bar over the frames on a terminal (a suite's renderer can take a second a
+    frame: Brax's MuJoCo); nothing off one."""
+    from scanrl.common.harness import console
+
+    if not console.interactive():
+        return iter
+    from rich.progress import track
+
+    return lambda steps: track(steps, total=len(titles), description="  drawing frames",
+                               transient=True)
+
+
 def write_episode_gif(
     args: argparse.Namespace, algo: Algorithm, config: Any, env_params: Any, policy: Any,
     keys: jax.Array,
@@ -468,6 +481,20 @@ def write_episode_gif(
             " observations); no GIF written, the numbers above stand."
         )
         return None
+    try:
+        return _draw_episode(args, algo, config, env_params, policy, keys)
+    except KeyboardInterrupt:  # eval.json and the table above are written; the GIF is not
+        Path(f"{args.gif}.part").unlink(missing_ok=True)
+        print(f"\n  --gif: stopped by Ctrl-C; {args.gif} not written, the numbers above stand.")
+        raise SystemExit(130) from None
+
+
+def _draw_episode(
+    args: argparse.Namespace, algo: Algorithm, config: Any, env_params: Any, policy: Any,
+    keys: jax.Array,
+) -> str | None:
+    from scanrl.common.harness import render
+
     start = time.perf_counter()
     i = args.seed_index
     one = jax.tree.map(lambda x: x[i], policy)
@@ -490,7 +517,7 @@ def write_episode_gif(
             warnings.simplefilter(
                 "ignore", UserWarning
             )  # matplotlib's "non-interactive backend" (Jumanji)
-            frames = render.frames(algo.env, env_params, states, obs, titles)
+            frames = render.frames(algo.env, env_params, states, obs, titles, _track(titles))
     except (
         Exception
     ) as error:  # noqa: BLE001 - any renderer failure is reported, the evaluation stands

@@ -20,8 +20,9 @@ dispatched each of the renderer's operations separately, frame after frame.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import jax
 import numpy as np
@@ -39,15 +40,17 @@ def can_draw(env: Any, obs_shape: Sequence[int]) -> bool:
 
 
 def frames(
-    env: Any, env_params: Any, states: Any, obs: np.ndarray, titles: Sequence[str]
+    env: Any, env_params: Any, states: Any, obs: np.ndarray, titles: Sequence[str],
+    track: Callable[[Iterable], Iterable] = iter,
 ) -> list[Image.Image]:
     """One picture per state of an episode (leaves [T, ...], obs [T, *obs]), titles[t] on the
-    t-th."""
+    t-th. `track` wraps the frames' loop (scanrl-eval: rich's progress bar on a terminal)."""
     pictures = None
     if callable(envs.hook(env, "render_rgb_jax")):
         pictures = _pictures(env.render_rgb_jax, env_params, states, len(titles))
     return [frame(env, env_params, jax.tree.map(lambda x: x[t], states), obs[t], title,
-                  None if pictures is None else pictures[t]) for t, title in enumerate(titles)]
+                  None if pictures is None else pictures[t])
+            for t, title in track(enumerate(titles))]
 
 
 def _pictures(
@@ -109,7 +112,11 @@ def write_gif(path: str | Path, frames: list[Image.Image], milliseconds: int = 5
     frames = [
         f.quantize(255, method=Image.Quantize.FASTOCTREE) if f.mode == "RGB" else f for f in frames
     ]
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=milliseconds, loop=0)
+    # written beside it and then renamed: a GIF cut short by Ctrl-C is never left at `path`
+    part = Path(f"{path}.part")
+    frames[0].save(part, format="GIF", save_all=True, append_images=frames[1:],
+                   duration=milliseconds, loop=0)
+    os.replace(part, path)
 
 
 def _f(x) -> float:

@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -31,6 +32,7 @@ from typing import Any, Callable
 import jax
 import tyro
 
+from scanrl.common import envs
 from scanrl.common.algorithm import flag
 from scanrl.common.harness import (
     checkpoint, chunks, console, devices, loop, memory, programs, reports, sweeps,
@@ -239,6 +241,9 @@ def prepare(
     # tracing, lowering, compiling: seconds (cached: ~1); "last time" where this algorithm and env
     # compiled before
     past = programs.past_compile_seconds(programs.compile_label(config))
+    if jax.process_index() == 0:
+        for note in _short_budget(config, program):
+            print(textwrap.fill(note, 79, initial_indent="note: ", subsequent_indent="  "))
     console.COMPILING.start(_what_compiles(config, program), past)
     return programs.lower(config, program, make_algorithm, ckpt, user_env=env is not None)
 
@@ -254,7 +259,7 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
     updates = (
         "updates until a stop condition"
         if config.total_timesteps == 0
-        else f"{program.num_updates:,} updates"
+        else f"{program.num_updates:,} update{'s' if program.num_updates != 1 else ''}"
     )
     folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
     source = recipes.source(programs.compile_label(config).split()[0], config.env, run.recipe)
@@ -264,6 +269,28 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
         f" device{'s' if layout.num_devices > 1 else ''}, {updates} of {program.steps_per_update:,}"
         f" env steps; {folder}"
     )
+
+
+def _short_budget(config: Any, program: loop.Program) -> list[str]:
+    """Notes before the compile line where the budget is too short to say much: fewer than 3
+    updates (the curves and the final return rest on that few points), or fewer steps per
+    environment than an episode's time limit (only episodes the task ends sooner are counted)."""
+    if config.total_timesteps == 0:
+        return []
+    notes, algo = [], program.algorithm
+    if program.num_updates < 3:
+        notes.append(f"only {program.num_updates} update{'s' if program.num_updates > 1 else ''}:"
+                     " the curves and the final return rest on that few points")
+    limit = envs.hook(algo.env, "episode_limit") or getattr(
+        algo.env_params, "max_steps_in_episode", None)
+    # num_envs counts rows: a game of M agents is M of them
+    rows_per_game = envs.hook(algo.env, "num_agents") or 1
+    per_env = (program.num_updates * program.steps_per_update * rows_per_game
+               // max(algo.vec_env.num_envs, 1))
+    if limit and per_env < limit:
+        notes.append(f"each environment steps {per_env:,} times, fewer than the {limit:,} of an"
+                     " episode's time limit: only episodes the task ends sooner are counted")
+    return notes
 
 
 # ---------------------------------------------------------------------------------------------
