@@ -395,8 +395,15 @@ def test_a_three_agent_team_trains_evaluates_draws_and_resumes_through_the_comma
     check_run_tools(ref)
     # the run's own episode count: the evaluation program check_run_tools compiled serves again
     result = evaluate.main([ref, "--episodes", "4", "--gif", str(tmp_path / "spread.gif"),
-                            "--out", str(tmp_path / "eval.json")], algos)
+                            "--cross-play", "--out", str(tmp_path / "eval.json")], algos)
     assert result["gif"] == str(tmp_path / "spread.gif")
+    # cross-play: the diagonal is each seed's own last evaluation; off it, agent 0 and the
+    # others follow different policies (MPE's returns are continuous: no tie by chance)
+    played = json.loads((tmp_path / "cross_play.json").read_text())
+    matrix = np.array(played["matrix"])
+    np.testing.assert_allclose(np.diag(matrix), metrics["eval_return"][:, -1], rtol=1e-6)
+    assert matrix[0, 1] not in (matrix[0, 0], matrix[1, 1]) and matrix[1, 0] not in np.diag(matrix)
+    assert played["seeds"] == [0, 1] and (tmp_path / "cross_play.png").stat().st_size > 0
     with Image.open(tmp_path / "spread.gif") as gif:
         assert gif.n_frames == 26  # the start and MPE's 25 steps
 

@@ -296,6 +296,15 @@ def test_eval_env_override_sampling_and_key_change_the_episodes(run_dir):
 
 
 @pytest.mark.slow
+def test_cross_play_of_a_one_agent_env_is_refused_before_compiling(run_dir, capsys):
+    with pytest.raises(SystemExit) as refused:
+        evaluate.main([run_dir, "--cross-play"], algos)
+    err = capsys.readouterr().err.strip()
+    assert refused.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "--cross-play: CartPole-v1 is not an env of two or more agents" in err
+
+
+@pytest.mark.slow
 def test_ctrl_c_while_the_gif_draws_keeps_the_evaluation_and_leaves_no_gif(run_dir, tmp_path,
                                                                             monkeypatch, capsys):
     """Ctrl-C at the third frame: exit status 130, one sentence, eval.json written (it comes

@@ -33,7 +33,9 @@ import numpy as np
 
 from scanrl.common import envs
 from scanrl.common.algorithm import Algorithm
-from scanrl.common.harness import checkpoint, configs, devices, envsettings, loop, runconfig
+from scanrl.common.harness import (
+    checkpoint, configs, crossplay, devices, envsettings, loop, runconfig,
+)
 from scanrl.common.harness.stats import differ_widely
 
 
@@ -293,6 +295,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--seed-index", type=int, default=0, help="which seed of the run --gif shows (0-based)"
     )
     parser.add_argument(
+        "--cross-play", action="store_true",
+        help="an env of agents: pair every seed's policy (agent 0) with every other seed's (the"
+        " other agents) and write the matrix of returns, cross_play.json and cross_play.png",
+    )
+    parser.add_argument(
         "--member",
         type=int,
         help=(
@@ -331,6 +338,8 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
                 f" 0..{run.num_seeds - 1})."
             )
         env, base_params, _ = loop.environment(config)
+        if args.cross_play:
+            crossplay.check(env, config.env, run.num_seeds)
         train_params = envsettings.override_params(base_params, run.env_params, "--env-params")
         eval_params = envsettings.override_params(
             loop.evaluation_params(run, base_params), args.env_params, "--env-params"
@@ -423,6 +432,17 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     print(f"  wrote {out}")
     if args.gif:
         result["gif"] = write_episode_gif(args, algo, config, eval_params, policy, keys)
+    if args.cross_play:
+        matrix = crossplay.matrix(algo, eval_params, policy, sampled_keys if args.sample else keys,
+                                  episodes, not args.sample)
+        played = crossplay.write(out.parent, matrix, [row["seed"] for row in rows], {
+            k: result[k] for k in ("run_dir", "algo", "env", "update", "episodes", "deterministic",
+                                   "key")})
+        print(f"cross-play of {len(rows)} seeds, {episodes} games a pair: self-play (the diagonal)"
+              f" {played['self_play_mean']:.2f}, with another seed's policy"
+              f" {played['cross_play_mean']:.2f}\n  wrote {out.parent / 'cross_play.json'} and"
+              " cross_play.png")
+        result["cross_play"] = played
     return result
 
 
