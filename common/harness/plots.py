@@ -260,7 +260,7 @@ def curves(run_dir: str | Path, out: str | Path | None = None, smooth_bins: int 
         )
         small.tick_params(labelsize=7)
         small.grid(alpha=0.3)
-        if len(series) > 1:
+        if len(series) > 1 and small.get_legend_handles_labels()[0]:  # none: no episode ended
             small.legend(fontsize=7)
         steps_axis(small)
     fig.tight_layout()
@@ -335,7 +335,8 @@ def compare(
         + (", faint: each seed" if max(seeds) > 1 else "") + smoothed,
     )
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # none where no run ended an episode
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8)
     if x == "steps":
         steps_axis(ax)
     fig.tight_layout()
