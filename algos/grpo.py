@@ -1,4 +1,4 @@
-"""GRPO for environments: critic-free clipped policy optimisation with group-relative advantages.
+"""GRPO: critic-free clipped policy optimisation with group-relative advantages.
 
 Environments form groups of `group_size` neighbours. Each update resets them (by default),
 rolls out `num_steps` steps, computes every step's discounted return-to-go inside the window

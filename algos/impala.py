@@ -1,4 +1,4 @@
-"""IMPALA: actor-critic with V-trace off-policy correction, synchronous and in one program.
+"""IMPALA: synchronous actor-critic with V-trace off-policy correction.
 
 Each update rolls out `num_steps` x `num_envs` steps with the behaviour policy (the current
 parameters, or those of `actor_lag` updates ago), then runs `num_epochs` epochs over

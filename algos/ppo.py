@@ -1,4 +1,4 @@
-"""PPO: clipped-surrogate policy optimisation with GAE and correct time-limit bootstrapping.
+"""PPO: clipped-surrogate policy optimisation, GAE, time-limit bootstrapping.
 
 Collect `num_steps` x `num_envs` transitions, estimate advantages with GAE (a time-limit cut
 bootstraps from V(final observation); only a true termination zeroes it), then run

@@ -1,4 +1,4 @@
-"""Recurrent PPO: PPO with a GRU, for tasks where the agent must remember (partial observability).
+"""Recurrent PPO: PPO with a GRU, for tasks the agent must remember.
 
 The network is an MLP encoder, a GRU, then policy and value heads; the GRU's state resets
 to zeros where an episode starts. The rollout stores the state each step began with, so

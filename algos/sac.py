@@ -1,5 +1,4 @@
-"""SAC: off-policy soft actor-critic with twin critics, automatic temperature and an
-on-device replay buffer.
+"""SAC: soft actor-critic, twin critics, automatic temperature, on-device replay.
 
 Every step each of `num_envs` environments acts (uniformly at random for the first
 `learning_starts` env steps, then from the tanh-squashed Gaussian policy), the transitions

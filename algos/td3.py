@@ -1,4 +1,4 @@
-"""TD3: twin delayed deep deterministic policy gradient, with an on-device replay buffer.
+"""TD3: twin delayed deep deterministic policy gradient, on-device replay.
 
 Every step each of `num_envs` environments acts (uniformly at random for the first
 `learning_starts` env steps, then the deterministic actor's action plus Gaussian exploration

@@ -35,6 +35,13 @@ devices.use_cpu_cores()  # as the command line does: one CPU device per core
 devices.enable_compile_cache()
 
 
+def unwrapped(text):
+    """What a run printed, as one line: its sentences wrap to the console's width and its
+    commands break with shell continuations (common/harness/console.py), so a test reads the
+    words, not where the lines end."""
+    return " ".join(text.replace(" \\\n", " ").split())
+
+
 def run_python(args, env_extra=None, timeout=HANG_GUARD, cwd=None):
     """Run `python *args` in a new process; returns CompletedProcess (text)."""
     env = {**os.environ, **(env_extra or {})}

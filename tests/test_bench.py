@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO, held, once_per_run
+from conftest import HANG_GUARD, REPO, held, once_per_run, unwrapped
 from test_lifecycle import assert_same_run, signal_after_checkpoint
 
 from scanrl import algos
@@ -144,7 +144,7 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
     stdout, stderr = signal_after_checkpoint(proc, out / "runs" / "ppo__Catch-bsuite", signal.SIGINT)
     assert proc.returncode == 130, stderr[-3000:]
     assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in stdout
-    assert "Suite interrupted in cell 2/2 (ppo on Catch-bsuite): continue with `scanrl-bench" in stdout
+    assert f"Suite interrupted in cell 2/2 (ppo on Catch-bsuite): continue with scanrl-bench {path}" in unwrapped(stdout)
     interrupted = run_dir(out, "ppo__Catch-bsuite")
     assert json.loads((interrupted / "summary.json").read_text())["stopped_by"] == "interrupt"
 
@@ -152,7 +152,7 @@ def test_an_interrupted_suite_resumes_without_rerunning_finished_cells(suite, tm
                              *REPS], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cell 1/2: ppo on CartPole-v1: finished, skipped" in result.stdout
-    assert f"cell 2/2: ppo on Catch-bsuite: resuming {interrupted}" in result.stdout
+    assert f"cell 2/2: ppo on Catch-bsuite: resuming {interrupted}" in unwrapped(result.stdout)
     assert "bootstrapping… IQMs of 2 cells, then the aggregates, 200 resamples per interval\n" in result.stdout
     assert "bootstrapped 3 steps in " in result.stdout  # not a terminal: plain lines, no bar
     assert files_of(out / "runs" / "ppo__CartPole-v1") == finished  # not rewritten

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO, four_device_snippet, once_per_run, run_python, run_scripts
+from conftest import HANG_GUARD, REPO, four_device_snippet, once_per_run, run_python, run_scripts, unwrapped
 
 from scanrl.algos import grpo, impala, ppo, pqn, sac, td3
 from scanrl.common.harness import provenance, run
@@ -345,8 +345,10 @@ def test_provenance_adds_a_session_per_resume_and_hashes_the_file_as_it_was(tmp_
 
 @pytest.mark.slow
 def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_update):
-    """The same run as `logged_every_update`, its stdout a pseudo-terminal: rich's spinner and
-    bar instead of plain lines, and the same files bit for bit (the display changes nothing)."""
+    """The same run as `logged_every_update`, its stdout a pseudo-terminal 80 columns wide:
+    rich's spinner and bar instead of plain lines, every line within 80 columns (a path
+    longer than that alone on its line), and the same files bit for bit (the display changes
+    nothing)."""
     import os
     import pty
     import re
@@ -354,7 +356,7 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
     import sys
 
     main, child = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "80", "LINES": "24"}
     proc = subprocess.Popen([sys.executable, PPO, "--total-timesteps", "2048", "--num-seeds", "2", "--log-every", "1",
                              "--eval-every", "2", "--out-dir", str(tmp_path)], stdout=child, stderr=child, env=env,
                             cwd=REPO)
@@ -370,9 +372,10 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
         chunks.append(data)
     assert proc.wait(timeout=HANG_GUARD) == 0
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))  # no colours
+    assert not too_wide(shown.replace("\r", "\n"), 80), too_wide(shown.replace("\r", "\n"), 80)
     assert "compiling… CartPole-v1: 2 seeds" in shown and "compiled in" in shown
-    assert f"run folder in {tmp_path}/" in shown  # never cut, however long: above the spinner if need be
-    assert "4/4 updates" in shown and "ETA" in shown and "env steps/s" in shown
+    assert f"run folder in {tmp_path}/" in unwrapped(shown)  # never cut: above the spinner if need be
+    assert "4/4" in shown and "ETA" in shown and "env steps/s" in shown  # at 80 columns: no "updates"
     assert "[ppo CartPole-v1] update" not in shown  # no plain lines on a terminal
     assert "mean" in shown and "run folder:" in shown
     (run_dir,) = list(tmp_path.iterdir())
@@ -382,6 +385,66 @@ def test_on_a_terminal_a_spinner_then_a_progress_bar(tmp_path, logged_every_upda
         assert sorted(want.files) == sorted(got.files)
         for k in want.files:
             np.testing.assert_array_equal(got[k], want[k], err_msg=f"{name} {k}")
+
+
+def too_wide(text, columns):
+    """The lines of `text` wider than `columns`, but for a line that is one word alone (a path
+    longer than the line, which is never broken)."""
+    return [line for line in text.splitlines() if len(line) > columns and len(line.split()) > 1]
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_what_a_run_prints_fits_80_columns_on_a_terminal_and_100_off_one(tmp_path, capsys, monkeypatch,
+                                                                           columns):
+    """The closing report (with the deterministic-vs-sampled note and a long run folder), the
+    interrupted run's line and a sweep table of two flags with four-figure returns, at the
+    width console.width() gives (80: a terminal; 100: off one): each line fits, broken between
+    words, nothing lost; a command to copy breaks as the shell reads it, a path is never cut."""
+    from scanrl.common.harness import console, reports, sweeps
+    from scanrl.common.harness.logging import RunLogger
+
+    monkeypatch.setattr(console, "width", lambda: columns)
+    logger = RunLogger(algo="ppo", env="brax/inverted_double_pendulum", config={"eval_policy": "sampled"},
+                       num_seeds=2, steps_per_update=8, num_updates=10, progress=False,
+                       out_dir=str(tmp_path / ("runs-of-a-long-experiment-name-" * 2)))
+    returns = np.tile(np.linspace(-1234.5, 9012.25, 10), (2, 1))
+    logger.finish(metrics={"episode_return": returns, "eval_return_sampled": returns / 10, "eval_return": returns},
+                  params={"w": np.zeros((2, 2))}, total_timesteps=80, compile_seconds=123.4, run_seconds=1.0,
+                  wall_seconds=3.0)
+    logger.say("Interrupted after update 7: continue with", f"python algos/ppo.py --resume {logger.run_dir}")
+    config = compose(ppo, "CartPole-v1", num_seeds=2)
+    sweep = sweeps.parse(("learning_rate=1e-3,3e-3", "clip_eps=0.1,0.2"), 8, 0, config.config)
+    sweep_dir = tmp_path / "sweep"
+    sweep_dir.mkdir()
+    rows = reports.sweep_report(sweep_dir, sweep, [np.tile([[-1171.77], [-1122.41]], (1, 10)) + c
+                                                   for c in range(sweep.size)], None, {}, 2)
+    out = capsys.readouterr().out
+    assert not too_wide(out, columns), too_wide(out, columns)
+    flat = " ".join(out.split())
+    assert (f"note: the deterministic policy returns {returns[0, -1]:.2f} where the sampled one returns"
+            f" {returns[0, -1] / 10:.2f};") in flat
+    assert f"run folder: {logger.run_dir}" in flat
+    assert f"\n  python algos/ppo.py --resume \\\n      {logger.run_dir}\n" in out  # pastes as one
+    for row in rows:  # every cell of the table whole, on one line
+        assert re.search(rf"(?<!\S){row['final_return_mean']:.2f}(?!\S)", out)
+        low, high = row["final_return_iqm_ci95"]
+        assert f"[{low:.2f}, {high:.2f}]" in out.replace(",\n", ", ")  # a pair may break after its comma
+    assert f"best config: {sweep_dir / 'best_config.json'}" in flat
+    assert "iqm range (2 seeds)" in flat and "learning_rate" in out and "clip_eps" in out
+
+
+def test_a_command_in_the_help_breaks_before_a_flag_and_pastes_as_one():
+    from scanrl.common.harness.console import command
+
+    text = "python algos/grpo.py --pbt --sweep learning_rate=log:1e-5:1e-2 --pbt-population 8"
+    shown = command(text, 80)
+    assert shown.splitlines() == ["  python algos/grpo.py --pbt --sweep learning_rate=log:1e-5:1e-2 \\",
+                                  "      --pbt-population 8"]
+    assert " ".join(shown.replace("\\\n", " ").split()) == text  # one command once pasted
+    assert command("python algos/ppo.py --resume runs/FOLDER", 80) == "  python algos/ppo.py --resume runs/FOLDER"
+    path = "/tmp/" + "a-long-folder-name/" * 5
+    assert command(f"python algos/ppo.py --resume {path}", 80).splitlines() == [
+        "  python algos/ppo.py --resume \\", f"      {path}"]  # a path longer than a line: alone
 
 
 def test_a_plain_progress_line_fits_100_columns(tmp_path):

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import HANG_GUARD, REPO, assert_same_run, held, wait_until
+from conftest import HANG_GUARD, REPO, assert_same_run, held, unwrapped, wait_until
 
 from scanrl.algos import grpo, impala, ppo, pqn, sac, td3
 from scanrl.common.harness import checkpoint, devices, run
@@ -83,8 +83,9 @@ def test_interrupted_then_killed_run_resumes_bit_identical(tmp_path, algo):
     assert checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1]) == stopped
     assert np.load(run_dir / "metrics.npz")["episode_return"].shape[1] == stopped
     assert np.load(run_dir / "params.npz")["params/actor/0/w"].shape[0] == 2
-    assert f"--resume {run_dir}" in stdout
-    assert f"stopped at update {stopped}: return per seed (mean over the last 10% of the updates trained)" in stdout
+    assert f"--resume {run_dir}" in unwrapped(stdout)
+    assert (f"stopped at update {stopped}: return per seed (mean over the last 10% of the updates trained)"
+            in unwrapped(stdout))
 
     proc = resume(run_dir, after=stopped)
     signal_after_checkpoint(proc, tmp_path / "run", signal.SIGKILL, after=stopped)
@@ -141,7 +142,7 @@ def test_stop_return_ends_the_run_once_the_evaluation_reaches_it(tmp_path, polic
     summary = ppo.main([*STOP_RUN, "--stop-return", "150", *extra, "--out-dir", str(tmp_path)])
     assert summary["stopped_by"] == "stop_return" and summary["updates"] < 400 and summary["eval_policy"] == policy
     assert f"Stopped after update {summary['updates']}: the {policy} policy's mean evaluation return reached " \
-           f"--stop-return 150." in capsys.readouterr().out
+           f"--stop-return 150." in unwrapped(capsys.readouterr().out)
     assert summary["total_timesteps"] == summary["updates"] * 512 < 204800
     evals = np.load(Path(summary["run_dir"]) / "metrics.npz")[EVAL_METRIC[policy]]
     means = np.nanmean(evals[:, ~np.isnan(evals).all(axis=0)], axis=0)
@@ -430,7 +431,7 @@ def test_ctrl_c_after_the_first_progress_line_keeps_the_run(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stopped_by"] == "interrupt" and 2 <= summary["updates"] < 9765
     assert checkpoint.update_of(checkpoint.all_checkpoints(run_dir / "checkpoints")[-1]) == summary["updates"]
-    assert f"--resume {run_dir}" in stdout
+    assert f"--resume {run_dir}" in unwrapped(stdout)
 
 
 def test_a_second_signal_exits_at_once(monkeypatch):

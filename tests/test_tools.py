@@ -18,7 +18,7 @@ from scanrl.common.harness import evaluate, plots, render
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
 
-from conftest import HANG_GUARD, check_run_tools, once_per_run, run_python
+from conftest import HANG_GUARD, check_run_tools, once_per_run, run_python, unwrapped
 
 
 # --- registry -----------------------------------------------------------------------------------
@@ -323,7 +323,7 @@ def test_ctrl_c_while_the_gif_draws_keeps_the_evaluation_and_leaves_no_gif(run_d
         evaluate.main([run_dir, "--gif", str(gif), "--out", str(out)], algos)
     assert stopped.value.code == 130 and len(drawn) == 3
     assert json.loads(out.read_text())["per_seed"] and list(tmp_path.iterdir()) == [out]
-    assert f"--gif: stopped by Ctrl-C; {gif} not written" in capsys.readouterr().out
+    assert f"--gif: stopped by Ctrl-C; {gif} not written" in unwrapped(capsys.readouterr().out)
 
 
 @pytest.mark.slow

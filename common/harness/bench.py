@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from scanrl.common.algorithm import flag
-from scanrl.common.harness import configs, runconfig, stats
+from scanrl.common.harness import configs, console, runconfig, stats
 from scanrl.common.harness.configs import HELP_GROUPS, fail
 from scanrl.common.harness.stats import (
     load_results,
@@ -404,21 +404,22 @@ def run_suite(suite: Suite) -> int:
         state = checkpoint.run_state(existing[0] if existing else None)
         head = f"cell {i + 1}/{len(suite.cells)}: {cell}"
         if state == "finished":
-            print(f"{head}: finished, skipped ({existing[0]})", flush=True)
+            console.say(f"{head}: finished, skipped ({existing[0]})")
             continue
         argv = cell.argv(folder)
         if state == "resume":
-            print(f"{head}: resuming {existing[0]}", flush=True)
+            console.say(f"{head}: resuming {existing[0]}")
             argv = ["--resume", str(existing[0]), *argv]
         else:
             if state == "restart":
                 shutil.rmtree(existing[0])
-            print(f"{head}: {cell.seeds} seeds" + (f", {cell.total_timesteps:,} env steps per seed"
-                                                    if cell.total_timesteps else ""), flush=True)
+            console.say(f"{head}: {cell.seeds} seeds" + (
+                f", {cell.total_timesteps:,} env steps per seed" if cell.total_timesteps else ""))
         code = run_cell(suite.module(cell), argv)
         if code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
-            print(f"Suite interrupted in cell {i + 1}/{len(suite.cells)} ({cell}): continue with "
-                  f"`scanrl-bench {suite.path}`.", flush=True)
+            console.say(f"Suite interrupted in cell {i + 1}/{len(suite.cells)} ({cell}): continue"
+                        " with")
+            print(console.command(f"scanrl-bench {suite.path}"), flush=True)
             return code
         if code:
             failed.append(f"{cell} (exit code {code})")
@@ -746,9 +747,8 @@ def main(argv: list[str] | None, algorithms: Any) -> None:
                 if not (suite.out_dir / name).is_file():
                     fail(f"--rescore reads {suite.out_dir / name}, which is not there.")
             rescore(suite, args.reps, args.seed)
-            print(
-                f"wrote {suite.out_dir / 'report.md'} from {suite.out_dir / 'results.json'}",
-                flush=True,
+            console.say(
+                f"wrote {suite.out_dir / 'report.md'} from {suite.out_dir / 'results.json'}"
             )
             return
         if not args.report_only:
@@ -759,22 +759,17 @@ def main(argv: list[str] | None, algorithms: Any) -> None:
             for i, cell in enumerate(suite.cells):
                 existing = run_folders(suite.folder(cell))
                 state = checkpoint.run_state(existing[0] if existing else None)
-                print(
-                    f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}): python -m"
-                    f" {suite.module(cell)} "
-                    + " ".join(cell.argv(suite.folder(cell)))
-                )
+                console.say(f"cell {i + 1}/{len(suite.cells)}: {cell} ({state}):")
+                print(console.command(f"python -m {suite.module(cell)} "
+                                      + " ".join(cell.argv(suite.folder(cell)))))
             return
         suite.out_dir.mkdir(parents=True, exist_ok=True)
         code = 0 if args.report_only else run_suite(suite)
         runs = collect(suite)
         if runs:
             report(suite, runs, args.reps, args.seed)
-            print(
-                f"wrote {suite.out_dir / 'report.md'} ({len(runs)} of {len(suite.cells)} cells"
-                f" finished) and {suite.out_dir / 'results.json'}",
-                flush=True,
-            )
+            console.say(f"wrote {suite.out_dir / 'report.md'} ({len(runs)} of {len(suite.cells)}"
+                        f" cells finished) and {suite.out_dir / 'results.json'}")
     except KeyboardInterrupt:  # between cells or while reporting: the cells' folders are complete
         print(
             f"Ctrl-C: stopped; continue with `scanrl-bench {suite.path}`.",

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 import types
 import typing
 from dataclasses import field
@@ -31,6 +32,7 @@ import numpy as np
 import tyro
 
 from scanrl.common.algorithm import flag
+from scanrl.common.harness import console
 from scanrl.common.harness.runconfig import LAUNCH_FIELDS, RunConfig
 
 
@@ -448,7 +450,6 @@ def field_docs(cls: type) -> dict[str, str]:
     """A dataclass's field docstrings (the string under each field), as tyro reads them."""
     import ast
     import inspect
-    import textwrap
 
     docs, body = {}, ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
     for node, after in zip(body, body[1:]):
@@ -469,7 +470,8 @@ def examples(env: str) -> str:
     lines = [f"--env {env} --num-seeds 8", "--config runs/FOLDER/config.json --seed 8",
              "--resume runs/FOLDER", "--sweep learning_rate=1e-4,3e-4,1e-3 --num-seeds 4",
              "--pbt --sweep learning_rate=log:1e-5:1e-2 --pbt-population 8"]
-    return "\n\nexamples:\n" + "\n".join(f"  python {prog} {line}" for line in lines)
+    return "\n\nexamples:\n" + "\n".join(console.command(f"python {prog} {line}", 80)
+                                         for line in lines)
 
 
 def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoReturn:
@@ -504,7 +506,9 @@ def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoRetu
     flags = dataclasses.make_dataclass("Flags", fields, frozen=True)
     try:
         tyro.cli(
-            flags, args=["--help"], description=description + examples(base.config.env),
+            flags, args=["--help"],
+            description=textwrap.fill(" ".join(description.split()), 80)
+            + examples(base.config.env),
             config=(tyro.conf.OmitArgPrefixes,),
         )
     except BrokenPipeError:  # `--help | head`: the reader left; no traceback for that

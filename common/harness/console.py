@@ -12,18 +12,20 @@ from __future__ import annotations
 import io
 import math
 import os
+import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from typing import Any
-
-import jax
 
 WIDTH = 100  # a plain progress line fits an 80-100 column log viewer without wrapping
 
 
 def interactive() -> bool:
     """Whether this process shows rich's live displays (process 0, stdout a real terminal)."""
+    import jax  # here, not above: scanrl-bench and scanrl-plot print through this file too
+
     return jax.process_index() == 0 and sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb"
 
 
@@ -40,6 +42,94 @@ def clock(seconds: float) -> str:
     seconds = int(round(seconds))
     h, rest = divmod(seconds, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def width() -> int:
+    """The columns a printed line may take: the terminal's (at most `WIDTH`) when stdout is one,
+    `WIDTH` otherwise (a log file, CI, a pipe)."""
+    if sys.stdout.isatty():
+        return min(shutil.get_terminal_size((WIDTH, 24)).columns, WIDTH)
+    return WIDTH
+
+
+def wrap(text: str, indent: str = "", hang: str = "  ", columns: int | None = None) -> str:
+    """`text` broken between words to fit `columns` (default `width()`): never inside a number
+    or a path, so a path longer than what is left of a line starts a line of its own; words
+    joined by a no-break space (\\xa0) stay on one line. Lines after the first are indented by
+    `indent` + `hang`."""
+    return textwrap.fill(
+        text, columns or width(), initial_indent=indent, subsequent_indent=indent + hang,
+        break_long_words=False, break_on_hyphens=False,
+    ).replace("\xa0", " ")
+
+
+def say(text: str, indent: str = "", file: Any = None) -> None:
+    """print(wrap(text, indent)), flushed: every sentence a run prints goes through here."""
+    print(wrap(text, indent), file=file or sys.stdout, flush=True)
+
+
+def command(text: str, columns: int | None = None, indent: str = "  ") -> str:
+    """A command line to copy, within `columns` (default `width()`): broken before a flag (or,
+    for a flag and value too long for a line, between them), each break marked with a shell
+    continuation (" \\"), so the lines paste as one command."""
+    room, lines = (columns or width()) - 2, [indent]  # 2: the " \\" a broken line ends with
+
+    def add(piece: str) -> None:
+        if lines[-1].strip() and len(lines[-1]) + 1 + len(piece) > room:
+            lines[-1] += " \\"
+            lines.append(indent + "    ")
+        lines[-1] += (" " if lines[-1].strip() else "") + piece
+
+    for unit in text.replace(" --", "\0--").split("\0"):  # a flag with its values
+        for piece in [unit] if len(indent) + 4 + len(unit) <= room else unit.split(" "):
+            add(piece)
+    return "\n".join(lines)
+
+
+def table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Right-aligned columns, two spaces apart (one where two do not fit), each as wide as its
+    widest cell or header, fitted to `width()`: where that is too narrow, the headers break
+    between words over two lines; where even that is, each row becomes one wrapped line of
+    "header value" pairs (`pack`). Cells are never cut."""
+    columns = list(zip(header, *rows))
+    room = width()
+
+    def laid_out(gap: int, heads: list[list[str]]) -> list[str] | None:
+        widths = [max(max(len(h) for h in head), *(len(c) for c in col[1:]))
+                  for head, col in zip(heads, columns)]
+        if len(indent) + sum(widths) + gap * (len(widths) - 1) > room:
+            return None
+        depth = max(len(head) for head in heads)
+        lines = [[""] * (depth - len(head)) + head for head in heads]  # headers sit on the rows
+        return [
+            indent + (" " * gap).join(f"{cells[i]:>{w}}" for cells, w in zip(lines, widths))
+            for i in range(depth)
+        ] + [indent + (" " * gap).join(f"{c:>{w}}" for c, w in zip(row, widths)) for row in rows]
+
+    def halves(head: str) -> list[str]:  # the split between words with the shorter longer line
+        words = head.split()
+        splits = [[" ".join(words[:k]), " ".join(words[k:])] for k in range(1, len(words))]
+        return min(splits, key=lambda pair: max(map(len, pair)), default=[head])
+
+    whole, two = [[h] for h in header], [halves(h) for h in header]
+    for gap, heads in ((2, whole), (1, whole), (2, two), (1, two)):
+        lines = laid_out(gap, heads)
+        if lines is not None:
+            return lines
+    return [pack([f"{h} {c}" for h, c in zip(header, row)], indent) for row in rows]
+
+
+def pack(items: list[str], indent: str = "", hang: str = "  ") -> str:
+    """`items` joined by two spaces into lines that fit `width()`, broken only between items
+    (an item wider than a line stands on its own)."""
+    lines, room = [indent], width()
+    for item in items:
+        line = lines[-1]
+        if line.strip() and len(line) + 2 + len(item) > room:
+            lines.append(indent + hang + item)
+        else:
+            lines[-1] = line + ("  " if line.strip() else "") + item
+    return "\n".join(lines)
 
 
 def fit(*candidates: list[str], width: int = WIDTH) -> str:
@@ -64,11 +154,13 @@ class Compiling:
     def start(self, what: str, last_seconds: float | None = None) -> None:
         self.stop()
         self.started = time.perf_counter()
+        import jax
+
         if jax.process_index() != 0:
             return
         past = f"last time {clock(last_seconds)}" if last_seconds else ""
         if not interactive():
-            print(f"compiling… {what}" + (f" ({past})" if past else ""), flush=True)
+            say(f"compiling… {what}" + (f" ({past})" if past else ""))
             return
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -79,9 +171,10 @@ class Compiling:
         # spinner 1, elapsed 7, the estimate, 1 space between columns; what is left holds `what`
         room = self._live.console.width - 1 - 7 - (len(past) + 1 if past else 0) - 3
         text = f"compiling… {what}"
-        if len(text) > room:  # too long for the spinner's line: it goes above, whole (it may wrap)
-            print(text, flush=True)
+        if len(text) > room:  # too long for the spinner's line: it goes above, whole
+            say(text)
             text = "compiling…"
+        text = text.replace("\xa0", " ")
         self._live.add_task(text, total=None)
         self._live.start()
 

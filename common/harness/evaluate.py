@@ -34,7 +34,7 @@ import numpy as np
 from scanrl.common import envs
 from scanrl.common.algorithm import Algorithm
 from scanrl.common.harness import (
-    checkpoint, configs, crossplay, devices, envsettings, loop, runconfig,
+    checkpoint, configs, console, crossplay, devices, envsettings, loop, runconfig,
 )
 from scanrl.common.harness.stats import differ_widely
 
@@ -407,11 +407,11 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
     }
     if members is not None:
         chosen_by = "--member" if args.member is not None else "each run's winner, pbt.json"
-        print(
+        console.say(
             f"PBT population: member {', '.join(map(str, members))} of the"
             f" run{'s' if len(members) > 1 else ''} ({chosen_by})"
         )
-    print(
+    console.say(
         f"{result['algo']} on {config.env}, policy after update {update}: {episodes} episode(s) per"
         f" seed, {'deterministic' if not args.sample else 'sampled'} actions"
         + (f", env params {args.env_params}" if args.env_params else "")
@@ -424,12 +424,13 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         )
     print(f"  mean {result['mean_return']:10.2f}")
     shown, hidden = ("sampled", "deterministic") if args.sample else ("deterministic", "sampled")
-    print(f"  {hidden} actions instead: mean {result[f'mean_return_{hidden}']:.2f}"
-          + (f" (the {shown} table above: {result['mean_return']:.2f}; they differ widely)"
-             if differ_widely(result["mean_return"], result[f"mean_return_{hidden}"]) else ""))
+    console.say(f"{hidden} actions instead: mean {result[f'mean_return_{hidden}']:.2f}"
+                + (f" (the {shown} table above: {result['mean_return']:.2f}; they differ widely)"
+                   if differ_widely(result["mean_return"], result[f"mean_return_{hidden}"])
+                   else ""), indent="  ")
     out = Path(args.out) if args.out else Path(args.run_dir) / "eval.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"  wrote {out}")
+    console.say(f"wrote {out}", indent="  ")
     if args.gif:
         result["gif"] = write_episode_gif(args, algo, config, eval_params, policy, keys)
     if args.cross_play:
@@ -438,10 +439,10 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
         played = crossplay.write(out.parent, matrix, [row["seed"] for row in rows], {
             k: result[k] for k in ("run_dir", "algo", "env", "update", "episodes", "deterministic",
                                    "key")})
-        print(f"cross-play of {len(rows)} seeds, {episodes} games a pair: self-play (the diagonal)"
-              f" {played['self_play_mean']:.2f}, with another seed's policy"
-              f" {played['cross_play_mean']:.2f}\n  wrote {out.parent / 'cross_play.json'} and"
-              " cross_play.png")
+        console.say(f"cross-play of {len(rows)} seeds, {episodes} games a pair: self-play (the"
+                    f" diagonal) {played['self_play_mean']:.2f}, with another seed's policy"
+                    f" {played['cross_play_mean']:.2f}")
+        console.say(f"wrote {out.parent / 'cross_play.json'} and cross_play.png", indent="  ")
         result["cross_play"] = played
     return result
 
@@ -476,8 +477,6 @@ def population_rows(
 def _track(titles: list[str]) -> Any:
     """rich's progress bar over the frames on a terminal (a suite's renderer can take a second a
     frame: Brax's MuJoCo); nothing off one."""
-    from scanrl.common.harness import console
-
     if not console.interactive():
         return iter
     from rich.progress import track
@@ -496,16 +495,18 @@ def write_episode_gif(
 
     obs_shape = algo.env.observation_space(env_params).shape
     if not render.can_draw(algo.env, obs_shape):
-        print(
-            f"  --gif: scanrl cannot draw {config.env} (only classic control and image/grid"
-            " observations); no GIF written, the numbers above stand."
+        console.say(
+            f"--gif: scanrl cannot draw {config.env} (only classic control and image/grid"
+            " observations); no GIF written, the numbers above stand.", indent="  ",
         )
         return None
     try:
         return _draw_episode(args, algo, config, env_params, policy, keys)
     except KeyboardInterrupt:  # eval.json and the table above are written; the GIF is not
         Path(f"{args.gif}.part").unlink(missing_ok=True)
-        print(f"\n  --gif: stopped by Ctrl-C; {args.gif} not written, the numbers above stand.")
+        print()
+        console.say(f"--gif: stopped by Ctrl-C; {args.gif} not written, the numbers above stand.",
+                    indent="  ")
         raise SystemExit(130) from None
 
 
@@ -542,14 +543,15 @@ def _draw_episode(
         Exception
     ) as error:  # noqa: BLE001 - any renderer failure is reported, the evaluation stands
         first = (str(error).strip().splitlines() or [""])[0][:160]
-        print(
-            f"  --gif: {config.env} cannot be drawn on this machine ({type(error).__name__}:"
-            f" {first}); no GIF written, the numbers above stand."
+        console.say(
+            f"--gif: {config.env} cannot be drawn on this machine ({type(error).__name__}:"
+            f" {first}); no GIF written, the numbers above stand.", indent="  ",
         )
         return None
     render.write_gif(args.gif, frames, 50 if config.env in render.CLASSIC else 100)
-    print(
-        f"  wrote {args.gif}: {len(frames)} frames (the start, then the state after each of"
-        f" {len(frames) - 1} steps), return {returns[-1]:.1f} ({time.perf_counter() - start:.1f} s)"
+    console.say(
+        f"wrote {args.gif}: {len(frames)} frames (the start, then the state after each of"
+        f" {len(frames) - 1} steps), return {returns[-1]:.1f}"
+        f" ({time.perf_counter() - start:.1f} s)", indent="  ",
     )
     return str(args.gif)

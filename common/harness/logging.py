@@ -187,9 +187,12 @@ class RunLogger:
                 name=self.run_dir.name, config=config,
             )
 
-    def say(self, text: str) -> None:
-        if self.active:
-            print(text, flush=True)  # above the bar, if one is shown (rich redirects stdout)
+    def say(self, text: str, command: str = "") -> None:
+        """A sentence (wrapped to the console) and a command to copy on its own line."""
+        if self.active:  # above the bar, if one is shown (rich redirects stdout)
+            console.say(text)
+            if command:
+                print(console.command(command), flush=True)
 
     def start_display(self, compile_seconds: float, done: int) -> None:
         """After the compile: the spinner gives way to the progress bar (on a terminal)."""
@@ -414,11 +417,9 @@ class RunLogger:
         out = sys.stdout
         if self.num_configs > 1:  # the sweep's table (common/harness/sweeps.py) follows
             what = "population of {} members" if self.population else "sweep of {} configs"
-            print(
-                f"\n{self.algo} on {self.env}: {what.format(self.num_configs)} x"
-                f" {self.seeds_per_config} seeds",
-                file=out,
-            )
+            print(file=out)
+            console.say(f"{self.algo} on {self.env}: {what.format(self.num_configs)} x"
+                        f" {self.seeds_per_config} seeds")
         else:
             updates = summary.get("updates")
             if summary.get("stopped_by") == "interrupt" and updates is not None:
@@ -428,7 +429,8 @@ class RunLogger:
                 )
             else:
                 heading = "final return per seed (mean over the last 10% of updates)"
-            print(f"\n{self.algo} on {self.env}: {heading}", file=out)
+            print(file=out)
+            console.say(f"{self.algo} on {self.env}: {heading}")
             for i, r in enumerate(summary["final_return_per_seed"]):
                 latest, at = (
                     summary["latest_return_per_seed"][i],
@@ -446,16 +448,16 @@ class RunLogger:
                         )
                     )
                 )
-                print(f"  seed {self.first_seed + i:>4}  {shown}", file=out)
+                console.say(f"seed {self.first_seed + i:>4}  {shown}", indent="  ")
             mean, std = summary["final_return_mean"], summary["final_return_std"]
             if mean is not None:
                 print(f"  mean {mean:10.2f}  std {std:.2f}", file=out)
         if self.num_configs == 1:
             for line in evaluation_lines(summary):
-                print(f"  {line}", file=out)
-        print(
-            f"  {summary['env_steps_per_second']:,.0f} env steps/s (all seeds, compile excluded); "
-            f"compile {summary['compile_seconds']:.1f} s; wall {summary['wall_seconds']:.1f} s",
-            file=out,
+                console.say(line, indent="  ")
+        console.say(
+            f"{summary['env_steps_per_second']:,.0f} env steps/s (all seeds, compile excluded);"
+            f" compile {summary['compile_seconds']:.1f} s; wall {summary['wall_seconds']:.1f} s",
+            indent="  ",
         )
-        print(f"  run folder: {self.run_dir}", file=out, flush=True)
+        console.say(f"run\xa0folder: {self.run_dir}", indent="  ")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scanrl.common.harness import configs
+from scanrl.common.harness import configs, console
 from scanrl.common.harness.configs import Run, fail
 from scanrl.common.harness.runconfig import NOT_IN_LABELS, RUN_FIELDS
 from scanrl.common.harness.stats import nanmean
@@ -471,10 +471,12 @@ def compare_statistics(args) -> None:
         )
     except ValueError as e:
         fail(str(e))
-    print(f"A: {' '.join(args.compare)}\nB: {' '.join(args.vs)}")
-    print("\n".join(result.lines()))
+    console.say(f"A: {' '.join(args.compare)}")
+    console.say(f"B: {' '.join(args.vs)}")
+    for line in result.lines():
+        console.say(line.strip(), indent=line[:len(line) - len(line.lstrip())])
     draw_comparison(result, args.out)
-    print(f"wrote {args.out}")
+    console.say(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from scanrl.common.harness import pbt, plots, stats, sweeps
+from scanrl.common.harness import console, pbt, plots, stats, sweeps
 from scanrl.common.harness.stats import final_returns
 
 IQM_REPS = (
@@ -115,46 +115,45 @@ def sweep_report(
     best_config.update(best["values"])
     (run_dir / "best_config.json").write_text(json.dumps(best_config, indent=2, default=str) + "\n")
 
-    print(
-        f"\nsweep: {sweep.size} configs x {num_seeds} seeds, best first (final return over the"
-        " seeds)"
-    )
-    head = "".join(f"{name:>14}" for name in fields)
+    print()
+    console.say(f"sweep: {sweep.size} configs x {num_seeds} seeds, best first (final return over"
+                " the seeds)")
     # A 95% bootstrap interval over fewer than plots.MIN_BOOTSTRAP_SEEDS values is their min and
     # max (plots.py says why): the header says "range" then, and a config that has too few final
     # returns in a sweep of more seeds is starred.
     few = num_seeds < plots.MIN_BOOTSTRAP_SEEDS
     seeds = f"{num_seeds} seed{'s' if num_seeds != 1 else ''}"
     interval_head = f"iqm range ({seeds})" if few else "iqm 95% interval"
-    print(
-        f"  {'#':>3}{head} {'mean':>10} {'std':>8} {'iqm':>10} {interval_head:>20} {'min':>10}"
-        f" {'best eval':>10}"
-    )
-    starred = False
+    starred, cells = False, []
+    show = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
     for r in ranked:
-        cells = "".join(f"{sweeps.show_value(r['values'][name]):>14}" for name in fields)
-        show = lambda v, w: f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
         ci = r["final_return_iqm_ci95"]
         interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "-"
         finite = sum(v is not None for v in r["final_return_per_seed"])
         if interval != "-" and not few and finite < plots.MIN_BOOTSTRAP_SEEDS:
             interval, starred = interval + "*", True
-        print(
-            f"  {r['config']:>3}{cells} {show(r['final_return_mean'], 10)}"
-            f" {show(r['final_return_std'], 8)} {show(r['final_return_iqm'], 10)} {interval:>20}"
-            f" {show(r['final_return_min'], 10)} {show(r['best_eval_return'], 10)}"
+        cells.append(
+            [str(r["config"])] + [sweeps.show_value(r["values"][name]) for name in fields]
+            + [show(r["final_return_mean"]), show(r["final_return_std"]),
+               show(r["final_return_iqm"]), interval, show(r["final_return_min"]),
+               show(r["best_eval_return"])]
         )
+    header = ["#", *fields, "mean", "std", "iqm", interval_head, "min", "best eval"]
+    print("\n".join(console.table(header, cells)))
     if few:
-        print(
-            f"  iqm range: a 95% bootstrap interval over {seeds} is only the lowest and highest"
-            f" final return; {plots.MIN_BOOTSTRAP_SEEDS} or more seeds give an interval"
+        console.say(
+            f"iqm range: a 95% bootstrap interval over {seeds} is only the lowest and highest"
+            f" final return; {plots.MIN_BOOTSTRAP_SEEDS} or more seeds give an interval",
+            indent="  ",
         )
     if starred:
-        print(
-            f"  *: fewer than {plots.MIN_BOOTSTRAP_SEEDS} of this config's seeds have a final"
-            " return: its interval is their range"
+        console.say(
+            f"*: fewer than {plots.MIN_BOOTSTRAP_SEEDS} of this config's seeds have a final"
+            " return: its interval is their range",
+            indent="  ",
         )
-    print(f"  best config: {run_dir / 'best_config.json'} (train it with --config)", flush=True)
+    console.say(f"best config: {run_dir / 'best_config.json'} (train it with --config)",
+                indent="  ")
     return rows
 
 
@@ -395,19 +394,19 @@ def pbt_report(
     }
     (run_dir / "best_config.json").write_text(json.dumps(best, indent=2, default=str) + "\n")
     burn_in = f", none replaced before update {spec.burn_in + 1}" if spec.burn_in else ""
-    print(
-        f"\npbt: {spec.members} members x {spec.seeds} runs, interval {spec.interval}"
-        f" updates{burn_in}"
-    )
+    print()
+    console.say(f"pbt: {spec.members} members x {spec.seeds} runs, interval {spec.interval}"
+                f" updates{burn_in}")
     for r in runs:
         last = r["schedule"][-1]["values"]
         shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items())
         final = "none" if r["winner_final_return"] is None else f"{r['winner_final_return']:.2f}"
-        print(f"  seed {r['seed']}: winner member {r['winner']}, final return {final}, "
-              f"{len(r['schedule'])} segments, last values {shown}")
-    print(
-        f"  schedule and values: {run_dir / 'pbt.json'}, {run_dir / 'best_config.json'}", flush=True
-    )
+        segments = len(r["schedule"])
+        console.say(f"seed {r['seed']}: winner member {r['winner']}, final return {final},"
+                    f" {segments} segment{'s' if segments != 1 else ''}, last values {shown}",
+                    indent="  ")
+    console.say(f"schedule and values: {run_dir / 'pbt.json'}, {run_dir / 'best_config.json'}",
+                indent="  ")
     return summary
 
 

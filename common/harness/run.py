@@ -24,7 +24,6 @@ import os
 import re
 import signal
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -243,7 +242,7 @@ def prepare(
     past = programs.past_compile_seconds(programs.compile_label(config))
     if jax.process_index() == 0:
         for note in _short_budget(config, program):
-            print(textwrap.fill(note, 79, initial_indent="note: ", subsequent_indent="  "))
+            console.say(f"note: {note}")
     console.COMPILING.start(_what_compiles(config, program), past)
     return programs.lower(config, program, make_algorithm, ckpt, user_env=env is not None)
 
@@ -261,7 +260,8 @@ def _what_compiles(config: Any, program: loop.Program) -> str:
         if config.total_timesteps == 0
         else f"{program.num_updates:,} update{'s' if program.num_updates != 1 else ''}"
     )
-    folder = f"resuming {run.resume}" if run.resume else f"run folder in {run.out_dir}/"
+    # NBSP: console.wrap keeps these words on one line (the path may go to the next)
+    folder = f"resuming {run.resume}" if run.resume else f"run\xa0folder\xa0in {run.out_dir}/"
     source = recipes.source(programs.compile_label(config).split()[0], config.env, run.recipe)
     recipe = f" ({run.recipe} recipe: {source})" if source else ""
     return (
@@ -422,15 +422,13 @@ def _finish(
         logger.say(f"Stopped after update {p.done}: {chunks.stop_sentence(run, p.reason)}.")
     if p.reason == "interrupt":
         command = sys.argv[0] if sys.argv[0].endswith(".py") else f"-m scanrl.algos.{algo}"
-        logger.say(
-            f"Interrupted after update {p.done}: continue with `python {command} --resume"
-            f" {logger.run_dir}`."
-        )
+        logger.say(f"Interrupted after update {p.done}: continue with",
+                   f"python {command} --resume {logger.run_dir}")
         summary["exit_code"] = 128 + (signals.received or signal.SIGINT)
     elif p.reason == "non-finite":
         seed, update, names = p.nonfinite
         what = f" ({', '.join(names)} non-finite)" if names else ""
-        print(
+        console.say(
             f"error: seed {run.seed + seed} went non-finite at update {update}: its policy"
             f" parameters hold NaN or inf{what}; the run stopped and wrote its files (no checkpoint"
             " of the broken state).",
@@ -483,10 +481,9 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
             setting = setting.replace(resume=str(sub))
         elif state == "restart":
             shutil.rmtree(sub)
-        print(
+        console.say(
             f"sweep config {c + 1}/{sweep.size}: "
-            + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items()),
-            flush=True,
+            + ", ".join(f"{k}={sweeps.show_value(v)}" for k, v in sweep.config_values(c).items())
         )
         try:
             prepared = interruptible(lambda: prepare(setting, make_algorithm), signals)
@@ -530,11 +527,9 @@ def loop_sweep(algo: str, config: Any, make_algorithm: Callable, signals: Signal
     }
     (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if exit_code in (130, 143):
-        print(
-            f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with "
-            f"`python {algo_file or '-m scanrl.algos.' + algo} --resume {sweep_dir}`.",
-            flush=True,
-        )
+        console.say(f"Sweep interrupted after {len(done)} of {sweep.size} configs: continue with")
+        script = algo_file or f"-m scanrl.algos.{algo}"
+        print(console.command(f"python {script} --resume {sweep_dir}"), flush=True)
     return summary
 
 

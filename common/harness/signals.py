@@ -121,10 +121,9 @@ def interruptible(work: Callable[[], Any], signals: Signals | None = None) -> An
 def stop_before_training(sig: int) -> typing.NoReturn:
     """The one line and the exit code of a run interrupted before it trained."""
     console.COMPILING.stop()
-    print(
+    console.say(
         f"{Signals.NAMES.get(sig, 'signal')} before training started: stopped, nothing was"
-        " written.",
-        flush=True,
+        " written."
     )
     sys.stderr.flush()
     code = 128 + sig
