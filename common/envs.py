@@ -11,7 +11,7 @@ import importlib
 import math
 import types
 from functools import partial
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,79 +57,19 @@ def is_discrete(env: Any, env_params: Any) -> bool:
                      "and Box.")
 
 
-class EnvHooks(Protocol):
-    """An env's optional hooks: what an env may have beyond gymnax's `Environment` (`reset_env`,
-    `step_env`, spaces, `default_params`). Each is optional, and each is read through `hook`,
-    never by getattr, so this class is the whole list (tests/test_suites.py checks both). The
-    suites' adapters (common/suites/) set them; VecEnv, scanrl-eval and its GIFs read them."""
-
-    def action_mask(self, state: Any, params: Any) -> jax.Array:
-        """The valid actions [A] bool of one state: `VecEnv.masked`, and `VecEnv.action_mask`
-        gives them, batched, to the policy (Jumanji)."""
-
-    def restart_finished(self, key: jax.Array, done: jax.Array, obs: jax.Array, states: Any,
-                         params: Any) -> tuple[jax.Array, Any]:
-        """-> (obs, states): the env's `step` does not reset, because its reset is costly, and
-        this restarts the `done` ones of a batch [N, ...] at once (Craftax's optimistic reset,
-        common/suites/craftax.py). Without it every step computes a reset for every
-        environment: a vmapped choice runs both branches."""
-
-    cached_starts: int
-    """S: the env's `step` does not reset, and a finished environment returns to its own cached
-    first state, as Brax's `AutoResetWrapper` does (Brax's and Playground's resets can cost
-    hundreds of physics steps: CheetahRun settles for 200). `VecEnv.with_fresh_starts` draws
-    every cache anew about every S steps per environment, as Playground's
-    `num_resets_per_eval` does. Evaluation is unchanged: it counts each environment's first
-    episode, which starts from a fresh reset."""
-
-    policy_obs_size: int | None
-    """The policy reads the observation's first `policy_obs_size` features (`VecEnv.observe(
-    policy_part=True)`), a critic all of them: Playground's `state` before its
-    `privileged_state` (common/suites/base.py). None or absent: the policy reads all."""
-
-    def render_rgb(self, state: Any, params: Any) -> Any:
-        """A picture [H, W, 3] uint8 of one state, by the suite's own renderer
-        (common/harness/render.py, `scanrl-eval --gif`)."""
-
-    def render_rgb_jax(self, state: Any, params: Any) -> jax.Array:
-        """The same picture as traceable JAX: a whole episode's are drawn by one jitted,
-        vmapped call (Navix)."""
-
-    num_agents: int
-    """M: the env has M agents (JaxMARL's, common/suites/jaxmarl.py) and its reset and step return
-    leaves [M, ...], one row per agent, and take actions [M, ...]. VecEnv presents N such envs
-    as N * M rows, each of which an algorithm treats as one environment: with one parameter set,
-    PPO over the rows is IPPO. Absent: one agent, no agent axis."""
-
-    def team_reward(self, reward: jax.Array) -> jax.Array:
-        """An env of agents: its agents' rewards [..., M] -> the team's [...] (the sum where each
-        agent has its own, the shared one where they share it; absent: the sum); PQN's --vdn
-        learns from it, and the episode metrics report it as `team_return`."""
-
-    episode_limit: int
-    """The most steps an episode can last where `max_steps_in_episode` does not say it (JaxMARL's
-    envs end their own episodes: MPE's after 26 steps, SMAX's 100, Overcooked's 400): a recording
-    (`scanrl-eval --gif`) runs this many steps, not `max_steps_in_episode`'s."""
-
-    name: str
-    """The env's name (gymnax's `Environment.name`): the renderer draws the classic-control
-    tasks by it."""
-
-
-def members(protocol: type) -> frozenset[str]:
-    """The names a Protocol class declares: its methods and its annotated attributes."""
-    names = {*vars(protocol), *vars(protocol).get("__annotations__", {})}
-    return frozenset(name for name in names if not name.startswith("_"))
-
-
-ENV_HOOKS = members(EnvHooks)
+# The optional hooks an env may have beyond gymnax's `Environment`, each documented with the rest
+# of a suite's contract in common/suites/__init__.py's `EnvHooks` (tests/test_suites.py: the same
+# names); the kit keeps the names alone, so it imports nothing of common/suites/.
+ENV_HOOKS = frozenset({"action_mask", "restart_finished", "cached_starts", "policy_obs_size",
+                       "render_rgb", "render_rgb_jax", "num_agents", "team_reward",
+                       "episode_limit", "name"})
 
 
 def hook(env: Any, name: str) -> Any:
-    """`env`'s optional hook `name` (one of EnvHooks' members), None where the env has none."""
+    """`env`'s optional hook `name` (one of ENV_HOOKS), None where the env has none."""
     if name not in ENV_HOOKS:
-        raise ValueError(f"{name!r} is not an optional env hook: declare it in envs.EnvHooks "
-                         "first.")
+        raise ValueError(f"{name!r} is not an optional env hook: declare it in suites.EnvHooks "
+                         "and envs.ENV_HOOKS first.")
     return getattr(env, name, None)
 
 
@@ -165,7 +105,7 @@ class VecEnv:
     devices) the environments of all it returns are split over the D devices (`shard_envs`),
     with the same values whatever D is.
 
-    Optional hooks of the env change the stepping (EnvHooks; common/suites/ sets them):
+    Optional hooks of the env change the stepping (common/suites' EnvHooks):
     `action_mask` (the valid actions, given to the policy by `action_mask(vec_state)`),
     `restart_finished` (the env restarts its finished environments itself) and
     `cached_starts` (a finished environment returns to its cached first state, drawn anew by

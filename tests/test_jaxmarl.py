@@ -288,7 +288,7 @@ def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
 
 
 class OneAgent:
-    """CartPole as a team of one: every leaf gains an agent axis [1, ...] (envs.EnvHooks'
+    """CartPole as a team of one: every leaf gains an agent axis [1, ...] (suites.EnvHooks'
     num_agents), nothing else changes."""
 
     num_agents = 1

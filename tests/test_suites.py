@@ -168,7 +168,7 @@ def test_a_missing_suite_names_its_install_command(monkeypatch, cli_error):
     assert code == 2 and 'needs the brax suite: pip install "scanrl[brax]"' in err, err
 
 
-# --- the suite contract: suites.Adapter and AdapterHooks, envs.EnvHooks -----------------------
+# --- the suite contract: suites.Adapter, AdapterHooks and EnvHooks -----------------------------
 def test_every_adapter_in_the_registry_satisfies_the_adapter_protocol():
     """Each row of SUITES names an extra of pyproject.toml and an adapter module with Adapter's
     functions (`NAMES()`, and `make(name)`, or `make(name, options)` exactly where the adapter
@@ -199,9 +199,9 @@ def test_every_adapter_in_the_registry_satisfies_the_adapter_protocol():
 def test_the_optional_hooks_are_declared_once_and_read_only_through_their_accessors():
     """The optional members that algos/ and common/ read of an env (`envs.hook`) or of an
     adapter module (`suites.adapter_hook`, `has_adapter_hook`) are exactly those declared in
-    envs.EnvHooks and suites.AdapterHooks, the accessors take those and no other, and no
+    suites.EnvHooks and suites.AdapterHooks, the accessors take those and no other, and no
     file reads one by getattr or hasattr: a new hook is declared in its Protocol first."""
-    accessors = {"hook": envs.ENV_HOOKS, "adapter_hook": suites.ADAPTER_HOOKS,
+    accessors = {"hook": suites.ENV_HOOKS, "adapter_hook": suites.ADAPTER_HOOKS,
                  "has_adapter_hook": suites.ADAPTER_HOOKS}
     read = {name: set() for name in accessors}
     by_getattr = []
@@ -215,15 +215,16 @@ def test_the_optional_hooks_are_declared_once_and_read_only_through_their_access
             member = node.args[1].value
             if func in accessors:
                 read[func].add(member)
-            elif func in ("getattr", "hasattr") and member in envs.ENV_HOOKS | suites.ADAPTER_HOOKS:
+            elif func in ("getattr", "hasattr") and member in suites.ENV_HOOKS | suites.ADAPTER_HOOKS:
                 by_getattr.append(f"{path.relative_to(REPO)}:{node.lineno} {func} {member!r}")
     assert not by_getattr, f"read through envs.hook or suites.adapter_hook instead: {by_getattr}"
-    assert read["hook"] == envs.ENV_HOOKS, "envs.EnvHooks declares what common/ reads of an env"
+    assert read["hook"] == suites.ENV_HOOKS, "suites.EnvHooks declares what common/ reads of an env"
+    assert envs.ENV_HOOKS == suites.ENV_HOOKS, "the kit's list of names is the contract's"
     assert read["adapter_hook"] | read["has_adapter_hook"] == suites.ADAPTER_HOOKS
     bare = object()
-    assert all(envs.hook(bare, name) is None for name in envs.ENV_HOOKS)
+    assert all(envs.hook(bare, name) is None for name in suites.ENV_HOOKS)
     assert not any(suites.has_adapter_hook(bare, name) for name in suites.ADAPTER_HOOKS)
-    with pytest.raises(ValueError, match="declare it in envs.EnvHooks"):
+    with pytest.raises(ValueError, match="declare it in suites.EnvHooks and envs.ENV_HOOKS"):
         envs.hook(bare, "undeclared")
     for accessor in (suites.adapter_hook, suites.has_adapter_hook):
         with pytest.raises(ValueError, match="declare it in suites.AdapterHooks"):

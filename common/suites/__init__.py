@@ -14,7 +14,7 @@ training wrappers (which lose that observation or the time-limit flag).
 
 An adapter module satisfies `Adapter` (`NAMES()` and `make(name) -> (env, env_params)`) and
 may add any of `AdapterHooks` (`OPTIONS`, `ACTIONS`, `RECIPES`); its envs may have any of
-common/envs.py's `EnvHooks`. These Protocols are the whole contract of a suite: the optional
+`EnvHooks` (below). These Protocols are the whole contract of a suite: the optional
 members are read only through `adapter_hook` and `envs.hook` (tests/test_suites.py). base.py
 is the adapter of a raw environment of the Brax kind (Brax, Playground). A suite is a pip
 extra: `pip install "scanrl[brax]"`. Adding one: docs/design.md, "Adding an environment suite".
@@ -27,6 +27,8 @@ import importlib
 import importlib.util
 import types
 from typing import Any, Protocol, runtime_checkable
+
+import jax
 
 from scanrl.common import cores, envs
 
@@ -41,7 +43,7 @@ class Adapter(Protocol):
 
     def make(self, name: str) -> tuple[Any, Any]:
         """`(env, env_params)` of one name: a gymnax `Environment` (`reset_env`, `step_env`,
-        spaces, `default_params`) whose time limit is `truncated`, with any of envs.EnvHooks.
+        spaces, `default_params`) whose time limit is `truncated`, with any of `EnvHooks`.
         An adapter with OPTIONS takes `make(name, options)`: `--env-options` as {name: value}."""
 
 
@@ -62,7 +64,75 @@ class AdapterHooks(Protocol):
     pattern of names) -> recipes.Recipe (common/suites/recipes.py)."""
 
 
-ADAPTER_HOOKS = envs.members(AdapterHooks)
+def members(protocol: type) -> frozenset[str]:
+    """The names a Protocol class declares: its methods and its annotated attributes."""
+    names = {*vars(protocol), *vars(protocol).get("__annotations__", {})}
+    return frozenset(name for name in names if not name.startswith("_"))
+
+
+ADAPTER_HOOKS = members(AdapterHooks)
+
+
+class EnvHooks(Protocol):
+    """An env's optional hooks: what an env may have beyond gymnax's `Environment` (`reset_env`,
+    `step_env`, spaces, `default_params`). Each is optional, and each is read through `envs.hook`,
+    never by getattr, so this class is the whole list (tests/test_suites.py checks both). The
+    suites' adapters (common/suites/) set them; VecEnv, scanrl-eval and its GIFs read them."""
+
+    def action_mask(self, state: Any, params: Any) -> jax.Array:
+        """The valid actions [A] bool of one state: `VecEnv.masked`, and `VecEnv.action_mask`
+        gives them, batched, to the policy (Jumanji)."""
+
+    def restart_finished(self, key: jax.Array, done: jax.Array, obs: jax.Array, states: Any,
+                         params: Any) -> tuple[jax.Array, Any]:
+        """-> (obs, states): the env's `step` does not reset, because its reset is costly, and
+        this restarts the `done` ones of a batch [N, ...] at once (Craftax's optimistic reset,
+        common/suites/craftax.py). Without it every step computes a reset for every
+        environment: a vmapped choice runs both branches."""
+
+    cached_starts: int
+    """S: the env's `step` does not reset, and a finished environment returns to its own cached
+    first state, as Brax's `AutoResetWrapper` does (Brax's and Playground's resets can cost
+    hundreds of physics steps: CheetahRun settles for 200). `VecEnv.with_fresh_starts` draws
+    every cache anew about every S steps per environment, as Playground's
+    `num_resets_per_eval` does. Evaluation is unchanged: it counts each environment's first
+    episode, which starts from a fresh reset."""
+
+    policy_obs_size: int | None
+    """The policy reads the observation's first `policy_obs_size` features (`VecEnv.observe(
+    policy_part=True)`), a critic all of them: Playground's `state` before its
+    `privileged_state` (common/suites/base.py). None or absent: the policy reads all."""
+
+    def render_rgb(self, state: Any, params: Any) -> Any:
+        """A picture [H, W, 3] uint8 of one state, by the suite's own renderer
+        (common/harness/render.py, `scanrl-eval --gif`)."""
+
+    def render_rgb_jax(self, state: Any, params: Any) -> jax.Array:
+        """The same picture as traceable JAX: a whole episode's are drawn by one jitted,
+        vmapped call (Navix)."""
+
+    num_agents: int
+    """M: the env has M agents (JaxMARL's, common/suites/jaxmarl.py) and its reset and step return
+    leaves [M, ...], one row per agent, and take actions [M, ...]. VecEnv presents N such envs
+    as N * M rows, each of which an algorithm treats as one environment: with one parameter set,
+    PPO over the rows is IPPO. Absent: one agent, no agent axis."""
+
+    def team_reward(self, reward: jax.Array) -> jax.Array:
+        """An env of agents: its agents' rewards [..., M] -> the team's [...] (the sum where each
+        agent has its own, the shared one where they share it; absent: the sum); PQN's --vdn
+        learns from it, and the episode metrics report it as `team_return`."""
+
+    episode_limit: int
+    """The most steps an episode can last where `max_steps_in_episode` does not say it (JaxMARL's
+    envs end their own episodes: MPE's after 26 steps, SMAX's 100, Overcooked's 400): a recording
+    (`scanrl-eval --gif`) runs this many steps, not `max_steps_in_episode`'s."""
+
+    name: str
+    """The env's name (gymnax's `Environment.name`): the renderer draws the classic-control
+    tasks by it."""
+
+
+ENV_HOOKS = members(EnvHooks)
 
 
 def _adapter_hook(name: str) -> str:

@@ -6,7 +6,7 @@ against JaxMARL's heuristic enemies by map (jaxmarl/SMAX_2s3z, jaxmarl/SMAX_smac
 Overcooked by layout (jaxmarl/overcooked_cramped_room) and Hanabi (jaxmarl/hanabi).
 
 An env of M agents returns leaves [M, ...], one row per agent in JaxMARL's agent order, and
-says so by `num_agents` (envs.EnvHooks): VecEnv steps N of them as N * M rows, so an algorithm
+says so by `num_agents` (suites.EnvHooks): VecEnv steps N of them as N * M rows, so an algorithm
 with one parameter set for every row is its independent-learner form (PPO: IPPO).
 
 Each row's observation is [the agent's own observation, zero-padded to the widest agent's | its
