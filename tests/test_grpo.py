@@ -119,6 +119,7 @@ def test_a_traced_kl_coef_equals_the_concrete_one_and_zero_leaves_the_loss_alone
         np.testing.assert_allclose(a[0], b, rtol=1e-5, atol=1e-7)  # float32, summed in another order under vmap
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_masked_steps_contribute_nothing():
     config = grpo.Config(ent_coef=0.01)
     params = {"actor": grpo.mlp_init(jax.random.key(0), (4, 8, 2), output_gain=1.0)}
@@ -212,6 +213,7 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     check_squashed_log_prob(dist, grpo.mlp_apply(params["actor"], obs, "tanh"), config.min_std, u)
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     """grpo_loss's entropy: the one-sample estimate with the stored noise over the valid steps, which
     averages to H(u) + E[sum log(1 - tanh(u)^2)] (quadrature) and lies below the normal's entropy."""

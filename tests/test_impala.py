@@ -269,6 +269,7 @@ def test_tanh_normal_env_actions_stay_in_the_bounds():
             assert actions.shape == (64, 2) and bool(((actions >= low) & (actions <= high)).all()), actor
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_tanh_normal_log_prob_of_the_squashed_action():
     """The actor's 2A outputs are [loc, raw scale] (no log_std); log pi(u) - log|det J| is the density of
     the squashed action by distrax and by hand."""

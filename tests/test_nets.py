@@ -73,6 +73,7 @@ def test_torso_choice():
 
 
 @pytest.mark.parametrize("algo", [ppo, impala, grpo, ppo_rnn])
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_each_algorithm_reads_images_with_the_conv_torso_and_vectors_with_the_mlp(algo):
     """--torso auto: a MinAtar frame [10, 10, C] goes through the convolutions (the first MLP layer
     takes their features); CartPole's vector goes straight into the MLP, as before; --torso mlp
@@ -240,6 +241,7 @@ def test_actions_are_chosen_once_from_the_action_dist():
         actions_for("tanh_normal", envs.VecEnv(*suites.make("CartPole-v1"), 2), "CartPole-v1")
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_what_a_network_reads_of_an_observation():
     """VecEnv.observe: flat, normalised by the statistics where given, reshaped to images, or
     cut to a split observation's policy part (its first policy_obs_dim features)."""

@@ -141,6 +141,7 @@ def _n_step_by_hand(steps, t, e, n, gamma):
 
 
 @pytest.mark.parametrize("rows", [12, 9])
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_n_step_windows_equal_a_python_loop_and_never_cross_an_episode_end(rows):
     """Every start of both environments with n = 4 (sampled 1,000 times): the window's
     discounted rewards, its last step's next observation and end flag, and gamma ** its length,

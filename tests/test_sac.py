@@ -172,6 +172,7 @@ def test_actor_loss_leaves_critic_and_temperature_alone():
     assert all(np.all(g == 0) for g in jax.tree.leaves(grads[1:]))
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_critic_loss_treats_the_target_as_a_constant_and_sums_the_two_critics():
     config, learner, batch, _ = _setup()
     q = sac.q_values(learner.params["critic"], batch.obs, batch.action, config.activation)

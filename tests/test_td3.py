@@ -91,6 +91,7 @@ def test_actor_loss_is_minus_the_first_critics_q_and_leaves_the_critics_alone():
     assert all(bool((g == 0).all()) for g in jax.tree.leaves(critic_grads))
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_the_actor_and_the_targets_move_only_every_policy_delay_critic_steps():
     """policy_delay 3 over 7 critic steps: the critic moves at every step; the actor and both
     targets at steps 0, 3 and 6 only, the targets by Polyak averaging towards the networks of
@@ -114,6 +115,7 @@ def test_the_actor_and_the_targets_move_only_every_policy_delay_critic_steps():
         learner = new
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_the_critic_learns_towards_the_smoothed_target_of_the_target_networks():
     """The critic step's loss is the twin critics' squared error to r + gamma (1 - terminated)
     min_j Q'_j(s', a'), a' the target actor's action with the clipped noise of the step's key."""
@@ -133,6 +135,7 @@ def test_the_critic_learns_towards_the_smoothed_target_of_the_target_networks():
     np.testing.assert_allclose(*loss_and_by_hand(learner), rtol=1e-5)
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-02)
 def test_weight_decay_is_adamw_and_zero_is_adam():
     config, learner, batch, _ = _setup()
     grads = jax.grad(td3.actor_loss)(learner.params["actor"], learner.params["critic"], batch.obs, "relu")
