@@ -80,6 +80,45 @@ def test_help_groups_every_flag_in_boxes(algo, capsys):
         assert re.search(rf"^[│ ]*{flag(name)}[ ,]", boxes[titles.index(title)], re.M), name
 
 
+def test_the_help_says_where_the_defaults_come_from_and_how_long_they_took(tmp_path, monkeypatch):
+    """--help's "defaults:" note names the presets and recipe behind the defaults it shows and
+    the budget; the wall it quotes is the one measured for this algorithm, env and budget
+    (preset_walls.json), and none where the budget differs from the measured one."""
+    from scanrl.common.harness import configs
+
+    walls = tmp_path / "walls.json"
+    walls.write_text(json.dumps({"pqn Breakout-MinAtar": {"total_timesteps": 10_000_000, "expected_seconds": 1680},
+                                 "ppo CartPole-v1": {"total_timesteps": 500_000, "expected_seconds": 41}}))
+    monkeypatch.setattr(configs, "WALLS", walls)
+    assert configs.preset_note(pqn, compose(pqn, "Breakout-MinAtar")) == (
+        "On Breakout-MinAtar: the minatar preset, 10,000,000 env steps per seed, about 28 minutes for one seed on"
+        " 2 CPU cores, compile included.")
+    assert configs.preset_note(ppo, compose(ppo, "CartPole-v1")) == (
+        "On CartPole-v1: this file's defaults, 500,000 env steps per seed, under a minute for one seed on 2 CPU"
+        " cores, compile included.")
+    assert configs.preset_note(ppo, compose(ppo, "CartPole-v1", total_timesteps=10**6)) == (
+        "On CartPole-v1: this file's defaults, 1,000,000 env steps per seed.")  # not the measured budget
+    assert configs.preset_note(grpo, compose(grpo, "Catch-bsuite")).startswith(
+        "On Catch-bsuite: the Catch-bsuite preset, ")
+
+
+def test_the_measured_walls_are_of_todays_budgets_and_their_pages_say_them():
+    """Every wall in preset_walls.json was measured at the budget that --help shows today (a
+    preset whose budget changes is measured again: benchmarks/preset_walls.py), and each
+    algorithm's page gives its rows as --help words them."""
+    from scanrl.algos import get
+    from scanrl.common.harness import configs
+
+    table = {k: v for k, v in json.loads(configs.WALLS.read_text()).items() if not k.startswith("_")}
+    assert {case.split(" ")[0] for case in table} == {"ppo", "impala", "grpo", "ppo_rnn", "pqn", "sac", "td3"}
+    for case, row in table.items():
+        algo, env = case.split(" ")
+        assert row["total_timesteps"] == compose(get(algo), env).config.total_timesteps, case
+        assert row["expected_seconds"] >= row["compile_seconds"] > 0, case
+        page = (REPO / "docs" / "algorithms" / f"{algo}.md").read_text()
+        assert f"| {env} | {row['total_timesteps']:,} | {configs.took(row['expected_seconds'])} |" in page, case
+
+
 @pytest.mark.slow
 def test_help_shows_continuous_defaults_for_a_continuous_env(help_of):
     proc = help_of["ppo Pendulum"]

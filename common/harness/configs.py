@@ -474,7 +474,40 @@ def examples(env: str) -> str:
                                          for line in lines)
 
 
-def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoReturn:
+WALLS = Path(__file__).with_name("preset_walls.json")  # written by benchmarks/preset_walls.py
+
+
+def preset_note(module: Any, job: Any) -> str:
+    """--help's line on the defaults it shows for the env: the presets and recipe they come
+    from, the budget, and how long that budget took on 2 CPU cores where it was measured for
+    this algorithm and env (preset_walls.json; its budget must be today's)."""
+    from scanrl.common.suites import preset_name
+
+    algo = getattr(module, "ALGO", module.__name__.rsplit(".", 1)[-1])
+    env, steps = job.config.env, job.config.total_timesteps
+    used = [name for name in (preset_name(env), env) if name in getattr(module, "PRESETS", {})]
+    what = [f"the {name} preset" for name in used] or ["this file's defaults"]
+    if job.run.recipe not in ("none", None):
+        what.append(f"the {job.run.recipe} recipe")
+    note = f"On {env}: {' and '.join(what)}, {steps:,} env steps per seed" if steps else (
+        f"On {env}: {' and '.join(what)}, until a stop condition holds")
+    row = json.loads(WALLS.read_text()).get(f"{algo} {env}") if WALLS.is_file() else None
+    if row and row["total_timesteps"] == steps:
+        note += f", {took(row['expected_seconds'])} for one seed on 2 CPU cores, compile included"
+    return note + "."
+
+
+def took(seconds: float) -> str:
+    """A measured wall as --help and the algorithm pages say it: "about 28 minutes"."""
+    minutes = seconds / 60
+    if minutes < 1:
+        return "under a minute"
+    if round(minutes) == 1:
+        return "about a minute"
+    return f"about {minutes:.0f} minutes" if minutes < 90 else f"about {minutes / 60:.1f} hours"
+
+
+def grouped_help(config_cls: type, base: Any, description: str, note: str = "") -> typing.NoReturn:
     """Print --help with the flags in boxes (algorithm, environment, run, lifecycle, logging,
     sweeps), defaults from `base` (a Job: the env's presets applied), and exit 0. The flags parse as
     one flat set; only the help is shown through this grouped copy of it."""
@@ -508,7 +541,9 @@ def grouped_help(config_cls: type, base: Any, description: str) -> typing.NoRetu
         tyro.cli(
             flags, args=["--help"],
             description=textwrap.fill(" ".join(description.split()), 80)
-            + examples(base.config.env),
+            + examples(base.config.env)
+            + ("\n\ndefaults:\n" + textwrap.fill(note, 80, initial_indent="  ",
+                                                subsequent_indent="  ") if note else ""),
             config=(tyro.conf.OmitArgPrefixes,),
         )
     except BrokenPipeError:  # `--help | head`: the reader left; no traceback for that

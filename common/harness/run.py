@@ -37,7 +37,7 @@ from scanrl.common.harness import (
     checkpoint, chunks, console, devices, loop, memory, programs, reports, sweeps,
 )
 from scanrl.common.harness.configs import (
-    check_algorithm, check_flag_names, check_pairs, fail, flag_value, grouped_help,
+    check_algorithm, check_flag_names, check_pairs, fail, flag_value, grouped_help, preset_note,
     read_config_file, tyro_error_sentence, whole_numbers,
 )
 from scanrl.common.harness.logging import RunLogger, check_out_dir, new_run_dir
@@ -103,7 +103,7 @@ def parse_config(module: Any, argv: list[str] | None = None, algo: str | None = 
     except ValueError as e:
         fail(str(e))
     if "-h" in argv or "--help" in argv:
-        grouped_help(config_cls, base, doc.split("\n\n")[0])
+        grouped_help(config_cls, base, doc.split("\n\n")[0], preset_note(module, base))
     check_flag_names(argv, config_cls)
     argv = whole_numbers(argv, config_cls)
     captured = io.StringIO()
