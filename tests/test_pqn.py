@@ -245,12 +245,13 @@ def test_seeds_differ_and_the_same_seed_repeats_bit_for_bit():
 
 @pytest.mark.slow
 def test_learns_cartpole_at_its_preset(tmp_path):
-    """purejaxql's CartPole settings (the file's defaults) at 2e5 of their 5e5 steps, seeds 0-3:
-    the greedy evaluation after the last update averages at least 475 (10 seeds at 2e5 steps,
-    benchmarks/RESULTS.md: every seed's last greedy evaluation 500)."""
-    config = compose(pqn, "CartPole-v1", num_seeds=4, total_timesteps=200_000, log_every=0, out_dir=str(tmp_path))
+    """purejaxql's CartPole settings (the file's defaults) at 3e5 of their 5e5 steps, seeds 0-3:
+    the greedy evaluation after the last update averages at least 475 (10 seeds at 3e5 steps,
+    benchmarks/RESULTS.md: every seed's last greedy evaluation 500, on two machines; at 2e5 one
+    machine's 4-seed program fell to 453.4)."""
+    config = compose(pqn, "CartPole-v1", num_seeds=4, total_timesteps=300_000, log_every=0, out_dir=str(tmp_path))
     summary = train_and_write("pqn", config, pqn.make_algorithm)
-    assert summary["total_timesteps"] == 198_656  # 97 whole updates of 2,048 steps
+    assert summary["total_timesteps"] == 299_008  # 146 whole updates of 2,048 steps
     assert summary["eval_return_deterministic_mean"] >= 475, summary
     check_run_tools(summary["run_dir"])
 
