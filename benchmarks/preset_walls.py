@@ -28,7 +28,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "common" / "harness" / "preset_walls.json"
+OUT = ROOT / "common" / "harness" / "preset_walls.json"  # read by --help
+RAW = ROOT / "benchmarks" / "reference" / "preset_walls.json"  # the same, named by the docs
 CASES = [  # (algorithm, env): each file's default env, then an env of each of its presets
     ("ppo", "CartPole-v1"), ("impala", "CartPole-v1"), ("grpo", "CartPole-v1"),
     ("ppo_rnn", "CartPole-v1"), ("pqn", "CartPole-v1"), ("sac", "Pendulum-v1"),
@@ -98,6 +99,7 @@ def main() -> None:
         row.update(date=datetime.date.today().isoformat(), commit=commit)
         table[f"{algo} {env}"] = row
         OUT.write_text(json.dumps(table, indent=2) + "\n")
+        RAW.write_text(OUT.read_text())  # the docs' raw data, beside the other measurements
         print(f"{algo:8} {env:18} {row['total_timesteps']:>10,} steps  "
               f"{row['env_steps_per_second']:>10,.0f} steps/s  compile {row['compile_seconds']:5.1f} s"
               f"  expected {row['expected_seconds'] / 60:6.1f} min", flush=True)
