@@ -179,12 +179,16 @@ def test_tanh_normal_ratio_is_one_on_its_own_rollout():
     """1 epoch x 1 minibatch: the replay's log pi of the stored pre-tanh u meets the rollout's, also with
     the mean deep in saturation (tanh(30) = 1 in float32), where a ratio taken through atanh of the
     env's action would break (the policy head's weights zeroed: loc is 30 whatever the GRU state).
-    The bound is one float32 step of a log-probability between 2 and 4 (2.4e-7): the replay
-    computes the GRU's input terms in one matmul, the rollout one step at a time (`unroll`)."""
+    The untrained policy's log-probabilities reach 7.4 in magnitude, where a float32 step is 4.8e-7;
+    the bound is 4 such steps (1.9e-6): each side sums 4 terms (2 normal densities, 2 Jacobians)
+    from a GRU state it rounds its own way, the replay a sequence's input terms in one matmul, the
+    rollout one step at a time (`unroll`), and how far apart they land depends on the CPU's
+    kernels (2 steps on the machines measured). A ratio through atanh fails by far more."""
     _, update, state = tanh_normal_program(ppo_rnn, **TANH)
+    bound = 4 * float(np.spacing(np.float32(4.0)))
     for params in (state.params, constant_actor(state.params, [30.0, -30.0], [-3.0, -3.0])):
         _, metrics = update(state._replace(params=params), 0)
-        assert float(metrics["max_abs_log_ratio"]) <= float(np.spacing(np.float32(2.0))), metrics["max_abs_log_ratio"]
+        assert float(metrics["max_abs_log_ratio"]) <= bound, metrics["max_abs_log_ratio"]
         assert float(metrics["clip_fraction"]) == 0.0
         assert np.isfinite(float(metrics["entropy"])) and np.isfinite(float(metrics["policy_loss"]))
 
