@@ -152,13 +152,20 @@ PRESETS = {
     "minatar": dict(total_timesteps=10_000_000, num_envs=128, num_steps=32, num_epochs=2,
                     num_minibatches=32, learning_rate=5e-4, q_lambda=0.65, epsilon_end=0.05,
                     epsilon_fraction=0.1, reward_scale=1.0, hidden=(128,)),
+    # Navix's and XLand-MiniGrid's tasks: Navix's PPO rollout (16 envs x 128 steps), 64x64; the
+    # step size, epsilon floor and lambda by a sweep on Navix-DoorKey-5x5 (seeds 0-4, 1e6 steps;
+    # benchmarks/reference/pqn_presets/): a sparse reward is found with a higher floor
+    "grid_world": dict(total_timesteps=1_000_000, num_envs=16, num_steps=128, num_epochs=2,
+                       num_minibatches=8, learning_rate=1e-3, q_lambda=0.95, epsilon_end=0.3,
+                       epsilon_fraction=0.1, reward_scale=1.0, hidden=(64, 64)),
 }
 
 
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
-    """Config for `env`: purejaxql's CartPole settings, or PRESETS["minatar"] for MinAtar, then
-    the suite's published recipe for `env` where one exists (`recipe`: auto, published, cpu,
-    none); `overrides` (hyperparameters) win."""
+    """Config for `env`: purejaxql's CartPole settings, or PRESETS["minatar"] for MinAtar and
+    PRESETS["grid_world"] for Navix and XLand-MiniGrid, then the suite's published recipe for
+    `env` where one exists (`recipe`: auto, published, cpu, none); `overrides` (hyperparameters)
+    win."""
     # the env ids' registry and the recipe tables load only here
     from scanrl.common.suites import recipes
 

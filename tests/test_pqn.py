@@ -137,6 +137,17 @@ def test_epsilon_decays_linearly_over_its_fraction_of_the_decay_then_stays():
 
 
 # --- the Q-network -----------------------------------------------------------------------------
+def test_the_grid_world_preset_starts_navix_and_xland_tasks_only():
+    """Navix's and XLand-MiniGrid's ids start from PRESETS["grid_world"] (no recipe of theirs is
+    PQN's); CartPole keeps the Config defaults, and flags still win over the preset."""
+    preset = pqn.PRESETS["grid_world"]
+    for env in ("navix/Navix-DoorKey-5x5-v0", "xminigrid/MiniGrid-Empty-5x5"):
+        config = pqn.default_config(env)
+        assert {field: getattr(config, field) for field in preset} == preset, env
+    assert pqn.default_config("CartPole-v1") == pqn.Config(env="CartPole-v1")
+    assert pqn.default_config("navix/Navix-Empty-5x5-v0", learning_rate=3e-4).learning_rate == 3e-4
+
+
 @pytest.mark.slow
 def test_q_network_is_flax_conv_dense_and_layer_norm_on_the_same_weights():
     """Images: conv 3x3 (VALID) -> LayerNorm -> relu -> flatten -> Dense -> LayerNorm -> relu ->

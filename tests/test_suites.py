@@ -317,7 +317,7 @@ def test_grid_spaces(grid):
     vec = envs.VecEnv(env, params, num_envs=2)
     assert vec.discrete and vec.num_actions == {"navix": 7, "xminigrid": 6}[name]
     assert vec.obs_shape == raw_reset(jax.random.key(0)).observation.shape
-    assert not suites.is_continuous(GRIDS[name]) and suites.preset_name(GRIDS[name]) is None
+    assert not suites.is_continuous(GRIDS[name]) and suites.preset_name(GRIDS[name]) == "grid_world"
 
 
 @pytest.mark.slow

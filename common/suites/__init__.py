@@ -281,9 +281,15 @@ def is_continuous(env_id: str) -> bool:
         return False
 
 
+GRID_WORLDS = ("navix", "xminigrid")  # the suites of MiniGrid's tasks: one preset family
+
+
 def preset_name(env_id: str) -> str | None:
     """Which of an algorithm's PRESETS an env id starts from: "minatar" for the MinAtar games
-    (image observations), "continuous" for Box actions, None for the rest."""
+    (image observations), "grid_world" for Navix's and XLand-MiniGrid's tasks, "continuous"
+    for Box actions, None for the rest."""
     if env_id.endswith("-MinAtar"):
         return "minatar"
+    if suite_of(env_id)[0] in GRID_WORLDS:
+        return "grid_world"
     return "continuous" if is_continuous(env_id) else None

@@ -237,8 +237,8 @@ def hyperparameters(algo: str, env: str, choice: str = "auto") -> dict:
 
 def config_fields(algo: str, env: str, choice: str, presets: dict) -> dict:
     """What an algorithm's `default_config(env)` starts from: its preset for env's kind
-    (`presets[preset_name(env)]`: "minatar", "continuous"), then its preset for the env id
-    itself where it has one (`presets[env]`), then the recipe's hyperparameters."""
+    (`presets[preset_name(env)]`: "minatar", "grid_world", "continuous"), then its preset for
+    the env id itself where it has one (`presets[env]`), then the recipe's hyperparameters."""
     return {
         **presets.get(preset_name(env), {}), **presets.get(env, {}),
         **hyperparameters(algo, env, choice),
