@@ -1,7 +1,8 @@
-"""Recurrent PPO: PPO with a GRU, for tasks the agent must remember.
+"""Recurrent PPO: PPO with a recurrent core, for tasks the agent must remember.
 
-The network is an MLP encoder, a GRU, then policy and value heads; the GRU's state resets
-to zeros where an episode starts. The rollout stores the state each step began with, so
+The network is an MLP encoder, a recurrent core (`--core`: a GRU, an LSTM or a linear
+recurrent unit), then policy and value heads; the core's state resets to zeros where an
+episode starts. The rollout stores the state each step began with, so
 the update replays whole sequences: each environment's rollout is cut into chunks of
 `seq_len` steps (default: the whole rollout), each chunk starts from the state stored at
 its first step, and minibatches are sets of chunks (time is never shuffled). `burn_in` B
@@ -20,7 +21,8 @@ is rl8's `seq_len` (the length of the sequences a minibatch replays) and rl8's
 (num_steps / seq_len): every chunk starts from the stored state at its first step here,
 rather than carrying a state through several sequences.
 Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXiv:1406.1078);
-MAPPO, Yu et al. 2022 (arXiv:2103.01955).
+MAPPO, Yu et al. 2022 (arXiv:2103.01955); LSTM, Hochreiter & Schmidhuber 1997; LRU, Orvieto
+et al. 2023 (arXiv:2303.06349).
 
     python algos/ppo_rnn.py --env CartPole-v1 --hide-obs 1 3 --num-seeds 4
 """
@@ -116,8 +118,12 @@ class Config:
     --normalize-reward, before the running statistics."""
     encoder_hidden: tuple[int, ...] = (64,)
     """layer sizes of the MLP between the observation and the GRU."""
+    core: Literal["gru", "lstm", "lru"] = "gru"
+    """the recurrent core: gru (Cho et al. 2014), lstm (Hochreiter & Schmidhuber 1997) or lru, a
+    linear recurrent unit replayed by an associative scan (Orvieto et al. 2023)."""
     gru_size: int = 64
-    """size of the GRU state."""
+    """width H of the recurrent core's output (the GRU's state; the LSTM's h and c; the LRU's
+    output and complex memory)."""
     head_hidden: tuple[int, ...] = (64,)
     """hidden layer sizes of the policy and value heads on the GRU's output."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
@@ -170,6 +176,8 @@ class Config:
         if self.dual_clip_param is not None and self.dual_clip_param <= 1:
             raise ValueError(f"--dual-clip-param must be greater than 1, got "
                              f"{self.dual_clip_param}.")
+        if self.core not in CORES:
+            raise ValueError(f"--core must be gru, lstm or lru, got {self.core}.")
         if self.obs_one_hot and self.normalize_obs:
             raise ValueError(f"--obs-one-hot {self.obs_one_hot} reads the observation as codes, "
                              "which --normalize-obs would turn into other numbers; use one of the "
@@ -200,11 +208,17 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Network: (conv torso for image observations ->) encoder MLP -> GRU -> policy and value heads;
-# continuous actions: a state-independent log-std (gaussian), or a state-dependent std before a
-# tanh (tanh_normal: the policy head's output; common/nets.py's head_distribution, to_bounds,
-# entropy_of). One GRU serves both heads (one state to store and replay); a privileged critic has
-# its own, side by side with the policy's in that one state.
+# Network: (conv torso for image observations ->) encoder MLP -> recurrent core -> policy and
+# value heads; continuous actions: a state-independent log-std (gaussian), or a state-dependent
+# std before a tanh (tanh_normal: the policy head's output; common/nets.py's head_distribution,
+# to_bounds, entropy_of). One core serves both heads (one state to store and replay); a privileged
+# critic has its own, side by side with the policy's in that one state.
+#
+# The core (--core) is a GRU, an LSTM or a linear recurrent unit (LRU). Its state is one array
+# [..., S] that starts every episode at zeros: its first H (gru_size) columns are the core's
+# output, which the heads read, and the rest its memory. gru: h (S = H); lstm: [h, c] (S = 2H);
+# lru: [y, Re h, Im h] (S = 3H). A core's input terms (x W + b) do not depend on the state, so a
+# sequence's are one matmul (`encode`) before the recurrence.
 # ---------------------------------------------------------------------------------------------
 def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
     """A GRU cell's parameters: input and recurrent weights for the reset, update and
@@ -238,6 +252,121 @@ def gru_cell(params: dict[str, jax.Array], h: jax.Array, xi: jax.Array) -> jax.A
     return (1.0 - z) * n + z * h
 
 
+def lstm_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
+    """An LSTM cell's parameters: input and recurrent weights for the input, forget, cell and
+    output gates side by side ([in, 4H] and [H, 4H], orthogonal); biases 0 but the forget
+    gate's, 1 (Jozefowicz et al. 2015), so the cell keeps its memory at first."""
+    k_in, k_rec = jax.random.split(key)
+    w_in = jnp.concatenate([orthogonal(k, (in_dim, hidden)) for k in jax.random.split(k_in, 4)],
+                           axis=1)
+    w_rec = jnp.concatenate([orthogonal(k, (hidden, hidden)) for k in jax.random.split(k_rec, 4)],
+                            axis=1)
+    return {"w_in": w_in, "w_rec": w_rec,
+            "b": jnp.zeros(4 * hidden, jnp.float32).at[hidden:2 * hidden].set(1.0)}
+
+
+def lstm_cell(params: dict[str, jax.Array], state: jax.Array, xi: jax.Array) -> jax.Array:
+    """One LSTM step (Hochreiter & Schmidhuber 1997, PyTorch's gate order) from the input terms
+    xi = x W_i + b [..., 4H]: state [h, c] [..., 2H] -> [h', c'].
+        i, f, g, o = sigmoid, sigmoid, tanh, sigmoid of (xi + h W_h), split in four
+        c' = f * c + i * g,  h' = o * tanh(c')
+    """
+    h, c = jnp.split(state, 2, axis=-1)
+    i, f, g, o = jnp.split(xi + h @ params["w_rec"], 4, axis=-1)
+    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+    return jnp.concatenate([jax.nn.sigmoid(o) * jnp.tanh(c), c], axis=-1)
+
+
+def lru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
+    """A linear recurrent unit's parameters (Orvieto et al. 2023): a diagonal complex recurrence
+    with eigenvalues lambda = exp(-exp(nu_log) + i exp(theta_log)) spread uniformly (in area) over
+    the unit disk, the input normalisation gamma = sqrt(1 - |lambda|^2), complex B [in, H] and
+    C [H, H] as real and imaginary parts, and a real skip D [in, H]."""
+    k_u1, k_u2, k_b, k_c, k_d = jax.random.split(key, 5)
+    u1 = jax.random.uniform(k_u1, (hidden,), minval=1e-4)  # away from 0: |lambda| below 1
+    u2 = jax.random.uniform(k_u2, (hidden,), minval=1e-4)
+    nu_log = jnp.log(-0.5 * jnp.log(u1))  # |lambda|^2 = u1: uniform in area
+    normal = lambda k, shape, fan: jax.random.normal(k, shape) / jnp.sqrt(fan)  # noqa: E731
+    (k_br, k_bi), (k_cr, k_ci) = jax.random.split(k_b), jax.random.split(k_c)
+    return {"nu_log": nu_log, "theta_log": jnp.log(2 * jnp.pi * u2),
+            "gamma_log": 0.5 * jnp.log1p(-u1),
+            "B_re": normal(k_br, (in_dim, hidden), 2 * in_dim),
+            "B_im": normal(k_bi, (in_dim, hidden), 2 * in_dim),
+            "C_re": normal(k_cr, (hidden, hidden), hidden),
+            "C_im": normal(k_ci, (hidden, hidden), hidden),
+            "D": normal(k_d, (in_dim, hidden), in_dim)}
+
+
+def lru_lambda(params: dict[str, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    """The recurrence's eigenvalues lambda [H] as (real, imaginary) parts."""
+    modulus, phase = jnp.exp(-jnp.exp(params["nu_log"])), jnp.exp(params["theta_log"])
+    return modulus * jnp.cos(phase), modulus * jnp.sin(phase)
+
+
+def lru_cell(params: dict[str, jax.Array], state: jax.Array, xi: jax.Array) -> jax.Array:
+    """One LRU step from the input terms xi = [gamma Re(x B), gamma Im(x B), x D] [..., 3H]:
+    state [y, Re h, Im h] [..., 3H] -> [y', Re h', Im h'] with
+        h' = lambda * h + gamma * x B (complex, elementwise in lambda),  y' = Re(h' C) + x D
+    """
+    _, h_re, h_im = jnp.split(state, 3, axis=-1)
+    b_re, b_im, skip = jnp.split(xi, 3, axis=-1)
+    l_re, l_im = lru_lambda(params)
+    h_re, h_im = l_re * h_re - l_im * h_im + b_re, l_re * h_im + l_im * h_re + b_im
+    return lru_output(params, h_re, h_im, skip)
+
+
+def lru_output(params: dict, h_re: jax.Array, h_im: jax.Array, skip: jax.Array) -> jax.Array:
+    """[y, Re h, Im h] with y = Re(h C) + x D."""
+    y = h_re @ params["C_re"] - h_im @ params["C_im"] + skip
+    return jnp.concatenate([y, h_re, h_im], axis=-1)
+
+
+def lru_sequence(params: dict, state: jax.Array, xi: jax.Array, start: jax.Array) -> jax.Array:
+    """The LRU over a whole sequence at once: state [N, 3H] before it, input terms xi [L, N, 3H],
+    start [L, N] -> the state after each step [L, N, 3H]. h_t = a_t h_{t-1} + b_t with a_t =
+    lambda (0 where step t starts an episode: the memory resets) is an associative scan of the
+    pairs (a, b) under (a1, b1) then (a2, b2) = (a2 a1, a2 b1 + b2), in O(log L) depth."""
+    b_re, b_im, skip = jnp.split(xi, 3, axis=-1)
+    l_re, l_im = lru_lambda(params)
+    a_re = jnp.where(start[..., None], 0.0, l_re)
+    a_im = jnp.where(start[..., None], 0.0, l_im)
+    _, h_re, h_im = jnp.split(state, 3, axis=-1)  # the carried memory enters the first b
+    b_re = b_re.at[0].add(a_re[0] * h_re - a_im[0] * h_im)
+    b_im = b_im.at[0].add(a_re[0] * h_im + a_im[0] * h_re)
+
+    def combine(first, then):
+        (ar1, ai1, br1, bi1), (ar2, ai2, br2, bi2) = first, then
+        return (ar2 * ar1 - ai2 * ai1, ar2 * ai1 + ai2 * ar1,
+                ar2 * br1 - ai2 * bi1 + br2, ar2 * bi1 + ai2 * br1 + bi2)
+
+    _, _, h_re, h_im = jax.lax.associative_scan(combine, (a_re, a_im, b_re, b_im))
+    return lru_output(params, h_re, h_im, skip)
+
+
+# each core: (init, its state's width in units of H, its step from the input terms)
+CORES = {"gru": (gru_init, 1, gru_cell), "lstm": (lstm_init, 2, lstm_cell),
+         "lru": (lru_init, 3, lru_cell)}
+
+
+def core_of(params: dict, critic: bool = False) -> tuple[str, dict]:
+    """(kind, parameters) of the policy's core (critic: the privileged critic's own), found by
+    the name the parameters are stored under: "gru", "lstm", "lru" ("critic_gru", ...)."""
+    return next((kind, params[name]) for kind in CORES
+                if (name := ("critic_" if critic else "") + kind) in params)
+
+
+def core_inputs(kind: str, params: dict[str, jax.Array], x: jax.Array) -> jax.Array:
+    """A core's input terms from its input x [..., in]: gru [..., 3H], lstm [..., 4H], lru
+    [..., 3H]."""
+    if kind == "gru":
+        return gru_inputs(params, x)
+    if kind == "lstm":
+        return x @ params["w_in"] + params["b"]
+    gamma = jnp.exp(params["gamma_log"])
+    return jnp.concatenate([gamma * (x @ params["B_re"]), gamma * (x @ params["B_im"]),
+                            x @ params["D"]], axis=-1)
+
+
 def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     k = config.obs_one_hot or 1  # one-hot codes widen the last axis K times
     params, in_dim, shape = {}, vec_env.policy_obs_dim * k, \
@@ -252,13 +381,14 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     enc_out = config.encoder_hidden[-1] if config.encoder_hidden else in_dim
     params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) \
         if config.encoder_hidden else []
-    params["gru"] = gru_init(k_gru, enc_out, config.gru_size)
-    if config.critic_obs == "privileged_state":  # the value head's own encoder and GRU
+    core_init = CORES[config.core][0]
+    params[config.core] = core_init(k_gru, enc_out, config.gru_size)
+    if config.critic_obs == "privileged_state":  # the value head's own encoder and core
         k_enc, k_gru = jax.random.split(jax.random.fold_in(key, 1))
         critic_in = (vec_env.obs_dim - vec_env.policy_obs_dim) * k
         params["critic_encoder"] = mlp_init(k_enc, (critic_in, *config.encoder_hidden)) \
             if config.encoder_hidden else []
-        params["critic_gru"] = gru_init(
+        params["critic_" + config.core] = core_init(
             k_gru, config.encoder_hidden[-1] if config.encoder_hidden else critic_in,
             config.gru_size)
     params["actor"] = mlp_init(k_actor, (config.gru_size, *config.head_hidden, out_dim),
@@ -271,75 +401,93 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
 
 
 def encode(params: dict, obs: jax.Array, activation: str, one_hot: int = 0) -> jax.Array:
-    """obs [..., obs_dim] or images [..., H, W, C] -> the GRU's input terms [..., 3H] (torso,
-    encoder MLP, `gru_inputs`). one_hot K: obs holds codes 0..K-1, read one-hot ([..., C] ->
-    [..., C * K]). With a privileged critic, obs is [policy part | privileged part] and the
-    result both GRUs' input terms side by side [..., 6H]."""
+    """obs [..., obs_dim] or images [..., H, W, C] -> the core's input terms (torso, encoder MLP,
+    `core_inputs`). one_hot K: obs holds codes 0..K-1, read one-hot ([..., C] -> [..., C * K]).
+    With a privileged critic, obs is [policy part | privileged part] and the result both cores'
+    input terms side by side."""
     if one_hot:
         obs = jax.nn.one_hot(obs.astype(jnp.int32), one_hot).reshape(obs.shape[:-1] + (-1,))
-    if "critic_gru" in params:  # the policy part is as wide as the policy's first layer reads
-        width = (params["encoder"][0]["w"] if params["encoder"] else params["gru"]["w_in"]).shape[0]
+    kind, core_params = core_of(params)
+    if "critic_encoder" in params:  # the policy part is as wide as the policy's first layer reads
+        first = params["encoder"][0]["w"] if params["encoder"] else \
+            core_params["w_in" if "w_in" in core_params else "D"]
+        width = first.shape[0]
         return jnp.concatenate(
-            [encode({"encoder": params["encoder"], "gru": params["gru"]}, obs[..., :width],
+            [encode({"encoder": params["encoder"], kind: core_params}, obs[..., :width],
                     activation),
-             encode({"encoder": params["critic_encoder"], "gru": params["critic_gru"]},
+             encode({"encoder": params["critic_encoder"], kind: core_of(params, critic=True)[1]},
                     obs[..., width:], activation)], axis=-1)
     x = cnn_apply(params["torso"], obs, activation) if "torso" in params else obs
     x = ACTIVATIONS[activation](mlp_apply(params["encoder"], x, activation)) \
         if params["encoder"] else x
-    return gru_inputs(params["gru"], x)
+    return core_inputs(kind, core_params, x)
 
 
 def recur(params: dict, hidden: jax.Array, inputs: jax.Array, start: jax.Array) -> jax.Array:
-    """The recurrent half of a step: hidden [..., H], the step's `encode`d inputs [..., 3H], start
-    [...] (the step begins an episode: the state resets to zeros first) -> the new state. With a
-    privileged critic: both GRUs, states [..., 2H] and inputs [..., 6H] side by side."""
+    """The recurrent half of a step: hidden [..., S], the step's `encode`d inputs, start [...]
+    (the step begins an episode: the state resets to zeros first) -> the new state. With a
+    privileged critic: both cores, states and inputs side by side."""
     hidden = jnp.where(start[..., None], 0.0, hidden)
-    if "critic_gru" in params:
+    kind, core_params = core_of(params)
+    cell = CORES[kind][2]
+    if "critic_encoder" in params:
         (h, h_critic), (x, x_critic) = (jnp.split(hidden, 2, axis=-1),
                                         jnp.split(inputs, 2, axis=-1))
-        return jnp.concatenate([gru_cell(params["gru"], h, x),
-                                gru_cell(params["critic_gru"], h_critic, x_critic)], axis=-1)
-    return gru_cell(params["gru"], hidden, inputs)
+        return jnp.concatenate([cell(core_params, h, x),
+                                cell(core_of(params, critic=True)[1], h_critic, x_critic)],
+                               axis=-1)
+    return cell(core_params, hidden, inputs)
 
 
 def core(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
          one_hot: int = 0) -> jax.Array:
-    """One recurrent step: hidden [..., H] (the state carried in), obs [..., obs_dim] or images
+    """One recurrent step: hidden [..., S] (the state carried in), obs [..., obs_dim] or images
     [..., H, W, C], start [...] (obs begins an episode: the state resets to zeros first) -> the
-    new state [..., H]. one_hot K: obs holds codes 0..K-1 (`encode`)."""
+    new state [..., S]. one_hot K: obs holds codes 0..K-1 (`encode`)."""
     return recur(params, hidden, encode(params, obs, activation, one_hot), start)
 
 
 def policy(params: dict, hidden: jax.Array, activation: str, action_mask: jax.Array | None = None,
            action_dist: str = "gaussian", min_std: float = 0.001) -> distrax.Distribution:
-    """GRU state [..., H] -> action distribution with batch shape [...]; action_mask [..., A]:
-    the valid discrete actions, where the env has an action mask. tanh_normal: the normal of the
-    pre-tanh action u (the head outputs [loc, raw scale], scale = softplus(raw) + min_std); the
-    env gets tanh(u) rescaled (`to_bounds`)."""
-    if "critic_gru" in params:  # the policy's half of the two GRUs' states
+    """The core's state [..., S] -> action distribution with batch shape [...] (the head reads
+    the core's output, the state's first H columns); action_mask [..., A]: the valid discrete
+    actions, where the env has an action mask. tanh_normal: the normal of the pre-tanh action u
+    (the head outputs [loc, raw scale], scale = softplus(raw) + min_std); the env gets tanh(u)
+    rescaled (`to_bounds`)."""
+    if "critic_encoder" in params:  # the policy's half of the two cores' states
         hidden = hidden[..., :hidden.shape[-1] // 2]
-    return head_distribution(mlp_apply(params["actor"], hidden, activation), params, action_mask,
-                             action_dist, min_std)
+    return head_distribution(mlp_apply(params["actor"], output(params, hidden), activation),
+                             params, action_mask, action_dist, min_std)
 
 
 def value(params: dict, hidden: jax.Array, activation: str) -> jax.Array:
-    """GRU state [..., H] -> V [...] (a privileged critic: the second half of [..., 2H])."""
-    if "critic_gru" in params:
+    """The core's state [..., S] -> V [...] from its output (a privileged critic: from the second
+    half of the state, its own core's)."""
+    if "critic_encoder" in params:
         hidden = hidden[..., hidden.shape[-1] // 2:]
-    return mlp_apply(params["critic"], hidden, activation)[..., 0]
+    return mlp_apply(params["critic"], output(params, hidden), activation)[..., 0]
+
+
+def output(params: dict, state: jax.Array) -> jax.Array:
+    """A core's output, what the heads read: the first H columns of its state [..., S] (a GRU's
+    state is all output)."""
+    size = params["critic"][0]["w"].shape[0]
+    return state if state.shape[-1] == size else state[..., :size]
 
 
 def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
            one_hot: int = 0) -> jax.Array:
-    """Replay a sequence: hidden [N, H] before its first step, obs [L, N, obs_dim], start
-    [L, N] -> the state after each step [L, N, H], resetting exactly where start is set."""
+    """Replay a sequence: hidden [N, S] before its first step, obs [L, N, obs_dim], start
+    [L, N] -> the state after each step [L, N, S], resetting exactly where start is set."""
     def step(h, step_inputs):
         h = recur(params, h, *step_inputs)
         return h, h
     # Only the recurrence is sequential: the inputs of all L steps are one batch (one matmul each,
     # not L small ones, which vmapped seeds on a CPU run slowly: benchmarks/HISTORY.md, 2026-11-28)
-    return jax.lax.scan(step, hidden, (encode(params, obs, activation, one_hot), start))[1]
+    inputs = encode(params, obs, activation, one_hot)
+    if "lru" in params and "critic_encoder" not in params:  # linear: an associative scan
+        return lru_sequence(params["lru"], hidden, inputs, start)
+    return jax.lax.scan(step, hidden, (inputs, start))[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,7 +658,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     if privileged and (image or config.obs_one_hot):
         raise ValueError("--critic-obs privileged_state reads flat observations; --env "
                          f"{config.env} is read as {'images' if image else 'codes'}.")
-    hidden_size = config.gru_size * (2 if privileged else 1)  # the policy's GRU, the critic's
+    # the core's state; a privileged critic's core beside the policy's
+    hidden_size = config.gru_size * CORES[config.core][1] * (2 if privileged else 1)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
     # a run without a budget (--total-timesteps 0) has no end to anneal to

@@ -1,8 +1,10 @@
-"""Recurrent PPO: the GRU cell, the state resetting exactly where an episode starts, the
-update's replay from stored states (ratio exactly 1 before a gradient step), truncation
-bootstrapping with the pre-reset state, and partial observability (--hide-obs)."""
+"""Recurrent PPO: the GRU and LSTM cells and the LRU's scan against their equations, each core's
+state resetting exactly where an episode starts, the update's replay from stored states (ratio
+exactly 1 before a gradient step), truncation bootstrapping with the pre-reset state, and
+partial observability (--hide-obs)."""
 
 import textwrap
+from functools import partial
 from types import SimpleNamespace
 
 import jax
@@ -48,23 +50,99 @@ def small_params(config=None, env="CartPole-v1"):
 
 
 @pytest.mark.slow
-def test_the_state_resets_exactly_where_an_episode_starts():
-    """From an episode's first step on, the state no longer depends on what came before;
-    one step earlier it still does (PureJaxRL's ppo_rnn resets one step off in its replay)."""
-    config, params = small_params()
+def test_lstm_cell_follows_its_equations():
+    params = jax.tree.map(np.asarray, ppo_rnn.lstm_init(jax.random.key(0), 3, 5))
+    assert (params["b"][5:10] == 1).all() and (params["b"][:5] == 0).all()  # forget gate at 1
+    params["b"] = np.random.default_rng(0).normal(size=20).astype(np.float32)
+    rng = np.random.default_rng(2)
+    h, c, x = (rng.normal(size=(4, n)).astype(np.float32) for n in (5, 5, 3))
+    pre = x @ params["w_in"] + params["b"] + h @ params["w_rec"]
+    i, f, g, o = np.split(pre, 4, axis=1)
+    c_new = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+    state = ppo_rnn.lstm_cell(params, np.concatenate([h, c], 1),
+                              ppo_rnn.core_inputs("lstm", params, x))
+    np.testing.assert_allclose(state, np.concatenate([sigmoid(o) * np.tanh(c_new), c_new], 1),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_lru_scan_is_its_complex_recurrence_written_in_numpy():
+    """The associative scan over a sequence (float32, real and imaginary parts apart) against
+    h_t = lambda h_{t-1} + gamma (x_t B), y_t = Re(h_t C) + x_t D in complex128, a loop with the
+    memory set to 0 where an episode starts; and the step form, one step at a time, against it."""
+    params = jax.tree.map(np.asarray, ppo_rnn.lru_init(jax.random.key(0), 3, 5))
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(9, 2, 3)).astype(np.float32)
+    start = np.zeros((9, 2), bool)
+    start[4, 0] = start[1, 1] = True
+    state = rng.normal(size=(2, 15)).astype(np.float32)
+    lam = np.exp(-np.exp(params["nu_log"].astype(np.float64)) + 1j * np.exp(params["theta_log"]))
+    assert (np.abs(lam) < 1).all()
+    gamma = np.exp(params["gamma_log"].astype(np.float64))
+    np.testing.assert_allclose(gamma, np.sqrt(1 - np.abs(lam) ** 2), rtol=1e-5)
+    B, C = params["B_re"] + 1j * params["B_im"], params["C_re"] + 1j * params["C_im"]
+    h, want = state[:, 5:10] + 1j * state[:, 10:], []
+    for t in range(9):
+        h = np.where(start[t][:, None], 0, h) * lam + gamma * (x[t] @ B)
+        want.append(np.concatenate([(h @ C).real + x[t] @ params["D"], h.real, h.imag], 1))
+    xi = ppo_rnn.core_inputs("lru", params, x)
+    scanned = ppo_rnn.lru_sequence(params, state, xi, start)
+    np.testing.assert_allclose(scanned, np.stack(want), rtol=1e-5, atol=1e-5)
+    stepped, s = [], state
+    for t in range(9):
+        s = ppo_rnn.lru_cell(params, np.where(start[t][:, None], 0, s), xi[t])
+        stepped.append(s)
+    np.testing.assert_allclose(np.stack(stepped), np.stack(want), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("core", ["gru", "lstm", "lru"])
+@pytest.mark.slow
+def test_the_state_resets_exactly_where_an_episode_starts(core):
+    """For each core: from an episode's first step on, the state no longer depends on what came
+    before; one step earlier it still does (PureJaxRL's ppo_rnn resets one step off in its
+    replay); and the sequence replay (the LRU's: an associative scan) equals its steps."""
+    config, params = small_params(ppo_rnn.Config(core=core, gru_size=8, encoder_hidden=(16,),
+                                                 head_hidden=(16,)))
+    width = 8 * ppo_rnn.CORES[core][1]
     rng = np.random.default_rng(0)
     obs = jnp.asarray(rng.normal(size=(8, 2, 4)), jnp.float32)
     start = np.zeros((8, 2), bool)
     start[3, 0] = start[5, 1] = True
     unroll = lambda h: np.asarray(ppo_rnn.unroll(params, h, obs, jnp.asarray(start), "tanh"))  # noqa: E731
-    a = unroll(jnp.asarray(rng.normal(size=(2, 8)), jnp.float32))
-    b = unroll(jnp.asarray(rng.normal(size=(2, 8)), jnp.float32))
+    a = unroll(jnp.asarray(rng.normal(size=(2, width)), jnp.float32))
+    b = unroll(jnp.asarray(rng.normal(size=(2, width)), jnp.float32))
     np.testing.assert_array_equal(a[3:, 0], b[3:, 0])
     np.testing.assert_array_equal(a[5:, 1], b[5:, 1])
     assert np.abs(a[2, 0] - b[2, 0]).max() > 1e-3 and np.abs(a[4, 1] - b[4, 1]).max() > 1e-3
-    # the reset state is the zero state: the first step of an episode starts from zeros
-    fresh = np.asarray(ppo_rnn.unroll(params, jnp.zeros((2, 8)), obs[3:], jnp.zeros((5, 2), bool), "tanh"))
-    np.testing.assert_array_equal(a[3:, 0], fresh[:, 0])
+    # the reset state is the zero state: the first step of an episode starts from zeros (the
+    # LRU's scan of 5 steps groups its sums otherwise than its scan of 8: equal to rounding)
+    fresh = np.asarray(ppo_rnn.unroll(params, jnp.zeros((2, width)), obs[3:],
+                                      jnp.zeros((5, 2), bool), "tanh"))
+    check = np.testing.assert_array_equal if core != "lru" else partial(
+        np.testing.assert_allclose, rtol=1e-6, atol=1e-6)
+    check(a[3:, 0], fresh[:, 0])
+    h, steps = jnp.asarray(rng.normal(size=(2, width)), jnp.float32), []
+    replayed = unroll(h)
+    for t in range(8):
+        h = ppo_rnn.core(params, h, obs[t], jnp.asarray(start[t]), "tanh")
+        steps.append(h)
+    np.testing.assert_allclose(replayed, np.stack(steps), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("core", ["lstm", "lru"])
+@pytest.mark.slow
+def test_each_core_replays_its_rollout_from_stored_states(core):
+    """As the GRU's test below, for the LSTM and the LRU (16-step sequences after 8 burn-in
+    steps): every replayed log-probability meets the rollout's within the same 2e-7 (the LRU's
+    replay is an associative scan, its rollout one step at a time: measured, up to 6e-8)."""
+    config = ppo_rnn.default_config("CartPole-v1", num_envs=4, num_steps=64, seq_len=16, burn_in=8,
+                                    num_epochs=1, num_minibatches=1, total_timesteps=4 * 64 * 3,
+                                    gru_size=16, encoder_hidden=(16,), head_hidden=(16,), core=core)
+    metrics = jax.device_get(ppo_rnn.make_train(config)(devices.seed_keys(0, 1)))["metrics"]
+    assert np.isfinite(metrics["episode_return"]).all()  # episodes ended in every rollout
+    assert (metrics["max_abs_log_ratio"] <= 2e-7).all(), metrics["max_abs_log_ratio"]
+    with pytest.raises(ValueError, match=r"^--core must be gru, lstm or lru, got gpt\.$"):
+        ppo_rnn.default_config(core="gpt")
 
 
 @pytest.mark.parametrize("seq_len, burn_in", [(0, 0), (16, 8)])
