@@ -76,7 +76,7 @@ class Config:
     seq_len: int = 0
     """length of the sequences the update replays (0: the whole rollout); must divide num_steps."""
     burn_in: int = 0
-    """steps replayed before each sequence, without loss, to refresh its stored GRU state."""
+    """steps replayed before each sequence, without loss, to refresh its stored core state."""
     num_epochs: int = 4
     """passes over each rollout."""
     num_minibatches: int = 4
@@ -498,7 +498,7 @@ class Sequences(NamedTuple):
     """Training sequences, leaves [S, L, ...] (S sequences of L steps); burn-in steps
     [S, B, ...]."""
 
-    hidden: jax.Array  # [S, H] GRU state stored at the first step (of the burn-in, if any)
+    hidden: jax.Array  # [S, width] core state stored at the first step (of the burn-in, if any)
     obs: jax.Array
     start: jax.Array  # obs begins an episode
     action: jax.Array  # tanh_normal: the pre-tanh sample u [S, L, A]
@@ -517,7 +517,7 @@ class Sequences(NamedTuple):
 
 
 def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
-    """The GRU state after each step of each sequence [S, L, H], from its stored state,
+    """The core state after each step of each sequence [S, L, width], from its stored state,
     refreshed by the burn-in steps with the current parameters (no gradient through them)."""
     hidden = seqs.hidden
     if config.burn_in:
@@ -572,7 +572,7 @@ def minibatch_gradient(params: dict, minibatch: Sequences, config: Config) -> tu
 # ---------------------------------------------------------------------------------------------
 def to_sequences(traj: "Transition", values, advantages, targets, config: Config) -> Sequences:
     """Cut a rollout (leaves [T, N, ...]) into N * T / L sequences of L steps (env-major),
-    each with the GRU state stored at its first step and its B burn-in steps before it."""
+    each with the core state stored at its first step and its B burn-in steps before it."""
     L, B = config.sequence_length, config.burn_in
     T, N = traj.start.shape
     starts = jnp.arange(0, T, L)  # [T / L] first step of each sequence
@@ -599,8 +599,8 @@ def to_sequences(traj: "Transition", values, advantages, targets, config: Config
 class Transition(NamedTuple):
     """One rollout, leaves [T, N, ...]."""
 
-    hidden: jax.Array  # [T, N, H] the GRU state carried into the step (before any reset)
-    state: jax.Array  # [T, N, H] the GRU state after the step, which the policy acted on
+    hidden: jax.Array  # [T, N, width] the core state carried into the step (before any reset)
+    state: jax.Array  # [T, N, width] the core state after the step, which the policy acted on
     obs: jax.Array  # [T, N, obs_dim]
     start: jax.Array  # obs begins an episode (the state resets to zeros before this step)
     action: jax.Array  # tanh_normal: the pre-tanh sample u [T, N, A]
@@ -636,7 +636,7 @@ class TrainState(NamedTuple):
     env_state: envs.VecEnvState
     obs: jax.Array  # [N, *obs] observations the next rollout starts from
     start: jax.Array  # [N] those observations begin an episode
-    hidden: jax.Array  # [N, H] the GRU state carried into the next rollout
+    hidden: jax.Array  # [N, width] the core state carried into the next rollout
     obs_stats: envs.RunningStats  # observation statistics (normalize_obs)
     return_stats: envs.RunningStats  # discounted-return statistics (normalize_reward)
     discounted_return: jax.Array  # [N] running discounted return of each env's episode
@@ -685,7 +685,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         params = state.params
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
 
-        # 1. Rollout: num_steps steps of num_envs envs, carrying the GRU state (tanh_normal: the
+        # 1. Rollout: num_steps steps of num_envs envs, carrying the core state (tanh_normal: the
         #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions)
         def env_step(carry, step_key):
             env_state, obs, start, hidden, discounted_return = carry
