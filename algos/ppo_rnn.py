@@ -1,8 +1,8 @@
 """Recurrent PPO: PPO with a recurrent core, for tasks the agent must remember.
 
-The network is an MLP encoder, a recurrent core (`--core`: a GRU, an LSTM or a linear
-recurrent unit), then policy and value heads; the core's state resets to zeros where an
-episode starts. The rollout stores the state each step began with, so
+The network is an MLP encoder, a recurrent core (`--core`: a GRU, an LSTM, a linear
+recurrent unit or a gated Transformer-XL), then policy and value heads; the core's state
+resets to zeros where an episode starts. The rollout stores the state each step began with, so
 the update replays whole sequences: each environment's rollout is cut into chunks of
 `seq_len` steps (default: the whole rollout), each chunk starts from the state stored at
 its first step, and minibatches are sets of chunks (time is never shuffled). `burn_in` B
@@ -22,7 +22,8 @@ is rl8's `seq_len` (the length of the sequences a minibatch replays) and rl8's
 rather than carrying a state through several sequences.
 Papers: PPO, Schulman et al. 2017 (arXiv:1707.06347); GRU, Cho et al. 2014 (arXiv:1406.1078);
 MAPPO, Yu et al. 2022 (arXiv:2103.01955); LSTM, Hochreiter & Schmidhuber 1997; LRU, Orvieto
-et al. 2023 (arXiv:2303.06349).
+et al. 2023 (arXiv:2303.06349); Transformer-XL, Dai et al. 2019 (arXiv:1901.02860), gated as
+GTrXL, Parisotto et al. 2020 (arXiv:1910.06764).
 
     python algos/ppo_rnn.py --env CartPole-v1 --hide-obs 1 3 --num-seeds 4
 """
@@ -41,7 +42,8 @@ from typing import Literal, NamedTuple
 
 from scanrl.common import algorithm, envs
 from scanrl.common.nets import (ACTIVATIONS, actions_for, cnn_apply, cnn_init, entropy_of,
-                                head_distribution, mlp_apply, mlp_init, orthogonal, use_cnn)
+                                head_distribution, layer_norm, mlp_apply, mlp_init, orthogonal,
+                                use_cnn)
 from scanrl.common.onpolicy import (approx_kl, clipped_surrogate_loss, gae, learn, lr_schedule,
                                     make_optimizer, normalize_advantages, value_loss)
 
@@ -118,12 +120,20 @@ class Config:
     --normalize-reward, before the running statistics."""
     encoder_hidden: tuple[int, ...] = (64,)
     """layer sizes of the MLP between the observation and the GRU."""
-    core: Literal["gru", "lstm", "lru"] = "gru"
-    """the recurrent core: gru (Cho et al. 2014), lstm (Hochreiter & Schmidhuber 1997) or lru, a
-    linear recurrent unit replayed by an associative scan (Orvieto et al. 2023)."""
+    core: Literal["gru", "lstm", "lru", "trxl"] = "gru"
+    """the recurrent core: gru (Cho et al. 2014), lstm (Hochreiter & Schmidhuber 1997), lru, a
+    linear recurrent unit replayed by an associative scan (Orvieto et al. 2023), or trxl, a gated
+    Transformer-XL over a cached memory window (Dai et al. 2019, Parisotto et al. 2020)."""
     gru_size: int = 64
     """width H of the recurrent core's output (the GRU's state; the LSTM's h and c; the LRU's
-    output and complex memory)."""
+    output and complex memory; the Transformer-XL's embedding)."""
+    trxl_window: int = 64
+    """trxl: the memory window M: each step attends the M steps before it, cached across
+    sequences and rollouts; at least the gradient window (--seq-len, or the whole rollout)."""
+    trxl_heads: int = 4
+    """trxl: attention heads; must divide --gru-size."""
+    trxl_layers: int = 2
+    """trxl: gated attention layers."""
     head_hidden: tuple[int, ...] = (64,)
     """hidden layer sizes of the policy and value heads on the GRU's output."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
@@ -160,7 +170,8 @@ class Config:
         algorithm.check_values(
             self, positive=("num_envs", "num_steps", "num_epochs", "num_minibatches",
                             "learning_rate", "gru_size", "target_kl", "adam_eps", "min_std",
-                            "reward_scale", "conv_kernel"),
+                            "reward_scale", "conv_kernel", "trxl_window", "trxl_heads",
+                            "trxl_layers"),
             nonnegative=("seq_len", "burn_in", "ent_coef", "vf_coef", "max_grad_norm",
                          "obs_one_hot"),
             within={"gamma": "(0, 1]", "gae_lambda": "[0, 1]", "clip_eps": "(0, 1)"},
@@ -177,7 +188,16 @@ class Config:
             raise ValueError(f"--dual-clip-param must be greater than 1, got "
                              f"{self.dual_clip_param}.")
         if self.core not in CORES:
-            raise ValueError(f"--core must be gru, lstm or lru, got {self.core}.")
+            raise ValueError(f"--core must be gru, lstm, lru or trxl, got {self.core}.")
+        if self.core == "trxl" and self.gru_size % self.trxl_heads:
+            raise ValueError(f"--trxl-heads {self.trxl_heads} does not divide --gru-size "
+                             f"{self.gru_size}, the embedding the heads split.")
+        if self.core == "trxl" and self.trxl_window < self.sequence_length:
+            raise ValueError(f"--trxl-window {self.trxl_window} is shorter than the gradient "
+                             f"window (--seq-len, else --num-steps: {self.sequence_length}).")
+        if self.core == "trxl" and self.critic_obs == "privileged_state":
+            raise ValueError("--critic-obs privileged_state gives the critic a core of its own, "
+                             "which --core trxl does not take; use gru, lstm or lru.")
         if self.obs_one_hot and self.normalize_obs:
             raise ValueError(f"--obs-one-hot {self.obs_one_hot} reads the observation as codes, "
                              "which --normalize-obs would turn into other numbers; use one of the "
@@ -214,11 +234,13 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 # to_bounds, entropy_of). One core serves both heads (one state to store and replay); a privileged
 # critic has its own, side by side with the policy's in that one state.
 #
-# The core (--core) is a GRU, an LSTM or a linear recurrent unit (LRU). Its state is one array
-# [..., S] that starts every episode at zeros: its first H (gru_size) columns are the core's
-# output, which the heads read, and the rest its memory. gru: h (S = H); lstm: [h, c] (S = 2H);
-# lru: [y, Re h, Im h] (S = 3H). A core's input terms (x W + b) do not depend on the state, so a
-# sequence's are one matmul (`encode`) before the recurrence.
+# The core (--core) is a GRU, an LSTM, a linear recurrent unit (LRU) or a gated Transformer-XL.
+# Its state is one array [..., S] that starts every episode at zeros: its first H (gru_size)
+# columns are the core's output, which the heads read, and the rest its memory. gru: h (S = H);
+# lstm: [h, c] (S = 2H); lru: [y, Re h, Im h] (S = 3H); trxl: [out, each layer's inputs at the
+# last M steps, which of those M steps are valid] (S = H + layers M H + M). A core's input
+# terms (x W + b) do not depend on the state, so a sequence's are one matmul (`encode`) before
+# the recurrence.
 # ---------------------------------------------------------------------------------------------
 def gru_init(key: jax.Array, in_dim: int, hidden: int) -> dict[str, jax.Array]:
     """A GRU cell's parameters: input and recurrent weights for the reset, update and
@@ -343,24 +365,148 @@ def lru_sequence(params: dict, state: jax.Array, xi: jax.Array, start: jax.Array
     return lru_output(params, h_re, h_im, skip)
 
 
-# each core: (init, its state's width in units of H, its step from the input terms)
-CORES = {"gru": (gru_init, 1, gru_cell), "lstm": (lstm_init, 2, lstm_cell),
-         "lru": (lru_init, 3, lru_cell)}
+def trxl_init(key: jax.Array, in_dim: int, embed: int, heads: int = 4, layers: int = 2,
+              window: int = 32) -> dict:
+    """A gated Transformer-XL's parameters: an input projection [in, E], then per layer the
+    attention's query, key, value and output weights [E, E] (glorot), a relative-position bias
+    [heads, M + 1] (one per head and distance 0..M, zero at first), a ReLU MLP E -> 4E -> E, two
+    layer norms and two GRU-type gates whose update bias 2 keeps each layer near the identity at
+    first (Parisotto et al. 2020). The sizes are read back from the shapes (`trxl_sizes`)."""
+    glorot = jax.nn.initializers.glorot_uniform()
+    k_in, *k_layers = jax.random.split(key, layers + 1)
+    norm = {"scale": jnp.ones(embed), "offset": jnp.zeros(embed)}
+
+    def gate(k):  # the stream's weights u_*, the sublayer's w_*
+        ks = jax.random.split(k, 6)
+        return {name: glorot(k, (embed, embed))
+                for name, k in zip(("wr", "ur", "wz", "uz", "wg", "ug"), ks)} | \
+            {"bz": jnp.full(embed, 2.0)}
+
+    def layer(k):
+        ks = jax.random.split(k, 8)
+        return {"norm1": norm, "norm2": norm, "rel": jnp.zeros((heads, window + 1)),
+                **{name: glorot(k, (embed, embed))
+                   for name, k in zip(("wq", "wk", "wv", "wo"), ks)},
+                "w1": glorot(ks[4], (embed, 4 * embed)), "w2": glorot(ks[5], (4 * embed, embed)),
+                "gate1": gate(ks[6]), "gate2": gate(ks[7])}
+
+    return {"w_in": glorot(k_in, (in_dim, embed)), "b": jnp.zeros(embed),
+            "layers": [layer(k) for k in k_layers]}
+
+
+def trxl_sizes(params: dict) -> tuple[int, int, int, int]:
+    """(E, layers, window M, heads) of a Transformer-XL's parameters."""
+    heads, distances = params["layers"][0]["rel"].shape
+    return params["w_in"].shape[1], len(params["layers"]), distances - 1, heads
+
+
+def trxl_memory(params: dict, state: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Its state [..., S] = [out E | memory layers * M * E | valid M] -> (memory [..., layers, M,
+    E]: each layer's inputs at the last M steps, oldest first; valid [..., M] bool: the slot holds
+    a step of the running episode). The zero state is an empty memory."""
+    embed, layers, window, _ = trxl_sizes(params)
+    memory = state[..., embed:embed + layers * window * embed]
+    return memory.reshape(state.shape[:-1] + (layers, window, embed)), state[..., -window:] > 0.5
+
+
+def trxl_gate(g: dict, x: jax.Array, y: jax.Array) -> jax.Array:
+    """GTrXL's GRU-type gate joining what a sublayer adds, y, to the stream x (Parisotto et al.
+    2020, eq. 7-10): r = sigmoid(y Wr + x Ur), z = sigmoid(y Wz + x Uz - bz),
+    h = tanh(y Wg + (r * x) Ug), out = (1 - z) * x + z * h."""
+    r = jax.nn.sigmoid(y @ g["wr"] + x @ g["ur"])
+    z = jax.nn.sigmoid(y @ g["wz"] + x @ g["uz"] - g["bz"])
+    return (1 - z) * x + z * jnp.tanh(y @ g["wg"] + (r * x) @ g["ug"])
+
+
+def trxl_layer(p: dict, heads: int, x: jax.Array, kv: jax.Array, distance: jax.Array,
+               allowed: jax.Array) -> jax.Array:
+    """One gated layer: queries from x [..., Q, E], keys and values from kv [..., K, E] (the
+    memory, then x), distance [Q, K] (query step - key step), allowed [..., Q, K] -> [..., Q, E].
+    Pre-norm attention with a learned bias per head and distance (relative positions, as Shaw et
+    al. 2018 and T5), then a pre-norm ReLU MLP, each through its gate."""
+    embed = x.shape[-1]
+    split = lambda t: t.reshape(t.shape[:-1] + (heads, embed // heads))  # noqa: E731
+    q_in, kv_in = layer_norm(p["norm1"], x), layer_norm(p["norm1"], kv)
+    q, k, v = split(q_in @ p["wq"]), split(kv_in @ p["wk"]), split(kv_in @ p["wv"])
+    logits = jnp.einsum("...qhd,...khd->...hqk", q, k) / jnp.sqrt(embed // heads)
+    logits = logits + p["rel"][:, jnp.clip(distance, 0, p["rel"].shape[1] - 1)]
+    # a key outside the window or the episode weighs exactly 0 (exp underflows)
+    logits = jnp.where(allowed[..., None, :, :], logits, -1e30)
+    attended = jnp.einsum("...hqk,...khd->...qhd", jax.nn.softmax(logits, axis=-1), v)
+    x = trxl_gate(p["gate1"], x, jax.nn.relu(attended.reshape(x.shape) @ p["wo"]))
+    y = jax.nn.relu(jax.nn.relu(layer_norm(p["norm2"], x) @ p["w1"]) @ p["w2"])
+    return trxl_gate(p["gate2"], x, y)
+
+
+def trxl_cell(params: dict, state: jax.Array, xi: jax.Array) -> jax.Array:
+    """One Transformer-XL step for acting, from its cached memory: state [..., S], the projected
+    input xi [..., E] -> the new state, whose memory drops its oldest step and keeps this one's
+    layer inputs. Each layer's query attends its memory's valid slots and the step itself."""
+    embed, layers, window, heads = trxl_sizes(params)
+    memory, valid = trxl_memory(params, state)
+    allowed = jnp.concatenate([valid, jnp.ones(valid.shape[:-1] + (1,), bool)], -1)[..., None, :]
+    distance = jnp.arange(window, -1, -1)[None, :]  # [1, M + 1]: the oldest slot is M steps back
+    h, inputs = xi[..., None, :], []
+    for i, p in enumerate(params["layers"]):
+        inputs.append(h[..., 0, :])
+        h = trxl_layer(p, heads, h, jnp.concatenate([memory[..., i, :, :], h], -2), distance,
+                       allowed)
+    memory = jnp.concatenate([memory[..., 1:, :], jnp.stack(inputs, -2)[..., None, :]], -2)
+    valid = jnp.concatenate([valid[..., 1:], allowed[..., 0, -1:]], -1)
+    return jnp.concatenate([h[..., 0, :], memory.reshape(state.shape[:-1] + (-1,)),
+                            valid.astype(state.dtype)], -1)
+
+
+def trxl_sequence(params: dict, state: jax.Array, xi: jax.Array, start: jax.Array) -> jax.Array:
+    """The Transformer-XL over a whole sequence at once, for learning: state [N, S] before it
+    (its memory, which gets no gradient), projected inputs xi [L, N, E], start [L, N] -> the
+    output after each step [L, N, E]. The keys are the M memory slots, then the L steps; step t
+    attends the M steps before it and itself, of its own episode, as `trxl_cell` steps do, so
+    the gradient flows through attention across the whole sequence (the gradient window)."""
+    _, _, window, heads = trxl_sizes(params)
+    memory, valid = trxl_memory(params, jax.lax.stop_gradient(state))
+    length = xi.shape[0]
+    position = jnp.arange(window + length)  # of the keys; the queries are the last L
+    distance = position[window:, None] - position[None, :]  # [L, M + L]
+    # each query's episode began at its last start (its absolute position; 0: before the memory)
+    last = jax.lax.cummax(jnp.where(start, jnp.arange(length)[:, None], -1), axis=0)  # [L, N]
+    first = jnp.where(last >= 0, last + window, 0)
+    key_valid = jnp.concatenate([valid.T, jnp.ones((length,) + valid.shape[:1], bool)])
+    allowed = ((distance >= 0) & (distance <= window))[:, :, None] \
+        & (position[None, :, None] >= first[:, None, :]) & key_valid[None]  # [L, M + L, N]
+    h = jnp.swapaxes(xi, 0, 1)  # [N, L, E]
+    for i, p in enumerate(params["layers"]):
+        h = trxl_layer(p, heads, h, jnp.concatenate([memory[:, i], h], 1), distance,
+                       allowed.transpose(2, 0, 1))
+    return jnp.swapaxes(h, 0, 1)
+
+
+# each core: (init, its step from the input terms)
+CORES = {"gru": (gru_init, gru_cell), "lstm": (lstm_init, lstm_cell), "lru": (lru_init, lru_cell),
+         "trxl": (trxl_init, trxl_cell)}
+
+
+def state_width(config: "Config") -> int:
+    """S, the width of one core's state: gru H, lstm 2H, lru 3H; trxl H + layers * M * H + M (its
+    output, its memory of M steps' layer inputs and which of them are valid)."""
+    if config.core == "trxl":
+        return config.gru_size * (1 + config.trxl_layers * config.trxl_window) + config.trxl_window
+    return config.gru_size * {"gru": 1, "lstm": 2, "lru": 3}[config.core]
 
 
 def core_of(params: dict, critic: bool = False) -> tuple[str, dict]:
     """(kind, parameters) of the policy's core (critic: the privileged critic's own), found by
-    the name the parameters are stored under: "gru", "lstm", "lru" ("critic_gru", ...)."""
+    the name the parameters are stored under: "gru", "lstm", "lru", "trxl" ("critic_gru", ...)."""
     return next((kind, params[name]) for kind in CORES
                 if (name := ("critic_" if critic else "") + kind) in params)
 
 
 def core_inputs(kind: str, params: dict[str, jax.Array], x: jax.Array) -> jax.Array:
     """A core's input terms from its input x [..., in]: gru [..., 3H], lstm [..., 4H], lru
-    [..., 3H]."""
+    [..., 3H], trxl the projected input [..., H]."""
     if kind == "gru":
         return gru_inputs(params, x)
-    if kind == "lstm":
+    if kind in ("lstm", "trxl"):
         return x @ params["w_in"] + params["b"]
     gamma = jnp.exp(params["gamma_log"])
     return jnp.concatenate([gamma * (x @ params["B_re"]), gamma * (x @ params["B_im"]),
@@ -381,7 +527,8 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     enc_out = config.encoder_hidden[-1] if config.encoder_hidden else in_dim
     params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) \
         if config.encoder_hidden else []
-    core_init = CORES[config.core][0]
+    core_init = CORES[config.core][0] if config.core != "trxl" else partial(
+        trxl_init, heads=config.trxl_heads, layers=config.trxl_layers, window=config.trxl_window)
     params[config.core] = core_init(k_gru, enc_out, config.gru_size)
     if config.critic_obs == "privileged_state":  # the value head's own encoder and core
         k_enc, k_gru = jax.random.split(jax.random.fold_in(key, 1))
@@ -429,7 +576,7 @@ def recur(params: dict, hidden: jax.Array, inputs: jax.Array, start: jax.Array) 
     privileged critic: both cores, states and inputs side by side."""
     hidden = jnp.where(start[..., None], 0.0, hidden)
     kind, core_params = core_of(params)
-    cell = CORES[kind][2]
+    cell = CORES[kind][1]
     if "critic_encoder" in params:
         (h, h_critic), (x, x_critic) = (jnp.split(hidden, 2, axis=-1),
                                         jnp.split(inputs, 2, axis=-1))
@@ -478,7 +625,8 @@ def output(params: dict, state: jax.Array) -> jax.Array:
 def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, activation: str,
            one_hot: int = 0) -> jax.Array:
     """Replay a sequence: hidden [N, S] before its first step, obs [L, N, obs_dim], start
-    [L, N] -> the state after each step [L, N, S], resetting exactly where start is set."""
+    [L, N] -> the state after each step [L, N, S], resetting exactly where start is set (trxl:
+    its output [L, N, H], all the heads read; `trxl_sequence`)."""
     def step(h, step_inputs):
         h = recur(params, h, *step_inputs)
         return h, h
@@ -487,6 +635,8 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
     inputs = encode(params, obs, activation, one_hot)
     if "lru" in params and "critic_encoder" not in params:  # linear: an associative scan
         return lru_sequence(params["lru"], hidden, inputs, start)
+    if "trxl" in params:  # attention: the whole sequence at once
+        return trxl_sequence(params["trxl"], hidden, inputs, start)
     return jax.lax.scan(step, hidden, (inputs, start))[1]
 
 
@@ -659,7 +809,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         raise ValueError("--critic-obs privileged_state reads flat observations; --env "
                          f"{config.env} is read as {'images' if image else 'codes'}.")
     # the core's state; a privileged critic's core beside the policy's
-    hidden_size = config.gru_size * CORES[config.core][1] * (2 if privileged else 1)
+    hidden_size = state_width(config) * (2 if privileged else 1)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
     # a run without a budget (--total-timesteps 0) has no end to anneal to

@@ -95,15 +95,125 @@ def test_the_lru_scan_is_its_complex_recurrence_written_in_numpy():
     np.testing.assert_allclose(np.stack(stepped), np.stack(want), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("core", ["gru", "lstm", "lru"])
+def trxl_params(layers=2, window=3, key=3):
+    """A small Transformer-XL whose relative-position biases are not zero (so positions matter)."""
+    params = ppo_rnn.trxl_init(jax.random.key(key), 5, 8, heads=2, layers=layers, window=window)
+    for i, p in enumerate(params["layers"]):
+        p["rel"] = jax.random.normal(jax.random.key(10 + i), p["rel"].shape)
+    return params
+
+
+def trxl_steps(params, state, xs, starts):
+    """The acting form: one cached step at a time (the reset as `recur` does it: zeros)."""
+    outs = []
+    for t in range(len(xs)):
+        state = ppo_rnn.trxl_cell(params, jnp.where(starts[t][:, None], 0.0, state), xs[t])
+        outs.append(state[:, :8])
+    return state, np.stack(outs)
+
+
+@pytest.mark.slow
+def test_the_trxl_cached_steps_equal_its_sequence_form_and_nothing_crosses_an_episode_start():
+    """Acting steps through a cached memory; learning recomputes a whole sequence from the
+    memory stored at its first step. With a memory carried in from 4 earlier steps, a window
+    (3) shorter than the sequence (10) and starts planted in two rows, the two agree; a large
+    signal planted before a row's start leaves that row's outputs from the start on exactly as
+    they were."""
+    params, (L, N) = trxl_params(), (10, 3)
+    rng = np.random.default_rng(5)
+    xs = jnp.asarray(rng.normal(size=(L, N, 8)), jnp.float32)
+    starts = jnp.zeros((L, N), bool).at[6, 1].set(True).at[0, 2].set(True)
+    memory, _ = trxl_steps(params, jnp.zeros((N, ppo_rnn.state_width(ppo_rnn.Config(
+        core="trxl", gru_size=8, trxl_window=3, num_steps=2)))), xs[:4] * 0.5,
+        jnp.zeros((4, N), bool))
+    _, stepped = trxl_steps(params, memory, xs, starts)
+    sequence = np.asarray(ppo_rnn.trxl_sequence(params, memory, xs, starts))
+    np.testing.assert_allclose(sequence, stepped, rtol=1e-5, atol=1e-6)
+    planted = np.asarray(ppo_rnn.trxl_sequence(params, memory, xs.at[:6, 1].add(jnp.arange(8.0) * 9),
+                                                starts))
+    np.testing.assert_array_equal(planted[6:, 1], sequence[6:, 1])
+    assert np.abs(planted[5, 1] - sequence[5, 1]).max() > 1e-2
+    # a start at a row's first step: the carried memory is not read either
+    np.testing.assert_allclose(sequence[:, 2], np.asarray(ppo_rnn.trxl_sequence(
+        params, jnp.zeros_like(memory), xs, starts))[:, 2], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_trxl_sees_layers_times_window_steps_back_and_no_further():
+    """Each layer reaches M steps further back: the last step's output depends on the step
+    layers * M before it, and on none earlier (masked keys weigh exactly 0)."""
+    params, (L, N) = trxl_params(), (12, 2)
+    xs = jnp.asarray(np.random.default_rng(6).normal(size=(L, N, 8)), jnp.float32)
+    starts, empty = jnp.zeros((L, N), bool), jnp.zeros((N, 8 * 7 + 3))
+    base = np.asarray(ppo_rnn.trxl_sequence(params, empty, xs, starts))
+    reach, signal = 2 * 3, 10.0 * jnp.arange(8.0)  # not a constant: layer norm removes those
+    far = ppo_rnn.trxl_sequence(params, empty, xs.at[L - 2 - reach].add(signal), starts)
+    np.testing.assert_array_equal(np.asarray(far)[L - 1], base[L - 1])
+    near = ppo_rnn.trxl_sequence(params, empty, xs.at[L - 1 - reach].add(signal), starts)
+    assert np.abs(np.asarray(near)[L - 1] - base[L - 1]).max() > 1e-3
+
+
+@pytest.mark.slow
+def test_the_trxl_with_a_window_over_the_whole_episode_is_full_causal_attention():
+    """With M at least the episode's length and no memory, a layer is plain causal attention
+    over the episode with a bias per head and distance, written out in numpy: pre-norm
+    attention and MLP, each joined by GTrXL's gate."""
+    L = 6
+    params = trxl_params(layers=1, window=L, key=7)
+    p = jax.tree.map(np.asarray, params["layers"][0])
+    x = np.random.default_rng(7).normal(size=(L, 1, 8)).astype(np.float32)
+    got = np.asarray(ppo_rnn.trxl_sequence(params, jnp.zeros((1, 8 * (1 + L) + L)),
+                                           jnp.asarray(x), jnp.zeros((L, 1), bool)))[:, 0]
+
+    def norm(v, n):
+        mu = v.mean(-1, keepdims=True)
+        return (v - mu) / np.sqrt(((v - mu) ** 2).mean(-1, keepdims=True) + 1e-6) * n["scale"] \
+            + n["offset"]
+
+    def gate(g, a, y):
+        r, z = sigmoid(y @ g["wr"] + a @ g["ur"]), sigmoid(y @ g["wz"] + a @ g["uz"] - g["bz"])
+        return (1 - z) * a + z * np.tanh(y @ g["wg"] + (r * a) @ g["ug"])
+
+    h, d = x[:, 0], 4  # [L, E]; 2 heads of 4
+    n = norm(h, p["norm1"])
+    q, k, v = [(n @ p[w]).reshape(L, 2, d) for w in ("wq", "wk", "wv")]
+    out = np.zeros((L, 2, d))
+    for t in range(L):
+        for head in range(2):
+            logits = np.array([q[t, head] @ k[s, head] / np.sqrt(d) + p["rel"][head, t - s]
+                               for s in range(t + 1)])
+            w = np.exp(logits - logits.max())
+            out[t, head] = (w / w.sum()) @ v[: t + 1, head]
+    h = gate(p["gate1"], h, np.maximum(out.reshape(L, 8) @ p["wo"], 0))
+    want = gate(p["gate2"], h, np.maximum(np.maximum(norm(h, p["norm2"]) @ p["w1"], 0) @ p["w2"], 0))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(trxl_heads=3), r"^--trxl-heads 3 does not divide --gru-size 64, the embedding the heads "
+                         r"split\.$"),
+    (dict(trxl_window=16, seq_len=32), r"^--trxl-window 16 is shorter than the gradient window "
+                                       r"\(--seq-len, else --num-steps: 32\)\.$"),
+    (dict(critic_obs="privileged_state"), r"^--critic-obs privileged_state gives the critic a "
+                                          r"core of its own, which --core trxl does not take"),
+])
+def test_the_trxl_refuses_sizes_that_do_not_fit_in_one_sentence(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        ppo_rnn.Config(core="trxl", **overrides)
+
+
+@pytest.mark.parametrize("core", ["gru", "lstm", "lru", "trxl"])
 @pytest.mark.slow
 def test_the_state_resets_exactly_where_an_episode_starts(core):
     """For each core: from an episode's first step on, the state no longer depends on what came
     before; one step earlier it still does (PureJaxRL's ppo_rnn resets one step off in its
-    replay); and the sequence replay (the LRU's: an associative scan) equals its steps."""
-    config, params = small_params(ppo_rnn.Config(core=core, gru_size=8, encoder_hidden=(16,),
-                                                 head_hidden=(16,)))
-    width = 8 * ppo_rnn.CORES[core][1]
+    replay); and the sequence replay (the LRU's an associative scan, the Transformer-XL's
+    attention over the whole sequence: their outputs) equals its steps. The Transformer-XL's
+    window (4) is shorter than the 8 steps, so its cached memory rolls."""
+    config, params = small_params(ppo_rnn.Config(
+        core=core, gru_size=8, encoder_hidden=(16,), head_hidden=(16,), num_steps=8, seq_len=4,
+        trxl_window=4, trxl_heads=2))
+    width = ppo_rnn.state_width(config)
     rng = np.random.default_rng(0)
     obs = jnp.asarray(rng.normal(size=(8, 2, 4)), jnp.float32)
     start = np.zeros((8, 2), bool)
@@ -118,30 +228,33 @@ def test_the_state_resets_exactly_where_an_episode_starts(core):
     # LRU's scan of 5 steps groups its sums otherwise than its scan of 8: equal to rounding)
     fresh = np.asarray(ppo_rnn.unroll(params, jnp.zeros((2, width)), obs[3:],
                                       jnp.zeros((5, 2), bool), "tanh"))
-    check = np.testing.assert_array_equal if core != "lru" else partial(
+    check = np.testing.assert_array_equal if core in ("gru", "lstm") else partial(
         np.testing.assert_allclose, rtol=1e-6, atol=1e-6)
     check(a[3:, 0], fresh[:, 0])
     h, steps = jnp.asarray(rng.normal(size=(2, width)), jnp.float32), []
     replayed = unroll(h)
     for t in range(8):
         h = ppo_rnn.core(params, h, obs[t], jnp.asarray(start[t]), "tanh")
-        steps.append(h)
+        steps.append(h[..., :replayed.shape[-1]])
     np.testing.assert_allclose(replayed, np.stack(steps), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("core", ["lstm", "lru"])
+@pytest.mark.parametrize("core", ["lstm", "lru", "trxl"])
 @pytest.mark.slow
 def test_each_core_replays_its_rollout_from_stored_states(core):
-    """As the GRU's test below, for the LSTM and the LRU (16-step sequences after 8 burn-in
-    steps): every replayed log-probability meets the rollout's within the same 2e-7 (the LRU's
-    replay is an associative scan, its rollout one step at a time: measured, up to 6e-8)."""
+    """As the GRU's test below, for the LSTM, the LRU and the Transformer-XL (16-step sequences
+    after 8 burn-in steps): every replayed log-probability meets the rollout's within the same
+    2e-7 (the LRU's replay is an associative scan, the Transformer-XL's attention over the
+    sequence with the memory stored at its first step, their rollouts one step at a time:
+    measured, up to 6e-8 each)."""
     config = ppo_rnn.default_config("CartPole-v1", num_envs=4, num_steps=64, seq_len=16, burn_in=8,
                                     num_epochs=1, num_minibatches=1, total_timesteps=4 * 64 * 3,
-                                    gru_size=16, encoder_hidden=(16,), head_hidden=(16,), core=core)
+                                    gru_size=16, encoder_hidden=(16,), head_hidden=(16,), core=core,
+                                    trxl_window=16, trxl_heads=2)
     metrics = jax.device_get(ppo_rnn.make_train(config)(devices.seed_keys(0, 1)))["metrics"]
     assert np.isfinite(metrics["episode_return"]).all()  # episodes ended in every rollout
     assert (metrics["max_abs_log_ratio"] <= 2e-7).all(), metrics["max_abs_log_ratio"]
-    with pytest.raises(ValueError, match=r"^--core must be gru, lstm or lru, got gpt\.$"):
+    with pytest.raises(ValueError, match=r"^--core must be gru, lstm, lru or trxl, got gpt\.$"):
         ppo_rnn.default_config(core="gpt")
 
 
