@@ -1,0 +1,108 @@
+"""Recurrent PPO's cores against each other (`--core gru|lstm|lru|trxl`) on memory tasks: each
+core as a user runs it (`python algos/ppo_rnn.py --env ENV --core CORE`, the defaults, nothing
+else tuned), the same seeds, one process at a time, alone on the machine.
+
+Scored alike: each seed's final return (summary.json: the mean training return over the last
+10% of updates) as rliable's IQM with its 95% stratified-bootstrap interval over the seeds
+(common/harness/stats.py `iqm_interval`); the speed is summary.json's env steps per second
+(all seeds', training only) and the wall the whole process (imports, compile, training,
+evaluation, files). `--plot` draws each task's mean training return against wall seconds
+(compile included), the equal-wall view.
+
+    python benchmarks/cores.py --out DIR          # runs what DIR lacks, then prints the table
+    python benchmarks/cores.py --out DIR --table  # the table (and with --plot, DIR/cores.png)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CORES = ("gru", "lstm", "lru", "trxl")
+TASKS = {  # name: the env's flags
+    "CartPole-v1, velocities hidden": ["--env", "CartPole-v1", "--hide-obs", "1", "3"],
+    "MemoryChain-bsuite, memory_length 20": ["--env", "MemoryChain-bsuite", "--env-params",
+                                             "memory_length", "20"],
+}
+
+
+def folder(out: Path, task: str, core: str) -> Path:
+    return out / task.split(",")[0] / core
+
+
+def run(task: str, core: str, seeds: int, out: Path) -> None:
+    """One core's run on one task, as a user starts it; skipped where it finished before."""
+    where = folder(out, task, core)
+    if list(where.glob("*/summary.json")):
+        return
+    where.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, str(ROOT / "algos" / "ppo_rnn.py"), *TASKS[task], "--core", core,
+           "--num-seeds", str(seeds), "--out-dir", str(where), "--no-compile-cache"]
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+
+def result(task: str, core: str, out: Path) -> dict:
+    (summary_file,) = folder(out, task, core).glob("*/summary.json")
+    summary = json.loads(summary_file.read_text())
+    lag = summary["wall_seconds"] - summary["run_seconds"]  # imports, compile, files
+    records = [json.loads(line) for line in
+               (summary_file.parent / "progress.jsonl").read_text().splitlines()]
+    curve = [(lag + r["seconds"], float(np.nanmean(np.array(r["per_seed"]["episode_return"],
+                                                           float))))
+             for r in records if "per_seed" in r]
+    return {"final": summary["final_return_per_seed"], "wall": summary["wall_seconds"],
+            "steps_per_second": summary["env_steps_per_second"],
+            "compile": summary["compile_seconds"], "curve": curve}
+
+
+def table(out: Path, plot: bool) -> None:
+    from scanrl.common.harness.stats import iqm_interval
+
+    data = {task: {core: result(task, core, out) for core in CORES} for task in TASKS}
+    print("| task (2e5 env steps per seed, 5 seeds) | core | final return IQM [95% CI] "
+          "| env steps/s | compile (s) | wall (s) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for task, cores in data.items():
+        for core, r in cores.items():
+            print(f"| {task} | {core} | {iqm_interval(r['final'])} | "
+                  f"{r['steps_per_second']:,.0f} | {r['compile']:.0f} | {r['wall']:.0f} |")
+    (out / "table.json").write_text(json.dumps(data, indent=1) + "\n")
+    if plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, len(data), figsize=(6 * len(data), 4))
+        for ax, (task, cores) in zip(axes, data.items()):
+            for core, r in cores.items():
+                ax.plot(*zip(*r["curve"]), label=core)
+            ax.set(title=task, xlabel="wall seconds (compile included)",
+                   ylabel="mean training return", xscale="log")
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "cores.png", dpi=100)
+        print(f"\nequal-wall plot: {out / 'cores.png'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
+    parser.add_argument("--plot", action="store_true", help="and draw the equal-wall plot")
+    args = parser.parse_args()
+    if not args.table:
+        for task in TASKS:
+            for core in CORES:
+                run(task, core, args.seeds, args.out)
+    table(args.out, args.plot)
+
+
+if __name__ == "__main__":
+    main()
