@@ -285,6 +285,7 @@ def test_tanh_normal_log_prob_of_the_squashed_action():
     check_squashed_log_prob(dist, nets.mlp_apply(params["actor"], obs, "tanh"), config.min_std, u)
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-03)
 def test_tanh_normal_entropy_bonus_is_the_squashed_estimate():
     """impala_loss's entropy: the one-sample estimate with the stored noise, which averages to
     H(u) + E[sum log(1 - tanh(u)^2)] (quadrature) and lies below the normal's entropy."""

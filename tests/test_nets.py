@@ -327,6 +327,7 @@ def test_the_bounded_env_counts_actions_outside_its_bounds(monkeypatch):
         np.testing.assert_array_equal(vec_env.step(jax.random.key(1), state, action)[2].reward, counts)
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-03)
 def test_lecun_uniform_init_draws_every_layer_alike_and_ppo_reads_it():
     """--init lecun_uniform (Brax's networks): every layer's weights uniform within
     +-sqrt(3 / fan_in), with variance 1 / fan_in, the output layers included (no 0.01 policy

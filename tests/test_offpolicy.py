@@ -96,6 +96,7 @@ def test_a_true_termination_is_stored_as_terminated():
     assert float(step.next_obs[0, 0]) >= 0.45  # the goal position it reached, not a reset
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-03)
 def test_categorical_projection_equals_rlax():
     """Random atoms, some at and beyond the support's ends, and random probabilities, onto 11
     evenly spaced atoms on [-2, 3]: rlax's categorical_l2_project, row by row; mass kept."""

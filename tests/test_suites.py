@@ -148,6 +148,7 @@ def test_brax_spaces_and_vectorised_stepping(brax_pendulum):
     assert suites.is_continuous(BRAX_ID) and suites.preset_name(BRAX_ID) == "continuous"
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-03)
 def test_suite_ids_and_their_errors(cli_error):
     """gymnax/ ids are gymnax's; an unknown suite, an unknown name and a missing suite are
     one sentence each, exit 2, before compiling, with no run folder."""

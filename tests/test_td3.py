@@ -77,6 +77,7 @@ def _setup(**overrides):
     return config, learner, batch, optimizer
 
 
+@pytest.mark.slow  # over 5 s in the quick tier on a 2-core CI-kind machine (2026-12-03)
 def test_actor_loss_is_minus_the_first_critics_q_and_leaves_the_critics_alone():
     config, learner, batch, _ = _setup()
     obs, act = batch.obs, config.activation
