@@ -365,8 +365,8 @@ def lru_sequence(params: dict, state: jax.Array, xi: jax.Array, start: jax.Array
     return lru_output(params, h_re, h_im, skip)
 
 
-def trxl_init(key: jax.Array, in_dim: int, embed: int, heads: int = 4, layers: int = 2,
-              window: int = 32) -> dict:
+def trxl_init(key: jax.Array, in_dim: int, embed: int, *, heads: int, layers: int,
+              window: int) -> dict:
     """A gated Transformer-XL's parameters: an input projection [in, E], then per layer the
     attention's query, key, value and output weights [E, E] (glorot), a relative-position bias
     [heads, M + 1] (one per head and distance 0..M, zero at first), a ReLU MLP E -> 4E -> E, two

@@ -123,9 +123,9 @@ def test_the_trxl_cached_steps_equal_its_sequence_form_and_nothing_crosses_an_ep
     rng = np.random.default_rng(5)
     xs = jnp.asarray(rng.normal(size=(L, N, 8)), jnp.float32)
     starts = jnp.zeros((L, N), bool).at[6, 1].set(True).at[0, 2].set(True)
-    memory, _ = trxl_steps(params, jnp.zeros((N, ppo_rnn.state_width(ppo_rnn.Config(
-        core="trxl", gru_size=8, trxl_window=3, num_steps=2)))), xs[:4] * 0.5,
-        jnp.zeros((4, N), bool))
+    width = ppo_rnn.state_width(SimpleNamespace(core="trxl", gru_size=8, trxl_layers=2,
+                                                trxl_window=3))  # 8 (1 + 2 * 3) + 3
+    memory, _ = trxl_steps(params, jnp.zeros((N, width)), xs[:4] * 0.5, jnp.zeros((4, N), bool))
     _, stepped = trxl_steps(params, memory, xs, starts)
     sequence = np.asarray(ppo_rnn.trxl_sequence(params, memory, xs, starts))
     np.testing.assert_allclose(sequence, stepped, rtol=1e-5, atol=1e-6)
