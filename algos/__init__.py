@@ -1,7 +1,7 @@
 """scanrl algorithms: one self-contained file each, picked by name.
 
     from scanrl import algos
-    algos.names()               # ['grpo', 'impala', 'ppo', 'ppo_rnn', 'pqn', 'sac', 'td3']
+    algos.names()     # ['grpo', 'impala', 'ppo', 'ppo_rnn', 'pqn', 'pqn_rnn', 'sac', 'td3']
     ppo = algos.get("ppo")      # the module: ppo.Config, ppo.make_algorithm, ppo.make_train, ...
 
 To add an algorithm, put `algos/<name>.py` beside the others (same anatomy: Config,
@@ -18,7 +18,7 @@ import importlib
 import sys
 from types import ModuleType
 
-ALGORITHMS = ("grpo", "impala", "ppo", "ppo_rnn", "pqn", "sac", "td3")
+ALGORITHMS = ("grpo", "impala", "ppo", "ppo_rnn", "pqn", "pqn_rnn", "sac", "td3")
 
 
 def names() -> list[str]:

@@ -45,6 +45,7 @@ from typing import Literal, NamedTuple
 from scanrl.common import algorithm, envs
 from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, layer_norm, mlp_init, use_cnn
 from scanrl.common.onpolicy import learn, lr_schedule, make_optimizer
+from scanrl.common.qlearning import epsilon_greedy, epsilon_schedule, max_valid_q, q_lambda_returns
 
 import jax
 import jax.numpy as jnp
@@ -207,49 +208,15 @@ def q_values(params: dict, obs: jax.Array, activation: str) -> jax.Array:
 
 def exploration_epsilon(config: Config, update_index: jax.Array) -> jax.Array:
     """epsilon_start -> epsilon_end linearly over the first epsilon_fraction of the decay's
-    updates (config.decay_updates), then epsilon_end; arithmetic, so a sweep can trace them."""
-    horizon = config.epsilon_fraction * config.decay_updates
-    progress = jnp.where(horizon > 0, update_index / jnp.maximum(horizon, 1e-9), 1.0)
-    start, end = config.epsilon_start, config.epsilon_end
-    return start + (end - start) * jnp.minimum(progress, 1.0)
-
-
-def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array,
-                   mask: jax.Array | None = None) -> jax.Array:
-    """q [N, A] -> actions [N]: with probability epsilon a uniformly random action, else the
-    argmax of q; with mask [N, A] both choose among the valid actions only."""
-    k_explore, k_random = jax.random.split(key)
-    if mask is None:
-        greedy = q.argmax(-1)
-        random = jax.random.randint(k_random, greedy.shape, 0, q.shape[-1])
-    else:
-        greedy = jnp.where(mask, q, -jnp.inf).argmax(-1)
-        random = jax.random.categorical(k_random, jnp.where(mask, 0.0, -jnp.inf))
-    return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
+    updates (config.decay_updates), then epsilon_end (`qlearning.epsilon_schedule`)."""
+    return epsilon_schedule(config.epsilon_start, config.epsilon_end,
+                            config.epsilon_fraction * config.decay_updates, update_index)
 
 
 # ---------------------------------------------------------------------------------------------
-# The math: Q(lambda) returns and the TD loss
+# The math: Q(lambda) returns (common/qlearning.py's q_lambda_returns), VDN's team returns and
+# the TD loss
 # ---------------------------------------------------------------------------------------------
-def q_lambda_returns(rewards, next_q, terminated, done, gamma, q_lambda) -> jax.Array:
-    """Q(lambda) returns G [T, N] over a time-major rollout (the module docstring's recursion).
-
-    All inputs [T, N]: rewards r_t, next_q = max_a Q(s'_t, a) of the observation step t reached,
-    terminated (true ends), done = terminated | truncated. The last step bootstraps from its
-    next_q alone (G_T = next_q_{T-1}), as does every step where an episode ended.
-    """
-    terminated, done = terminated.astype(rewards.dtype), done.astype(rewards.dtype)
-
-    def backward(next_return, step):
-        reward, q, term, d = step
-        g = reward + gamma * (1.0 - term) * (q + q_lambda * (1.0 - d) * (next_return - q))
-        return g, g
-
-    _, returns = jax.lax.scan(backward, next_q[-1], (rewards, next_q, terminated, done),
-                              reverse=True)
-    return returns
-
-
 def teams(x: jax.Array, num_agents: int) -> jax.Array:
     """A multi-agent rollout's rows [T, N * M, ...] (VecEnv's, agent-minor) -> [T, N, M, ...]."""
     return x.reshape(x.shape[:1] + (-1, num_agents) + x.shape[2:])
@@ -264,16 +231,6 @@ def vdn_returns(rewards, next_q, terminated, done, num_agents, team_reward, gamm
                             teams(next_q, num_agents).sum(-1),
                             teams(terminated, num_agents)[..., 0],
                             teams(done, num_agents)[..., 0], gamma, q_lambda)
-
-
-def max_valid_q(q: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-    """q [..., A] -> max_a q [...] over the valid actions of mask [..., A]; over all of them
-    where none is valid (an env's mask at a terminal state may be all False, and a -inf
-    bootstrap would turn the zero a termination multiplies it by into NaN)."""
-    if mask is None:
-        return q.max(-1)
-    valid = mask | ~mask.any(-1, keepdims=True)
-    return jnp.where(valid, q, -jnp.inf).max(-1)
 
 
 class Batch(NamedTuple):

@@ -1,6 +1,7 @@
-"""Recurrent PPO's cores against each other (`--core gru|lstm|lru|trxl`) on memory tasks: each
-core as a user runs it (`python algos/ppo_rnn.py --env ENV --core CORE`, the defaults, nothing
-else tuned), the same seeds, one process at a time, alone on the machine.
+"""The recurrent cores against each other (`--core gru|lstm|lru|trxl`) on memory tasks, in
+recurrent PPO (`--algo ppo_rnn`, both tasks) or recurrent PQN (`--algo pqn_rnn`, MemoryChain):
+each core as a user runs it (`python algos/ALGO.py --env ENV --core CORE`, the defaults and the
+env's preset, nothing else tuned), the same seeds, one process at a time, alone on the machine.
 
 Scored alike: each seed's final return (summary.json: the mean training return over the last
 10% of updates) as rliable's IQM with its 95% stratified-bootstrap interval over the seeds
@@ -11,6 +12,7 @@ evaluation, files). `--plot` draws each task's mean training return against wall
 
     python benchmarks/cores.py --out DIR          # runs what DIR lacks, then prints the table
     python benchmarks/cores.py --out DIR --table  # the table (and with --plot, DIR/cores.png)
+    python benchmarks/cores.py --algo pqn_rnn --out DIR2 --plot
 """
 
 from __future__ import annotations
@@ -36,13 +38,18 @@ def folder(out: Path, task: str, core: str) -> Path:
     return out / task.split(",")[0] / core
 
 
-def run(task: str, core: str, seeds: int, out: Path) -> None:
+def tasks(algo: str) -> dict:
+    """The tasks an algorithm is compared on: recurrent PQN's preset is MemoryChain's."""
+    return TASKS if algo == "ppo_rnn" else {k: v for k, v in TASKS.items() if "Memory" in k}
+
+
+def run(algo: str, task: str, core: str, seeds: int, out: Path) -> None:
     """One core's run on one task, as a user starts it; skipped where it finished before."""
     where = folder(out, task, core)
     if list(where.glob("*/summary.json")):
         return
     where.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(ROOT / "algos" / "ppo_rnn.py"), *TASKS[task], "--core", core,
+    cmd = [sys.executable, str(ROOT / "algos" / f"{algo}.py"), *TASKS[task], "--core", core,
            "--num-seeds", str(seeds), "--out-dir", str(where), "--no-compile-cache"]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
@@ -61,11 +68,12 @@ def result(task: str, core: str, out: Path) -> dict:
             "compile": summary["compile_seconds"], "curve": curve}
 
 
-def table(out: Path, plot: bool) -> None:
+def table(algo: str, out: Path, plot: bool) -> None:
     from scanrl.common.harness.stats import iqm_interval
 
-    data = {task: {core: result(task, core, out) for core in CORES} for task in TASKS}
-    print("| task (2e5 env steps per seed, 5 seeds) | core | final return IQM [95% CI] "
+    data = {task: {core: result(task, core, out) for core in CORES} for task in tasks(algo)}
+    budget = "2e5" if algo == "ppo_rnn" else "1e5"
+    print(f"| task ({algo}, {budget} env steps per seed, 5 seeds) | core | final return IQM [95% CI] "
           "| env steps/s | compile (s) | wall (s) |")
     print("|---|---|---:|---:|---:|---:|")
     for task, cores in data.items():
@@ -78,8 +86,8 @@ def table(out: Path, plot: bool) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(data), figsize=(6 * len(data), 4))
-        for ax, (task, cores) in zip(axes, data.items()):
+        fig, axes = plt.subplots(1, len(data), figsize=(6 * len(data), 4), squeeze=False)
+        for ax, (task, cores) in zip(axes[0], data.items()):
             for core, r in cores.items():
                 ax.plot(*zip(*r["curve"]), label=core)
             ax.set(title=task, xlabel="wall seconds (compile included)",
@@ -92,16 +100,17 @@ def table(out: Path, plot: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algo", choices=("ppo_rnn", "pqn_rnn"), default="ppo_rnn")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
     parser.add_argument("--plot", action="store_true", help="and draw the equal-wall plot")
     args = parser.parse_args()
     if not args.table:
-        for task in TASKS:
+        for task in tasks(args.algo):
             for core in CORES:
-                run(task, core, args.seeds, args.out)
-    table(args.out, args.plot)
+                run(args.algo, task, core, args.seeds, args.out)
+    table(args.algo, args.out, args.plot)
 
 
 if __name__ == "__main__":

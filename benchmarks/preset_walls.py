@@ -36,7 +36,8 @@ CASES = [  # (algorithm, env): each file's default env, then an env of each of i
     ("td3", "Pendulum-v1"), ("pqn", "Breakout-MinAtar"), ("ppo", "Breakout-MinAtar"),
     ("impala", "Breakout-MinAtar"), ("grpo", "Breakout-MinAtar"), ("ppo_rnn", "Breakout-MinAtar"),
     ("ppo", "Pendulum-v1"), ("impala", "Pendulum-v1"), ("grpo", "Pendulum-v1"),
-    ("grpo", "Catch-bsuite"), ("pqn", "navix/Navix-DoorKey-5x5-v0"),
+    ("grpo", "Catch-bsuite"), ("pqn", "navix/Navix-DoorKey-5x5-v0"), ("pqn_rnn", "CartPole-v1"),
+    ("pqn_rnn", "MemoryChain-bsuite"),
 ]
 WHOLE, FRACTION = 1_000_000, 10  # budgets up to WHOLE run whole; larger ones a FRACTION
 

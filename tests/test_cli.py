@@ -110,7 +110,7 @@ def test_the_measured_walls_are_of_todays_budgets_and_their_pages_say_them():
     from scanrl.common.harness import configs
 
     table = {k: v for k, v in json.loads(configs.WALLS.read_text()).items() if not k.startswith("_")}
-    assert {case.split(" ")[0] for case in table} == {"ppo", "impala", "grpo", "ppo_rnn", "pqn", "sac", "td3"}
+    assert {case.split(" ")[0] for case in table} == {"ppo", "impala", "grpo", "ppo_rnn", "pqn", "pqn_rnn", "sac", "td3"}
     for case, row in table.items():
         algo, env = case.split(" ")
         assert row["total_timesteps"] == compose(get(algo), env).config.total_timesteps, case

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from scanrl import algos
-from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, td3
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, pqn_rnn, sac, td3
 from scanrl.common import envs
 from scanrl.common.harness import devices, evaluate, loop
 from scanrl.common.harness.runconfig import compose
@@ -50,6 +50,10 @@ CONFIGS = {
     # epsilon decays within the run; 3 seeds on 2 devices pad as PPO's do
     "pqn": (pqn, dict(env="CartPole-v1", num_seeds=3, total_timesteps=8 * 16 * 5, num_envs=8, num_steps=16,
                       num_minibatches=4, num_epochs=2, hidden=(32,), eval_every=2, eval_episodes=2)),
+    # the recurrent state carried across rollouts and chunks; --hide-obs through the harness
+    "pqn_rnn": (pqn_rnn, dict(env="CartPole-v1", num_seeds=3, hide_obs=(1, 3), total_timesteps=4 * 16 * 5,
+                              num_envs=4, num_steps=16, num_minibatches=2, num_epochs=1, hidden=(16,), gru_size=16,
+                              eval_every=2, eval_episodes=2)),
 }
 
 
@@ -97,7 +101,7 @@ def as_flags(kw: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("name, num_devices", [("ppo", 1), ("ppo", 2), ("impala", 2), ("grpo", 2), ("sac", 2),
-                                               ("ppo_rnn", 2), ("pqn", 2), ("td3", 2)])
+                                               ("ppo_rnn", 2), ("pqn", 2), ("pqn_rnn", 2), ("td3", 2)])
 @pytest.mark.slow
 def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num_devices, tmp_path):
     """The file's own make_train (one scan of its update, seeds vmapped, shard_map over the
@@ -126,7 +130,7 @@ def test_each_files_make_train_equals_the_command_line_run_bit_for_bit(name, num
         np.testing.assert_array_equal(np.asarray(m, np.float32), metrics[k], err_msg=f"{name}: metric {k}")
 
 
-@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, pqn, sac, td3], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("module", [grpo, impala, ppo, ppo_rnn, pqn, pqn_rnn, sac, td3], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_a_config_holds_hyperparameters_and_the_job_adds_the_run_settings(module):
     """No run setting is a field of an algorithm's Config, and default_config refuses one; the
     harness's Job adds them: the file's RUN_DEFAULTS for every env and for the env's preset,
@@ -153,13 +157,14 @@ def test_an_algorithm_file_imports_only_the_kit(python_process):
     """Importing any algorithm file loads scanrl's kit and nothing else: no module of the
     command line's harness (common/harness/), and not the registry of env ids and recipes
     (common/suites/, its recipes.py), which loads when an env is named by its id."""
-    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, "
-                                 "td3; "
+    proc = python_process(["-c", "import sys; from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, "
+                                 "pqn_rnn, sac, td3; "
                                  "print(sorted(m for m in sys.modules if m.startswith('scanrl.common')))"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = eval(proc.stdout.strip().splitlines()[-1])
     kit = ["scanrl.common", "scanrl.common.algorithm", "scanrl.common.cores", "scanrl.common.envs",
-           "scanrl.common.nets", "scanrl.common.offpolicy", "scanrl.common.onpolicy"]
+           "scanrl.common.nets", "scanrl.common.offpolicy", "scanrl.common.onpolicy", "scanrl.common.qlearning",
+           "scanrl.common.recurrent"]
     assert loaded == kit, loaded
 
 
@@ -205,7 +210,7 @@ def test_the_callback_detector_sees_a_callback():
     assert not has_host_callback(jax.jit(lambda x: x + 1).lower(1.0))
 
 
-@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn", "pqn", "td3"])
+@pytest.mark.parametrize("name", ["ppo", "impala", "grpo", "sac", "ppo_rnn", "pqn", "pqn_rnn", "td3"])
 @pytest.mark.slow
 def test_no_training_program_contains_a_host_callback(name):
     """Whole run, start and advance: without callbacks JAX's persistent cache can store them."""

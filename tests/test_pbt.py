@@ -16,7 +16,7 @@ import pytest
 
 from conftest import HANG_GUARD, REPO, held, once_per_run
 
-from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, sac, td3
+from scanrl.algos import grpo, impala, ppo, ppo_rnn, pqn, pqn_rnn, sac, td3
 from scanrl.common.harness import devices, loop, pbt, sweeps
 from scanrl.common.harness.runconfig import compose
 
@@ -194,6 +194,8 @@ def test_pbt_with_an_interval_longer_than_the_run_is_the_plain_sweep_bit_for_bit
     (ppo_rnn, dict(num_envs=4, num_steps=32, num_minibatches=2, total_timesteps=4 * 32 * 4)),
     (pqn, dict(num_envs=8, num_steps=16, num_minibatches=4, num_epochs=1, hidden=(32,),
                total_timesteps=8 * 16 * 4)),
+    (pqn_rnn, dict(num_envs=4, num_steps=16, num_minibatches=2, num_epochs=1, hidden=(16,),
+                   gru_size=16, total_timesteps=4 * 16 * 4)),
     (sac, dict(env="Pendulum-v1", num_envs=2, num_steps=8, batch_size=32, learning_starts=32,
                total_timesteps=2 * 8 * 4)),
     (td3, dict(env="Pendulum-v1", num_envs=2, num_steps=8, batch_size=32, learning_starts=32,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scanrl.algos import ppo, ppo_rnn
-from scanrl.common import envs, suites
+from scanrl.common import envs, recurrent, suites
 from scanrl.common.harness import devices, envsettings
 from scanrl.common.harness.run import train_and_write
 from scanrl.common.harness.runconfig import compose
@@ -28,7 +28,7 @@ def sigmoid(x):
 
 @pytest.mark.slow
 def test_gru_cell_follows_its_equations():
-    params = jax.tree.map(np.asarray, ppo_rnn.gru_init(jax.random.key(0), 3, 5))
+    params = jax.tree.map(np.asarray, recurrent.gru_init(jax.random.key(0), 3, 5))
     params["b_in"] = np.random.default_rng(0).normal(size=15).astype(np.float32)  # non-zero biases
     params["b_rec"] = np.random.default_rng(1).normal(size=15).astype(np.float32)
     rng = np.random.default_rng(2)
@@ -40,7 +40,7 @@ def test_gru_cell_follows_its_equations():
     r = sigmoid(x @ w_ir + b_ir + h @ w_hr + b_hr)
     z = sigmoid(x @ w_iz + b_iz + h @ w_hz + b_hz)
     n = np.tanh(x @ w_in + b_in + r * (h @ w_hn + b_hn))
-    np.testing.assert_allclose(ppo_rnn.gru_cell(params, h, ppo_rnn.gru_inputs(params, x)), (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(recurrent.gru_cell(params, h, recurrent.gru_inputs(params, x)), (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
 
 
 def small_params(config=None, env="CartPole-v1"):
@@ -51,7 +51,7 @@ def small_params(config=None, env="CartPole-v1"):
 
 @pytest.mark.slow
 def test_lstm_cell_follows_its_equations():
-    params = jax.tree.map(np.asarray, ppo_rnn.lstm_init(jax.random.key(0), 3, 5))
+    params = jax.tree.map(np.asarray, recurrent.lstm_init(jax.random.key(0), 3, 5))
     assert (params["b"][5:10] == 1).all() and (params["b"][:5] == 0).all()  # forget gate at 1
     params["b"] = np.random.default_rng(0).normal(size=20).astype(np.float32)
     rng = np.random.default_rng(2)
@@ -59,8 +59,8 @@ def test_lstm_cell_follows_its_equations():
     pre = x @ params["w_in"] + params["b"] + h @ params["w_rec"]
     i, f, g, o = np.split(pre, 4, axis=1)
     c_new = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
-    state = ppo_rnn.lstm_cell(params, np.concatenate([h, c], 1),
-                              ppo_rnn.core_inputs("lstm", params, x))
+    state = recurrent.lstm_cell(params, np.concatenate([h, c], 1),
+                              recurrent.core_inputs("lstm", params, x))
     np.testing.assert_allclose(state, np.concatenate([sigmoid(o) * np.tanh(c_new), c_new], 1),
                                rtol=1e-5, atol=1e-6)
 
@@ -70,7 +70,7 @@ def test_the_lru_scan_is_its_complex_recurrence_written_in_numpy():
     """The associative scan over a sequence (float32, real and imaginary parts apart) against
     h_t = lambda h_{t-1} + gamma (x_t B), y_t = Re(h_t C) + x_t D in complex128, a loop with the
     memory set to 0 where an episode starts; and the step form, one step at a time, against it."""
-    params = jax.tree.map(np.asarray, ppo_rnn.lru_init(jax.random.key(0), 3, 5))
+    params = jax.tree.map(np.asarray, recurrent.lru_init(jax.random.key(0), 3, 5))
     rng = np.random.default_rng(0)
     x = rng.normal(size=(9, 2, 3)).astype(np.float32)
     start = np.zeros((9, 2), bool)
@@ -85,19 +85,19 @@ def test_the_lru_scan_is_its_complex_recurrence_written_in_numpy():
     for t in range(9):
         h = np.where(start[t][:, None], 0, h) * lam + gamma * (x[t] @ B)
         want.append(np.concatenate([(h @ C).real + x[t] @ params["D"], h.real, h.imag], 1))
-    xi = ppo_rnn.core_inputs("lru", params, x)
-    scanned = ppo_rnn.lru_sequence(params, state, xi, start)
+    xi = recurrent.core_inputs("lru", params, x)
+    scanned = recurrent.lru_sequence(params, state, xi, start)
     np.testing.assert_allclose(scanned, np.stack(want), rtol=1e-5, atol=1e-5)
     stepped, s = [], state
     for t in range(9):
-        s = ppo_rnn.lru_cell(params, np.where(start[t][:, None], 0, s), xi[t])
+        s = recurrent.lru_cell(params, np.where(start[t][:, None], 0, s), xi[t])
         stepped.append(s)
     np.testing.assert_allclose(np.stack(stepped), np.stack(want), rtol=1e-5, atol=1e-5)
 
 
 def trxl_params(layers=2, window=3, key=3):
     """A small Transformer-XL whose relative-position biases are not zero (so positions matter)."""
-    params = ppo_rnn.trxl_init(jax.random.key(key), 5, 8, heads=2, layers=layers, window=window)
+    params = recurrent.trxl_init(jax.random.key(key), 5, 8, heads=2, layers=layers, window=window)
     for i, p in enumerate(params["layers"]):
         p["rel"] = jax.random.normal(jax.random.key(10 + i), p["rel"].shape)
     return params
@@ -107,7 +107,7 @@ def trxl_steps(params, state, xs, starts):
     """The acting form: one cached step at a time (the reset as `recur` does it: zeros)."""
     outs = []
     for t in range(len(xs)):
-        state = ppo_rnn.trxl_cell(params, jnp.where(starts[t][:, None], 0.0, state), xs[t])
+        state = recurrent.trxl_cell(params, jnp.where(starts[t][:, None], 0.0, state), xs[t])
         outs.append(state[:, :8])
     return state, np.stack(outs)
 
@@ -127,14 +127,14 @@ def test_the_trxl_cached_steps_equal_its_sequence_form_and_nothing_crosses_an_ep
                                                 trxl_window=3))  # 8 (1 + 2 * 3) + 3
     memory, _ = trxl_steps(params, jnp.zeros((N, width)), xs[:4] * 0.5, jnp.zeros((4, N), bool))
     _, stepped = trxl_steps(params, memory, xs, starts)
-    sequence = np.asarray(ppo_rnn.trxl_sequence(params, memory, xs, starts))
+    sequence = np.asarray(recurrent.trxl_sequence(params, memory, xs, starts))
     np.testing.assert_allclose(sequence, stepped, rtol=1e-5, atol=1e-6)
-    planted = np.asarray(ppo_rnn.trxl_sequence(params, memory, xs.at[:6, 1].add(jnp.arange(8.0) * 9),
+    planted = np.asarray(recurrent.trxl_sequence(params, memory, xs.at[:6, 1].add(jnp.arange(8.0) * 9),
                                                 starts))
     np.testing.assert_array_equal(planted[6:, 1], sequence[6:, 1])
     assert np.abs(planted[5, 1] - sequence[5, 1]).max() > 1e-2
     # a start at a row's first step: the carried memory is not read either
-    np.testing.assert_allclose(sequence[:, 2], np.asarray(ppo_rnn.trxl_sequence(
+    np.testing.assert_allclose(sequence[:, 2], np.asarray(recurrent.trxl_sequence(
         params, jnp.zeros_like(memory), xs, starts))[:, 2], rtol=1e-6, atol=1e-6)
 
 
@@ -145,11 +145,11 @@ def test_the_trxl_sees_layers_times_window_steps_back_and_no_further():
     params, (L, N) = trxl_params(), (12, 2)
     xs = jnp.asarray(np.random.default_rng(6).normal(size=(L, N, 8)), jnp.float32)
     starts, empty = jnp.zeros((L, N), bool), jnp.zeros((N, 8 * 7 + 3))
-    base = np.asarray(ppo_rnn.trxl_sequence(params, empty, xs, starts))
+    base = np.asarray(recurrent.trxl_sequence(params, empty, xs, starts))
     reach, signal = 2 * 3, 10.0 * jnp.arange(8.0)  # not a constant: layer norm removes those
-    far = ppo_rnn.trxl_sequence(params, empty, xs.at[L - 2 - reach].add(signal), starts)
+    far = recurrent.trxl_sequence(params, empty, xs.at[L - 2 - reach].add(signal), starts)
     np.testing.assert_array_equal(np.asarray(far)[L - 1], base[L - 1])
-    near = ppo_rnn.trxl_sequence(params, empty, xs.at[L - 1 - reach].add(signal), starts)
+    near = recurrent.trxl_sequence(params, empty, xs.at[L - 1 - reach].add(signal), starts)
     assert np.abs(np.asarray(near)[L - 1] - base[L - 1]).max() > 1e-3
 
 
@@ -162,7 +162,7 @@ def test_the_trxl_with_a_window_over_the_whole_episode_is_full_causal_attention(
     params = trxl_params(layers=1, window=L, key=7)
     p = jax.tree.map(np.asarray, params["layers"][0])
     x = np.random.default_rng(7).normal(size=(L, 1, 8)).astype(np.float32)
-    got = np.asarray(ppo_rnn.trxl_sequence(params, jnp.zeros((1, 8 * (1 + L) + L)),
+    got = np.asarray(recurrent.trxl_sequence(params, jnp.zeros((1, 8 * (1 + L) + L)),
                                            jnp.asarray(x), jnp.zeros((L, 1), bool)))[:, 0]
 
     def norm(v, n):

@@ -23,7 +23,7 @@ from conftest import HANG_GUARD, check_run_tools, once_per_run, run_python, unwr
 
 # --- registry -----------------------------------------------------------------------------------
 def test_registry_names_and_modules():
-    assert algos.names() == ["grpo", "impala", "ppo", "ppo_rnn", "pqn", "sac", "td3"]
+    assert algos.names() == ["grpo", "impala", "ppo", "ppo_rnn", "pqn", "pqn_rnn", "sac", "td3"]
     for name in algos.names():
         module = algos.get(name)
         assert module.__name__ == f"scanrl.algos.{name}"
@@ -33,7 +33,7 @@ def test_registry_names_and_modules():
 
 
 def test_registry_unknown_name_lists_the_names():
-    with pytest.raises(ValueError, match="unknown algorithm 'dqn'; scanrl has: grpo, impala, ppo, ppo_rnn, pqn, sac, td3"):
+    with pytest.raises(ValueError, match="unknown algorithm 'dqn'; scanrl has: grpo, impala, ppo, ppo_rnn, pqn, pqn_rnn, sac, td3"):
         algos.get("dqn")
 
 
