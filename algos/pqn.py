@@ -159,14 +159,19 @@ PRESETS = {
     "grid_world": dict(total_timesteps=1_000_000, num_envs=16, num_steps=128, num_epochs=2,
                        num_minibatches=8, learning_rate=1e-3, q_lambda=0.95, epsilon_end=0.3,
                        epsilon_fraction=0.1, reward_scale=1.0, hidden=(64, 64)),
+    # Jumanji's tasks (no PQN recipe published): the rollout and widths of PPO's documented
+    # Snake settings (64 envs x 64 steps, 128x128); the step size and epsilon floor by two sweeps
+    # on Snake (seeds 0-4, 5e5 steps; benchmarks/reference/pqn_presets/jumanji/)
+    "jumanji": dict(total_timesteps=500_000, num_envs=64, num_steps=64, learning_rate=1e-3,
+                    epsilon_end=0.05, reward_scale=1.0, hidden=(128, 128)),
 }
 
 
 def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) -> Config:
-    """Config for `env`: purejaxql's CartPole settings, or PRESETS["minatar"] for MinAtar and
-    PRESETS["grid_world"] for Navix and XLand-MiniGrid, then the suite's published recipe for
-    `env` where one exists (`recipe`: auto, published, cpu, none); `overrides` (hyperparameters)
-    win."""
+    """Config for `env`: purejaxql's CartPole settings, or PRESETS["minatar"] for MinAtar,
+    PRESETS["grid_world"] for Navix and XLand-MiniGrid and PRESETS["jumanji"] for Jumanji's
+    tasks, then the suite's published recipe for `env` where one exists (`recipe`: auto,
+    published, cpu, none); `overrides` (hyperparameters) win."""
     # the env ids' registry and the recipe tables load only here
     from scanrl.common.suites import recipes
 

@@ -1,6 +1,7 @@
 """PQN's suite presets against PPO's suite recipe on one env, at equal env steps and at equal
 wall: each side as a user runs it (`python algos/ALGO.py --env ENV`, its defaults for the env,
-nothing else), the same seeds, one process at a time, the two sides alternating for
+nothing else; where a suite publishes no PPO recipe, PPO's documented settings for the env
+as `--ppo-flags`), the same seeds, one process at a time, the two sides alternating for
 `--sittings` rounds, alone on the machine.
 
 Scored alike: each seed's final return (summary.json: the mean training return over the last
@@ -14,6 +15,9 @@ faster side's wall (its compile plus training seconds).
 
     python benchmarks/pqn_presets.py --env navix/Navix-DoorKey-5x5-v0 --seed 10 --seeds 10 \\
         --sittings 3 --out DIR
+    python benchmarks/pqn_presets.py --env jumanji/Snake-v1 --seed 10 --seeds 10 --sittings 3 \
+        --ppo-flags "--num-envs 64 --num-steps 64 --learning-rate 1e-3 --activation relu \
+        --actor-hidden 128 128 --critic-hidden 128 128 --total-timesteps 500000" --out DIR
     python benchmarks/pqn_presets.py --table --out DIR
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -31,11 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SIDES = ("pqn", "ppo")
 
 
-def run(algo: str, env: str, seed: int, seeds: int, out: Path) -> Path:
-    """One side's run, as a user starts it; returns its run folder."""
+def run(algo: str, env: str, seed: int, seeds: int, out: Path, flags: str = "") -> Path:
+    """One side's run, as a user starts it (with `flags` added); returns its run folder."""
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, str(ROOT / "algos" / f"{algo}.py"), "--env", env, "--seed", str(seed),
-           "--num-seeds", str(seeds), "--out-dir", str(out), "--no-compile-cache"]
+           "--num-seeds", str(seeds), "--out-dir", str(out), "--no-compile-cache",
+           *shlex.split(flags)]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     (run_dir,) = out.iterdir()
     return run_dir
@@ -98,12 +104,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--sittings", type=int, default=3)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--ppo-flags", default="", help="flags added to PPO's command (for a "
+                        "suite that publishes no PPO recipe: PPO's documented settings there)")
     parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
     args = parser.parse_args()
     if not args.table:
         for n in range(1, args.sittings + 1):
             for a in SIDES if n % 2 else SIDES[::-1]:  # alternating which side goes first
-                run(a, args.env, args.seed, args.seeds, args.out / f"sitting{n}" / a)
+                run(a, args.env, args.seed, args.seeds, args.out / f"sitting{n}" / a,
+                    args.ppo_flags if a == "ppo" else "")
     table(args.out)
 
 

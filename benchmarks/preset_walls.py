@@ -37,7 +37,7 @@ CASES = [  # (algorithm, env): each file's default env, then an env of each of i
     ("impala", "Breakout-MinAtar"), ("grpo", "Breakout-MinAtar"), ("ppo_rnn", "Breakout-MinAtar"),
     ("ppo", "Pendulum-v1"), ("impala", "Pendulum-v1"), ("grpo", "Pendulum-v1"),
     ("grpo", "Catch-bsuite"), ("pqn", "navix/Navix-DoorKey-5x5-v0"), ("pqn_rnn", "CartPole-v1"),
-    ("pqn_rnn", "MemoryChain-bsuite"),
+    ("pqn_rnn", "MemoryChain-bsuite"), ("pqn", "jumanji/Snake-v1"),
 ]
 WHOLE, FRACTION = 1_000_000, 10  # budgets up to WHOLE run whole; larger ones a FRACTION
 

@@ -283,13 +283,30 @@ def test_epsilon_and_the_learning_rate_sweep_in_one_program(tmp_path):
         np.testing.assert_allclose(metrics["learning_rate"][i, 0, 0], row["values"]["learning_rate"], rtol=1e-6)
 
 
+@pytest.mark.slow  # Jumanji's import and an env build
+def test_jumanji_ids_start_from_the_jumanji_preset_and_other_files_keep_theirs():
+    """Jumanji's discrete tasks start PQN from PRESETS["jumanji"] (Jumanji publishes no PQN
+    recipe); PPO, which has no such preset, keeps its Config defaults there."""
+    pytest.importorskip("jumanji")
+    from scanrl.algos import ppo
+    from scanrl.common import suites
+
+    preset = pqn.PRESETS["jumanji"]
+    assert suites.preset_name("jumanji/Snake-v1") == "jumanji"
+    config = pqn.default_config("jumanji/Snake-v1")
+    assert {field: getattr(config, field) for field in preset} == preset
+    assert pqn.default_config("jumanji/Snake-v1", learning_rate=3e-4).learning_rate == 3e-4
+    assert ppo.default_config("jumanji/Snake-v1") == ppo.Config(env="jumanji/Snake-v1")
+
+
 @pytest.mark.slow
 def test_a_masked_env_bootstraps_finite_values_through_its_episode_ends():
     """Jumanji's Snake (action masks): 8 updates of 2 seeds end episodes, and every TD loss
     stays finite (a mask with no valid action after an episode's end once gave a -inf
     bootstrap, and 0 x -inf a NaN)."""
     pytest.importorskip("jumanji")
-    config = pqn.default_config("jumanji/Snake-v1", total_timesteps=2048 * 8)
+    # the Config defaults (not the jumanji preset): their 8 updates end episodes in both seeds
+    config = pqn.Config(env="jumanji/Snake-v1", total_timesteps=2048 * 8)
     metrics = jax.device_get(pqn.make_train(config)(devices.seed_keys(0, 2))["metrics"])
     assert metrics["episodes"].sum() > 0
     assert np.isfinite(metrics["td_loss"]).all() and np.isfinite(metrics["q_taken"]).all()
