@@ -19,10 +19,14 @@ one more core step on the observation step t reached (the final one where an epi
 a time-limit cut bootstraps from the state the agent had). As in pqn.py, the targets are
 computed once per rollout with the network that acted.
 
+With `--last-action` the core also reads the previous action, one-hot, beside the MLP's output
+(purejaxql's ADD_LAST_ACTION); here it is zeros where an episode starts, and it is carried in
+the stored state's last A columns, so a sequence's replay starts from both.
+
 Where this differs from purejaxql's: its targets are recomputed in every minibatch from the
-replayed sequence, it can prepend steps of the previous rollout (MEMORY_WINDOW) and feed the
-last action to the core; here the targets are the rollout's, the sequence starts from the
-stored state (no burn-in) and the core reads the observation alone.
+replayed sequence, it can prepend steps of the previous rollout (MEMORY_WINDOW), and its last
+action carries over into the next episode; here the targets are the rollout's and the sequence
+starts from the stored state (no burn-in).
 Papers: PQN, Gallici et al. 2025 (arXiv:2407.04811; code: mttga/purejaxql); Q(lambda): Peng &
 Williams 1996; the cores: common/recurrent.py's docstring.
 
@@ -130,6 +134,8 @@ class Config:
     """trxl: attention heads; must divide --gru-size."""
     trxl_layers: int = 2
     """trxl: attention layers (the receptive field is layers x M steps)."""
+    last_action: bool = False
+    """the core also reads the previous action, one-hot (zeros where an episode starts)."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
@@ -202,12 +208,13 @@ def init_q_network(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict
                 layer.update(scale=jnp.ones(channels), offset=jnp.zeros(channels))
     k_mlp, k_core, k_q = jax.random.split(key, 3)
     sizes = (features, *config.hidden)
+    core_in = sizes[-1] + vec_env.num_actions * config.last_action  # the previous action's too
     # the MLP's hidden layers alone (mlp_init's last layer would be a linear output)
     params["mlp"] = mlp_init(k_mlp, (*sizes, 1), layer_norm=normalized)[:-1] \
         if config.hidden else []
     core_init = CORES[config.core][0] if config.core != "trxl" else partial(
         trxl_init, heads=config.trxl_heads, layers=config.trxl_layers, window=config.trxl_window)
-    params[config.core] = core_init(k_core, sizes[-1], config.gru_size)
+    params[config.core] = core_init(k_core, core_in, config.gru_size)
     params["q"] = mlp_init(k_q, (config.gru_size, vec_env.num_actions), output_gain=1.0)
     return params
 
@@ -217,13 +224,16 @@ def state_width(config: Config) -> int:
     return state_width_of(config.core, config.gru_size, config.trxl_layers, config.trxl_window)
 
 
-def embed(params: dict, obs: jax.Array, activation: str) -> jax.Array:
-    """obs [..., obs_dim] or images [..., H, W, C] -> the core's input terms (torso, MLP,
+def embed(params: dict, obs: jax.Array, activation: str, last=None) -> jax.Array:
+    """obs [..., obs_dim] or images [..., H, W, C] (and with --last-action the previous action
+    one-hot [..., A], joined to the MLP's output) -> the core's input terms (torso, MLP,
     recurrent.core_inputs): no state involved, so a whole sequence's are one batch."""
     act = ACTIVATIONS[activation]
     x = cnn_apply(params["torso"], obs, activation, layer_norm) if "torso" in params else obs
     for layer in params["mlp"]:
         x = act(layer_norm(layer, x @ layer["w"] + layer["b"]))
+    if last is not None:
+        x = jnp.concatenate([x, last], axis=-1)
     kind = next(kind for kind in CORES if kind in params)
     return core_inputs(kind, params[kind], x)
 
@@ -236,10 +246,10 @@ def q_head(params: dict, state: jax.Array) -> jax.Array:
 
 
 def step(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array,
-         activation: str) -> jax.Array:
+         activation: str, last=None) -> jax.Array:
     """One step for acting: hidden [N, S], obs [N, ...], start [N] (obs begins an episode: the
-    state resets to zeros first) -> the new state [N, S]."""
-    return recur(params, hidden, embed(params, obs, activation), start)
+    state resets to zeros first), last [N, A] or None -> the new state [N, S]."""
+    return recur(params, hidden, embed(params, obs, activation, last), start)
 
 
 def recur(params: dict, hidden: jax.Array, inputs: jax.Array, start: jax.Array) -> jax.Array:
@@ -249,11 +259,12 @@ def recur(params: dict, hidden: jax.Array, inputs: jax.Array, start: jax.Array) 
 
 
 def sequence(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array,
-             activation: str) -> jax.Array:
+             activation: str, last=None) -> jax.Array:
     """Replay a sequence for learning: hidden [N, S] before its first step, obs [L, N, ...],
-    start [L, N] -> Q after each step [L, N, A], resetting exactly where start is set (the LRU
-    by an associative scan, the Transformer-XL all at once, the others step by step)."""
-    inputs = embed(params, obs, activation)
+    start [L, N], last [L, N, A] or None -> Q after each step [L, N, A], resetting exactly where
+    start is set (the LRU by an associative scan, the Transformer-XL all at once, the others
+    step by step)."""
+    inputs = embed(params, obs, activation, last)
     if "lru" in params:
         outputs = lru_sequence(params["lru"], hidden, inputs, start)
     elif "trxl" in params:
@@ -273,18 +284,37 @@ def sequence(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array,
 class Sequences(NamedTuple):
     """Training sequences, one per environment, leaves [N, T, ...]."""
 
-    hidden: jax.Array  # [N, S] the core state carried into the rollout (before any reset)
+    hidden: jax.Array  # [N, W] the state carried into the rollout (before any reset): split_state
     obs: jax.Array  # as the Q-network reads them
     start: jax.Array  # obs begins an episode
     action: jax.Array  # [N, T] int
     target: jax.Array  # [N, T] Q(lambda) return
 
 
+def split_state(carried: jax.Array, config: Config) -> tuple[jax.Array, jax.Array | None]:
+    """The state carried between steps [..., W] -> the core's state [..., S] and, with
+    --last-action, the previous action one-hot [..., A] (W = S + A), else None (W = S)."""
+    width = state_width(config)
+    return (carried[..., :width], carried[..., width:]) if config.last_action else (carried, None)
+
+
+def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
+    """Q after each step of the sequences [T, N, A], from the state stored for their first step;
+    with --last-action each step reads the action before it (the stored one at the first)."""
+    swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [N, T] <-> [T, N]
+    hidden, last = split_state(seqs.hidden, config)
+    if last is not None:  # [N, T, A]: the action before each step, zeros where an episode starts
+        before = jax.nn.one_hot(seqs.action[:, :-1], last.shape[-1])
+        last = jnp.concatenate([last[:, None], before], axis=1)
+        last = swap(jnp.where(seqs.start[..., None], 0.0, last))
+    return sequence(params, hidden, swap(seqs.obs), swap(seqs.start), config.activation, last)
+
+
 def td_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, dict]:
     """0.5 * mean((Q(h_t, a_t) - G_t)^2) over every step of the replayed sequences, or Huber
     (delta 1) with config.loss == "huber"."""
     swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [N, T] <-> [T, N]
-    q = sequence(params, seqs.hidden, swap(seqs.obs), swap(seqs.start), config.activation)
+    q = replay(params, seqs, config)
     q_taken = jnp.take_along_axis(q, swap(seqs.action)[..., None], axis=-1)[..., 0]
     target = swap(seqs.target)
     if config.loss == "huber":
@@ -319,7 +349,7 @@ class TrainState(NamedTuple):
     env_state: envs.VecEnvState
     obs: jax.Array  # [N, *obs] observations the next rollout starts from
     start: jax.Array  # [N] those observations begin an episode
-    hidden: jax.Array  # [N, S] the core state carried into the next rollout
+    hidden: jax.Array  # [N, W] the state carried into the next rollout (split_state)
     key: jax.Array
 
 
@@ -341,7 +371,13 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     scale_by = optax.scale_by_radam if config.optimizer == "radam" else optax.scale_by_adam
     optimizer = make_optimizer(config.max_grad_norm, config.adam_eps, scale_by)
     schedule = lr_schedule(config.learning_rate, config.decay_updates, anneal=config.anneal_lr)
-    width, act_fn = state_width(config), config.activation
+    act_fn, num_actions = config.activation, vec_env.num_actions
+    width = state_width(config) + num_actions * config.last_action  # W: split_state
+
+    def carry_on(hidden, action):  # the core's state [N, S] (and the action taken) -> [N, W]
+        if not config.last_action:
+            return hidden
+        return jnp.concatenate([hidden, jax.nn.one_hot(action, num_actions)], axis=-1)
 
     def observe(obs):  # what the network reads: flat vectors, or images for the conv torso
         return vec_env.observe(obs, image=image)
@@ -364,16 +400,21 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         #    Each step also takes max_a Q one core step on from the observation it reached (the
         #    final one where an episode ended), over the actions valid there: the bootstrap.
         def env_step(carry, step_key):
-            env_state, obs, start, hidden = carry
+            env_state, obs, start, carried = carry
             k_action, k_env = jax.random.split(step_key)
             q_obs, mask = observe(obs), vec_env.action_mask(env_state)
-            hidden = step(params, hidden, q_obs, start, act_fn)
+            hidden, last = split_state(carried, config)
+            if last is not None:  # no action before an episode's first step
+                last = jnp.where(start[:, None], 0.0, last)
+            hidden = step(params, hidden, q_obs, start, act_fn, last)
             action = epsilon_greedy(k_action, q_head(params, hidden), epsilon, mask)
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
-            after = step(params, hidden, observe(info.final_obs), jnp.zeros_like(start), act_fn)
+            carried = carry_on(hidden, action)
+            after = step(params, hidden, observe(info.final_obs), jnp.zeros_like(start), act_fn,
+                         split_state(carried, config)[1])
             next_q = max_valid_q(q_head(params, after), vec_env.action_mask(env_state))
             done = info.terminated | info.truncated
-            return (env_state, next_obs, done, hidden), Transition(
+            return (env_state, next_obs, done, carried), Transition(
                 obs=q_obs, start=start, action=action, next_q=next_q, info=info)
 
         carry = (state.env_state, state.obs, state.start, state.hidden)
@@ -403,12 +444,14 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool,
             hidden: jax.Array, mask=None):
-        """obs [N, *obs], hidden [N, S] (zeros at an episode's first step), mask [N, A] or None
+        """obs [N, *obs], hidden [N, W] (zeros at an episode's first step), mask [N, A] or None
         -> (actions [N], hidden): greedy, or epsilon-greedy with config.eval_epsilon."""
         params = policy_params["params"]
-        hidden = step(params, hidden, observe(obs), jnp.zeros(obs.shape[0], bool), act_fn)
+        core, last = split_state(hidden, config)
+        core = step(params, core, observe(obs), jnp.zeros(obs.shape[0], bool), act_fn, last)
         epsilon = 0.0 if deterministic else config.eval_epsilon
-        return epsilon_greedy(key, q_head(params, hidden), epsilon, mask), hidden
+        action = epsilon_greedy(key, q_head(params, core), epsilon, mask)
+        return action, carry_on(core, action)
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,

@@ -58,15 +58,15 @@ def test_each_cores_sequence_replay_equals_its_steps_and_resets_at_starts(core):
     assert np.abs(a[3, 0] - b[3, 0]).max() > 1e-4 and np.abs(a[5, 1] - b[5, 1]).max() > 1e-4
 
 
-@pytest.mark.parametrize("core", ["gru", "trxl"])
+@pytest.mark.parametrize("core, last_action", [("gru", False), ("trxl", False), ("gru", True)])
 @pytest.mark.slow
-def test_the_update_replays_the_rollout_it_collected(core, monkeypatch):
+def test_the_update_replays_the_rollout_it_collected(core, last_action, monkeypatch):
     """One update, run eagerly, with the learning step replaced by a recorder: replaying each
     env's sequence from the state stored for it, with the parameters that acted, gives at step
     t + 1 the max Q that the rollout bootstrapped step t with, wherever step t's episode went on
-    (a core step on the next observation); and replayed from another env's stored state, it
-    does not."""
-    config, algo = small(core)
+    (a core step on the next observation, and with --last-action on the action just taken);
+    and replayed from another env's stored state, it does not."""
+    config, algo = small(core, last_action=last_action)
     recorded = {}
 
     real_returns = pqn_rnn.q_lambda_returns
@@ -88,8 +88,15 @@ def test_the_update_replays_the_rollout_it_collected(core, monkeypatch):
     seqs, params = recorded["seqs"], recorded["params"]
     assert np.abs(np.asarray(seqs.hidden)).max() > 0  # a carried, nonzero state
     swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
-    replay = lambda h: np.asarray(pqn_rnn.sequence(  # noqa: E731
-        params, h, swap(seqs.obs), swap(seqs.start), config.activation)).max(-1)
+    replay = lambda h: np.asarray(  # noqa: E731
+        pqn_rnn.replay(params, seqs._replace(hidden=h), config)).max(-1)
+    last = pqn_rnn.split_state(seqs.hidden, config)[1]
+    if last_action:  # the stored state ends with the previous rollout's last action, one-hot
+        assert last.shape == (4, 2) and (np.asarray(last).sum(-1) == 1).all()
+        other = seqs.hidden.at[:, -2:].set(1.0 - last)  # the other action before the first step
+        assert np.abs(replay(other) - replay(seqs.hidden)).max() > 1e-4  # the core reads it
+    else:
+        assert last is None and seqs.hidden.shape == (4, pqn_rnn.state_width(config))
     went_on = ~np.asarray(recorded["done"])[:-1]
     assert went_on.sum() > 50 and (~went_on).sum() > 0  # episodes both went on and ended
     next_q = np.asarray(recorded["next_q"])[:-1]
