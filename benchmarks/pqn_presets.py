@@ -15,8 +15,8 @@ faster side's wall (its compile plus training seconds).
 
     python benchmarks/pqn_presets.py --env navix/Navix-DoorKey-5x5-v0 --seed 10 --seeds 10 \\
         --sittings 3 --out DIR
-    python benchmarks/pqn_presets.py --env jumanji/Snake-v1 --seed 10 --seeds 10 --sittings 3 \
-        --ppo-flags "--num-envs 64 --num-steps 64 --learning-rate 1e-3 --activation relu \
+    python benchmarks/pqn_presets.py --env jumanji/Snake-v1 --seed 10 --seeds 10 --sittings 3 \\
+        --ppo-flags "--num-envs 64 --num-steps 64 --learning-rate 1e-3 --activation relu \\
         --actor-hidden 128 128 --critic-hidden 128 128 --total-timesteps 500000" --out DIR
     python benchmarks/pqn_presets.py --table --out DIR
 """

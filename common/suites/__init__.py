@@ -288,10 +288,11 @@ def preset_name(env_id: str) -> str | None:
     """Which of an algorithm's PRESETS an env id starts from: "minatar" for the MinAtar games
     (image observations), "grid_world" for Navix's and XLand-MiniGrid's tasks, "continuous"
     for Box actions, "jumanji" for Jumanji's discrete tasks, None for the rest."""
+    suite = suite_of(env_id)[0]
     if env_id.endswith("-MinAtar"):
         return "minatar"
-    if suite_of(env_id)[0] in GRID_WORLDS:
+    if suite in GRID_WORLDS:
         return "grid_world"
     if is_continuous(env_id):
         return "continuous"
-    return "jumanji" if suite_of(env_id)[0] == "jumanji" else None
+    return "jumanji" if suite == "jumanji" else None
