@@ -403,3 +403,38 @@ def test_the_pqn_side_by_side_scores_each_envs_first_episode_and_also_the_peers_
     first, window, n_first, n_window = driver.both_estimators(ended, returns, np)
     assert (first, n_first, n_window) == (7.5, 2, 3)
     assert np.isclose(window, 16 / 3)
+
+
+def test_the_committed_transformer_xl_curves_are_read_with_numpy_types_only(tmp_path, monkeypatch):
+    """benchmarks/trxl_curves.py's loader: an `np.save`d dict of jax and numpy arrays comes back
+    as numpy arrays; a pickle that names anything else (here a pathlib path) is refused, never
+    built. And its score at a step count uses the committed updates up to that count only."""
+    import importlib.util
+    import io
+    import pickle
+
+    import jax.numpy as jnp
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("trxl_curves", REPO / "benchmarks" / "trxl_curves.py")
+    curves = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(curves)
+
+    def saved(value) -> bytes:
+        f = io.BytesIO()
+        holder = np.empty((), object)
+        holder[()] = value
+        np.save(f, holder)
+        return f.getvalue()
+
+    got = curves.load_metrics(saved({"r": jnp.arange(3.0), "n": np.array([1, 2])}))
+    assert type(got["r"]) is np.ndarray and got["r"].tolist() == [0.0, 1.0, 2.0]
+    assert got["n"].tolist() == [1, 2]
+    with pytest.raises(pickle.UnpicklingError, match="pathlib"):
+        curves.load_metrics(saved({"r": tmp_path}))
+
+    committed = REPO / "benchmarks" / "reference" / "trxl_ppo" / "committed_curves.npz"
+    returns = np.load(committed)["returned_episode_returns"]
+    assert returns.shape == (5, 7629)
+    assert np.allclose(curves.committed_at(committed, 2 * 131072 - 1), returns[:, 0])
+    assert np.allclose(curves.committed_at(committed, 20 * 131072), returns[:, 18:20].mean(1))

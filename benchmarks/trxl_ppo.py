@@ -1,0 +1,199 @@
+"""scanrl's recurrent PPO with its Transformer-XL core (`algos/ppo_rnn.py --core trxl`) against
+the gated Transformer-XL PPO that leads Craftax's board (Reytuag/transformerXL_PPO_JAX,
+`trainer_PPO_trXL_pmap.py`), side by side on `craftax/Craftax-Symbolic-v1`, each side on one CPU
+device, at the baseline's config with its sizes scaled to a CPU budget (the same on both sides).
+
+The baseline's side is its repository's own trainer, run, not copied: an export of the repository
+(`git archive`, passed as --baseline DIR) is put on a child process's path, and the child does
+what the repository's `train_PPO_trXL_pmap.py` does (`make_train(config, key)`, `replicate`, the
+pmapped train lowered, compiled and run) with that script's config, the keys of SCALED replaced.
+Its one adaptation: jax has since removed `jax.tree_map`, which the trainer calls; the child points
+the name at `jax.tree_util.tree_map`, the same function. Its seeds are one process each (its
+program takes one seed per device), one after another; its wall is the processes' sum, which
+counts its imports and compiling once per seed, so the table also gives the ratio with imports
+and compiling left out on both sides.
+
+scanrl's side: `python -m scanrl.algos.ppo_rnn --env craftax/Craftax-Symbolic-v1 --recipe none
+--core trxl` with the same settings as flags (`scanrl_flags`), its seeds vmapped in one process
+on one device, without evaluation (the baseline has none).
+
+The same score on both sides: each seed's mean return of the training episodes that ended in an
+update, averaged over the last 10% of updates (updates where none ended are skipped; scanrl's
+summary.json `final_return_per_seed`; the baseline's per-update metric
+`returned_episode_returns`, which its trainer averages over the episodes that ended in the
+update); IQM over seeds with its 95% stratified-bootstrap interval (rliable). Sittings alternate
+which side runs first; each sitting's JSON is written when it ends.
+
+    git --git-dir=TRXL_GIT archive d914d55 -- '*.py' | tar -x -C BASELINE
+    python benchmarks/trxl_ppo.py --baseline BASELINE --seeds 5 --sittings 3 --out DIR
+    python benchmarks/trxl_ppo.py --table --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import sidebyside
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_COMMIT = "d914d55"  # Reytuag/transformerXL_PPO_JAX, 2026-02-16
+ENV = "craftax/Craftax-Symbolic-v1"
+# train_PPO_trXL_pmap.py's config (1,024 envs x 128 steps, embedding 256, 8 heads, memory 128,
+# gradient window 64) ...
+CONFIG = {"LR": 2e-4, "NUM_ENVS": 1024, "NUM_STEPS": 128, "TOTAL_TIMESTEPS": 1e9,
+          "UPDATE_EPOCHS": 4, "NUM_MINIBATCHES": 8, "GAMMA": 0.999, "GAE_LAMBDA": 0.8,
+          "CLIP_EPS": 0.2, "ENT_COEF": 0.002, "VF_COEF": 0.5, "MAX_GRAD_NORM": 1.0,
+          "ACTIVATION": "relu", "ENV_NAME": "craftax", "ANNEAL_LR": True, "qkv_features": 256,
+          "EMBED_SIZE": 256, "num_heads": 8, "num_layers": 2, "hidden_layers": 256,
+          "WINDOW_MEM": 128, "WINDOW_GRAD": 64, "gating": True, "gating_bias": 2.0, "seed": 0}
+# ... and its sizes scaled to a CPU budget: a sixty-fourth of the envs, a quarter of the steps,
+# windows and widths, half the heads
+SCALED = {"NUM_ENVS": 16, "NUM_STEPS": 32, "TOTAL_TIMESTEPS": 32_768, "qkv_features": 64,
+          "EMBED_SIZE": 64, "num_heads": 4, "hidden_layers": 64, "WINDOW_MEM": 32,
+          "WINDOW_GRAD": 16}
+
+CHILD = r"""
+import json, sys, time
+baseline, seed, config = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+sys.path.insert(0, baseline)
+import jax, numpy as np
+jax.tree_map = jax.tree_util.tree_map  # removed from jax since the baseline's 0.4.26
+from flax.jax_utils import replicate
+from trainer_PPO_trXL_pmap import make_train
+started = time.time()
+rng = jax.random.PRNGKey(seed)
+rng, _rng = jax.random.split(rng)
+train_fn, train_state = make_train(config, _rng)
+train_states = replicate(train_state, jax.local_devices())
+rng = jax.random.split(rng, len(jax.local_devices()))
+train_jit_fn = train_fn.lower(rng, train_states).compile()
+compiled = time.time()
+out = train_jit_fn(rng, train_states)
+returns = np.asarray(out["metrics"]["returned_episode_returns"].block_until_ready())[0]
+from importlib.metadata import version
+print("RESULT" + json.dumps({"compile_seconds": compiled - started, "run_seconds": time.time()
+      - compiled, "per_update": [None if not np.isfinite(r) else float(r) for r in returns],
+      "devices": [str(d) for d in jax.devices()],
+      "versions": {p: version(p) for p in ("jax", "flax", "optax", "distrax", "craftax")}}))
+"""
+
+
+def last_tenth(per_update: list) -> float:
+    """The mean over the last 10% of updates (at least one), skipping updates where no episode
+    ended."""
+    series = np.array([np.nan if r is None else r for r in per_update], np.float64)
+    tail = series[-max(1, len(series) // 10):]
+    return float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
+
+
+def scanrl_flags(config: dict, seeds: int) -> list[str]:
+    """The baseline's config as ppo_rnn.py's flags (its encoder Dense is --encoder-hidden's one
+    layer, its two-layer heads --head-hidden)."""
+    c = config
+    return ["--env", ENV, "--recipe", "none", "--core", "trxl", "--num-seeds", str(seeds),
+            "--num-devices", "1", "--eval-every", "0",
+            "--total-timesteps", str(int(c["TOTAL_TIMESTEPS"])), "--num-envs", str(c["NUM_ENVS"]),
+            "--num-steps", str(c["NUM_STEPS"]), "--seq-len", str(c["WINDOW_GRAD"]),
+            "--trxl-window", str(c["WINDOW_MEM"]), "--gru-size", str(c["EMBED_SIZE"]),
+            "--trxl-heads", str(c["num_heads"]), "--trxl-layers", str(c["num_layers"]),
+            "--encoder-hidden", str(c["EMBED_SIZE"]),
+            "--head-hidden", str(c["hidden_layers"]), str(c["hidden_layers"]),
+            "--activation", c["ACTIVATION"], "--learning-rate", str(c["LR"]),
+            "--num-epochs", str(c["UPDATE_EPOCHS"]), "--num-minibatches", str(c["NUM_MINIBATCHES"]),
+            "--gamma", str(c["GAMMA"]), "--gae-lambda", str(c["GAE_LAMBDA"]),
+            "--clip-eps", str(c["CLIP_EPS"]), "--ent-coef", str(c["ENT_COEF"]),
+            "--vf-coef", str(c["VF_COEF"]), "--max-grad-norm", str(c["MAX_GRAD_NORM"])]
+
+
+def run_scanrl(config: dict, seeds: int) -> dict:
+    read = lambda run_dir: json.loads((run_dir / "summary.json").read_text())  # noqa: E731
+    command, wall, summary = sidebyside.run_in_folder("ppo_rnn", scanrl_flags(config, seeds), read)
+    return {"command": "python " + " ".join(command), "wall": wall,
+            "compile_seconds": summary["compile_seconds"],
+            "env_steps": summary["total_timesteps"],
+            "run_steps_per_second": summary["env_steps_per_second"],
+            "training_scores": summary["final_return_per_seed"]}
+
+
+def run_baseline(config: dict, seeds: int, baseline: Path) -> dict:
+    runs = [sidebyside.run_snippet(CHILD, [str(baseline), str(seed), json.dumps(config)],
+                                   "the Transformer-XL PPO") for seed in range(seeds)]
+    steps = len(runs[0]["per_update"]) * config["NUM_ENVS"] * config["NUM_STEPS"]
+    return {"wall": sum(r["wall"] for r in runs), "walls": [r["wall"] for r in runs],
+            "compile_seconds": [r["compile_seconds"] for r in runs], "env_steps": steps,
+            "run_steps_per_second": seeds * steps / sum(r["run_seconds"] for r in runs),
+            "training_scores": [last_tenth(r["per_update"]) for r in runs],
+            "per_update": [r["per_update"] for r in runs], "devices": runs[0]["devices"],
+            "versions": runs[0]["versions"]}
+
+
+def sitting(args: argparse.Namespace, k: int) -> None:
+    config = {**CONFIG, **SCALED, "TOTAL_TIMESTEPS": args.timesteps}
+    sides = ["scanrl", "baseline"] if k % 2 == 0 else ["baseline", "scanrl"]
+    cell = {"env": ENV, "seeds": args.seeds, "config": config, "order": sides,
+            "baseline_commit": BASELINE_COMMIT, **sidebyside.scanrl_commit(),
+            "started": time.strftime("%Y-%m-%d %H:%M")}
+    for side in sides:
+        cell[side] = (run_scanrl(config, args.seeds) if side == "scanrl"
+                      else run_baseline(config, args.seeds, args.baseline.resolve()))
+        print(side, json.dumps({k: v for k, v in cell[side].items() if k != "per_update"}),
+              flush=True)
+    cell["finished"] = time.strftime("%Y-%m-%d %H:%M")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"sitting{k + 1}.json").write_text(json.dumps(cell, indent=1))
+
+
+def table(out: Path) -> str:
+    cells = [json.loads(p.read_text()) for p in sorted(out.glob("sitting*.json"))]
+    spread = lambda xs: f"{np.median(xs):,.0f} [{min(xs):,.0f}, {max(xs):,.0f}]"  # noqa: E731
+    s, b = cells[0]["scanrl"], cells[0]["baseline"]
+    walls = {side: [c[side]["wall"] for c in cells] for side in ("scanrl", "baseline")}
+    ratios = [c["scanrl"]["wall"] / c["baseline"]["wall"] for c in cells]
+    run_ratio = [c["baseline"]["run_steps_per_second"] / c["scanrl"]["run_steps_per_second"]
+                 for c in cells]
+    same = all(c[side]["training_scores"] == cells[0][side]["training_scores"]
+               for c in cells for side in ("scanrl", "baseline"))
+    return "\n".join([
+        "| side | env steps/seed | final return IQM [95% CI] | wall (s), median [min, max] | "
+        "run env steps/s |", "|---|---:|---:|---:|---:|",
+        f"| scanrl ppo_rnn --core trxl | {s['env_steps']:,} | "
+        f"{sidebyside.iqm_text(s['training_scores'], 2)} | {spread(walls['scanrl'])} | "
+        f"{np.median([c['scanrl']['run_steps_per_second'] for c in cells]):,.0f} |",
+        f"| transformerXL_PPO_JAX | {b['env_steps']:,} | "
+        f"{sidebyside.iqm_text(b['training_scores'], 2)} | {spread(walls['baseline'])} | "
+        f"{np.median([c['baseline']['run_steps_per_second'] for c in cells]):,.0f} |", "",
+        f"{len(cells)} sitting(s); wall ratio scanrl / baseline {np.median(ratios):.2f}x "
+        f"[{min(ratios):.2f}, {max(ratios):.2f}]; with imports and compiling left out "
+        f"{np.median(run_ratio):.2f}x [{min(run_ratio):.2f}, {max(run_ratio):.2f}]; "
+        f"scores {'identical in every sitting' if same else 'differ between sittings'}"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", type=Path, help="an export of transformerXL_PPO_JAX")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--sittings", type=int, default=3)
+    parser.add_argument("--timesteps", type=int, default=SCALED["TOTAL_TIMESTEPS"],
+                        help="env steps per seed")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--table", action="store_true", help="print the table of --out and stop")
+    args = parser.parse_args()
+    if not args.table:
+        if args.baseline is None or not (args.baseline / "trainer_PPO_trXL_pmap.py").is_file():
+            raise SystemExit("--baseline must be an export of transformerXL_PPO_JAX (docstring)")
+        done = len(list(args.out.glob("sitting*.json"))) if args.out.is_dir() else 0
+        for k in range(done, args.sittings):
+            sitting(args, k)
+    print(table(args.out))
+
+
+if __name__ == "__main__":
+    main()
