@@ -13,6 +13,7 @@ evaluation, files). `--plot` draws each task's mean training return against wall
     python benchmarks/cores.py --out DIR          # runs what DIR lacks, then prints the table
     python benchmarks/cores.py --out DIR --table  # the table (and with --plot, DIR/cores.png)
     python benchmarks/cores.py --algo pqn_rnn --out DIR2 --plot
+    python benchmarks/cores.py --task Craftax --out DIR3 --plot  # trxl_ppo.py's Craftax budget
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ TASKS = {  # name: the env's flags
     "CartPole-v1, velocities hidden": ["--env", "CartPole-v1", "--hide-obs", "1", "3"],
     "MemoryChain-bsuite, memory_length 20": ["--env", "MemoryChain-bsuite", "--env-params",
                                              "memory_length", "20"],
+    # the Transformer-XL PPO's Craftax config at benchmarks/trxl_ppo.py's CPU scale, 32,768 steps
+    "Craftax-Symbolic-v1, trxl_ppo.py's settings": [
+        "--env", "craftax/Craftax-Symbolic-v1", "--recipe", "none", "--eval-every", "0",
+        "--total-timesteps", "32768", "--num-envs", "16", "--num-steps", "32", "--seq-len", "16",
+        "--trxl-window", "32", "--gru-size", "64", "--trxl-heads", "4", "--encoder-hidden", "64",
+        "--head-hidden", "64", "64", "--activation", "relu", "--learning-rate", "2e-4",
+        "--num-minibatches", "8", "--gamma", "0.999", "--gae-lambda", "0.8", "--ent-coef",
+        "0.002", "--max-grad-norm", "1.0"],
 }
 
 
@@ -38,9 +47,13 @@ def folder(out: Path, task: str, core: str) -> Path:
     return out / task.split(",")[0] / core
 
 
-def tasks(algo: str) -> dict:
-    """The tasks an algorithm is compared on: recurrent PQN's preset is MemoryChain's."""
-    return TASKS if algo == "ppo_rnn" else {k: v for k, v in TASKS.items() if "Memory" in k}
+def tasks(algo: str, only: str | None = None) -> dict:
+    """The tasks an algorithm is compared on (recurrent PQN's preset is MemoryChain's), or the
+    one whose name starts with `only`."""
+    if only:
+        return {k: v for k, v in TASKS.items() if k.startswith(only)}
+    return {k: v for k, v in TASKS.items() if "Craftax" not in k
+            and (algo == "ppo_rnn" or "Memory" in k)}
 
 
 def run(algo: str, task: str, core: str, seeds: int, out: Path) -> None:
@@ -68,11 +81,11 @@ def result(task: str, core: str, out: Path) -> dict:
             "compile": summary["compile_seconds"], "curve": curve}
 
 
-def table(algo: str, out: Path, plot: bool) -> None:
+def table(algo: str, out: Path, plot: bool, only: str | None) -> None:
     from scanrl.common.harness.stats import iqm_interval
 
-    data = {task: {core: result(task, core, out) for core in CORES} for task in tasks(algo)}
-    budget = "2e5" if algo == "ppo_rnn" else "1e5"
+    data = {task: {core: result(task, core, out) for core in CORES} for task in tasks(algo, only)}
+    budget = "32,768" if only else "2e5" if algo == "ppo_rnn" else "1e5"
     print(f"| task ({algo}, {budget} env steps per seed, 5 seeds) | core | final return IQM [95% CI] "
           "| env steps/s | compile (s) | wall (s) |")
     print("|---|---|---:|---:|---:|---:|")
@@ -105,12 +118,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
     parser.add_argument("--plot", action="store_true", help="and draw the equal-wall plot")
+    parser.add_argument("--task", help="only the task whose name starts with this (Craftax: "
+                        "run only when named)")
     args = parser.parse_args()
     if not args.table:
-        for task in tasks(args.algo):
+        for task in tasks(args.algo, args.task):
             for core in CORES:
                 run(args.algo, task, core, args.seeds, args.out)
-    table(args.algo, args.out, args.plot)
+    table(args.algo, args.out, args.plot, args.task)
 
 
 if __name__ == "__main__":
