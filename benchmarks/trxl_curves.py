@@ -82,10 +82,11 @@ def extract(git_dir: Path, out: Path) -> None:
 
 
 def last_tenth(per_update: np.ndarray) -> np.ndarray:
-    """[seeds, updates] -> each seed's mean over its last 10% of updates, NaN updates skipped."""
-    tail = per_update[:, -max(1, per_update.shape[1] // 10):]
-    with np.errstate(all="ignore"):
-        return np.nanmean(tail, axis=1)
+    """[seeds, updates] -> each seed's final return by scanrl's own estimator
+    (stats.final_returns: the last ceil(10%) of updates, NaN updates skipped)."""
+    from scanrl.common.harness.stats import final_returns
+
+    return final_returns(per_update)
 
 
 def committed_at(curves: Path, env_steps: int) -> np.ndarray:

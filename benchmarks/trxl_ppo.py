@@ -86,11 +86,12 @@ print("RESULT" + json.dumps({"compile_seconds": compiled - started, "run_seconds
 
 
 def last_tenth(per_update: list) -> float:
-    """The mean over the last 10% of updates (at least one), skipping updates where no episode
-    ended."""
-    series = np.array([np.nan if r is None else r for r in per_update], np.float64)
-    tail = series[-max(1, len(series) // 10):]
-    return float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
+    """scanrl's own final-return estimator (stats.final_returns: the last ceil(10%) of updates,
+    those where no episode ended skipped) on one baseline seed's per-update returns."""
+    from scanrl.common.harness.stats import final_returns
+
+    series = np.array([[np.nan if r is None else r for r in per_update]], np.float64)
+    return float(final_returns(series)[0])
 
 
 def scanrl_flags(config: dict, seeds: int) -> list[str]:
@@ -153,6 +154,8 @@ def sitting(args: argparse.Namespace, k: int) -> None:
 def table(out: Path) -> str:
     cells = [json.loads(p.read_text()) for p in sorted(out.glob("sitting*.json"))]
     spread = lambda xs: f"{np.median(xs):,.0f} [{min(xs):,.0f}, {max(xs):,.0f}]"  # noqa: E731
+    for c in cells:  # scored here, so a sitting written before this estimator is scored alike
+        c["baseline"]["training_scores"] = [last_tenth(p) for p in c["baseline"]["per_update"]]
     s, b = cells[0]["scanrl"], cells[0]["baseline"]
     walls = {side: [c[side]["wall"] for c in cells] for side in ("scanrl", "baseline")}
     ratios = [c["scanrl"]["wall"] / c["baseline"]["wall"] for c in cells]
