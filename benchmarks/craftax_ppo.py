@@ -119,12 +119,6 @@ print("RESULT" + json.dumps({"started": started, "dispatched": dispatched, "fini
 """
 
 
-def last_tenth(series: np.ndarray) -> float:
-    """The mean over the last 10% of updates (at least one), skipping updates where no episode ended."""
-    tail = series[-max(1, len(series) // 10):]
-    return float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
-
-
 SCRIPTS = {"ppo": "ppo.py", "ppo_rnn": "ppo_rnn.py"}  # scanrl's algorithm -> the baseline's script
 
 
@@ -173,7 +167,7 @@ def run_baseline(algo: str, name: str, timesteps: int, seeds: int, num_envs: int
             "walls": walls, "updates": updates,
             "env_steps": updates * steps_per_update, "env_steps_per_second": seeds * updates * steps_per_update / wall,
             "run_steps_per_second": seeds * (updates - 1) * steps_per_update / run_seconds if run_seconds > 0 else None,
-            "training_scores": [last_tenth(returns[s]) for s in range(seeds)],
+            "training_scores": [sidebyside.final_return(returns[s]) for s in range(seeds)],
             "curves": returns.tolist(), "stdout": stdout[-1500:], **results[0]}
 
 
@@ -233,6 +227,8 @@ def table(out: Path) -> str:
     for path in sorted(out.glob("*__*.json")):
         c = json.loads(path.read_text())
         s, b = c["scanrl"], c["baseline"]
+        if "curves" in b:  # scored here, so a cell written before this estimator is scored alike
+            b["training_scores"] = [sidebyside.final_return(curve) for curve in b["curves"]]
         fmt = sidebyside.iqm_text
         top = MAX_RETURN.get(c["env"].split("/", 1)[1])
         share = "-" if top is None else (f"{100 * np.mean(s['training_scores']) / top:.1f} / "

@@ -22,7 +22,7 @@ import numpy as np
 
 from scanrl.algos import ppo
 from scanrl.common import nets
-from scanrl.common.harness import devices, loop
+from scanrl.common.harness import devices, loop, stats
 from scanrl.common.harness.runconfig import compose
 
 variant, env, steps, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -69,6 +69,6 @@ program = loop.build(ppo.make_algorithm, config)
 out = jax.block_until_ready(program.train(devices.seed_keys(0, seeds)))
 wall = time.time() - start
 returns = jax.device_get(out["metrics"]["episode_return"])  # [seeds, updates]
-final = np.nanmean(returns[:, -max(1, returns.shape[1] // 10):], axis=1)
+final = stats.final_returns(returns)  # scanrl's own estimator: the last ceil(10%) of updates
 print(f"| {variant} | {env} | {steps:,} | {wall:.0f} | {steps * seeds / wall:,.0f} | "
       f"{', '.join(f'{r:.1f}' for r in final)} | {final.mean():.2f} |")

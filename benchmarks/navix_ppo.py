@@ -69,7 +69,7 @@ _, logs = jax.jit(jax.vmap(agent.train))(jax.random.split(jax.random.key(0), see
 done, returns = np.asarray(logs["done_mask"], bool), np.asarray(logs["returns"], np.float64)  # [seeds, updates, T, N]
 with np.errstate(all="ignore"):
     per_update = np.where(done, returns, 0.0).sum((2, 3)) / done.sum((2, 3))  # [seeds, updates], NaN: none ended
-tail = per_update[:, -max(1, per_update.shape[1] // 10):]
+tail = per_update[:, -max(1, -(-per_update.shape[1] // 10)):]  # ceil(10%), as stats.final_returns
 print("RESULT" + json.dumps({"updates": per_update.shape[1], "final_returns": np.nanmean(tail, 1).tolist()}))
 """
 

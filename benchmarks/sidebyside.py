@@ -26,7 +26,7 @@ done = np.stack([np.asarray(m["returned_episode"], bool) for m in outs])  # [see
 returns = np.stack([np.asarray(m["returned_episode_returns"], np.float64) for m in outs])
 with np.errstate(all="ignore"):
     per_update = np.where(done, returns, 0.0).sum((2, 3)) / done.sum((2, 3))  # [seeds, updates]
-tail = per_update[:, -max(1, per_update.shape[1] // 10):]
+tail = per_update[:, -max(1, -(-per_update.shape[1] // 10)):]  # ceil(10%), as stats.final_returns
 print("RESULT" + json.dumps({"updates": per_update.shape[1], "final_returns": np.nanmean(tail, 1).tolist()}))
 """
 
@@ -41,6 +41,16 @@ def run_snippet(snippet: str, argv: list[str], who: str) -> dict:
     if not lines:
         raise SystemExit(f"{who} failed: {proc.stderr[-3000:]}")
     return {"wall": wall, **json.loads(lines[0][len("RESULT"):])}
+
+
+def final_return(per_update: list) -> float:
+    """One seed's per-update training returns (None or NaN where no episode ended) scored by
+    scanrl's own estimator, stats.final_returns (the last ceil(10%) of updates, those where none
+    ended skipped): what a peer's side is scored by, so both sides of a cell count alike."""
+    from scanrl.common.harness.stats import final_returns
+
+    series = np.array([[np.nan if r is None else r for r in per_update]], np.float64)
+    return float(final_returns(series)[0])
 
 
 def run_in_folder(module: str, flags: list[str], read: Callable[[Path], Any]) -> tuple[list[str], float, Any]:

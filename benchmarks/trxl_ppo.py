@@ -85,15 +85,6 @@ print("RESULT" + json.dumps({"compile_seconds": compiled - started, "run_seconds
 """
 
 
-def last_tenth(per_update: list) -> float:
-    """scanrl's own final-return estimator (stats.final_returns: the last ceil(10%) of updates,
-    those where no episode ended skipped) on one baseline seed's per-update returns."""
-    from scanrl.common.harness.stats import final_returns
-
-    series = np.array([[np.nan if r is None else r for r in per_update]], np.float64)
-    return float(final_returns(series)[0])
-
-
 def scanrl_flags(config: dict, seeds: int) -> list[str]:
     """The baseline's config as ppo_rnn.py's flags (its encoder Dense is --encoder-hidden's one
     layer, its two-layer heads --head-hidden)."""
@@ -130,7 +121,7 @@ def run_baseline(config: dict, seeds: int, baseline: Path) -> dict:
     return {"wall": sum(r["wall"] for r in runs), "walls": [r["wall"] for r in runs],
             "compile_seconds": [r["compile_seconds"] for r in runs], "env_steps": steps,
             "run_steps_per_second": seeds * steps / sum(r["run_seconds"] for r in runs),
-            "training_scores": [last_tenth(r["per_update"]) for r in runs],
+            "training_scores": [sidebyside.final_return(r["per_update"]) for r in runs],
             "per_update": [r["per_update"] for r in runs], "devices": runs[0]["devices"],
             "versions": runs[0]["versions"]}
 
@@ -155,7 +146,8 @@ def table(out: Path) -> str:
     cells = [json.loads(p.read_text()) for p in sorted(out.glob("sitting*.json"))]
     spread = lambda xs: f"{np.median(xs):,.0f} [{min(xs):,.0f}, {max(xs):,.0f}]"  # noqa: E731
     for c in cells:  # scored here, so a sitting written before this estimator is scored alike
-        c["baseline"]["training_scores"] = [last_tenth(p) for p in c["baseline"]["per_update"]]
+        c["baseline"]["training_scores"] = [sidebyside.final_return(p)
+                                            for p in c["baseline"]["per_update"]]
     s, b = cells[0]["scanrl"], cells[0]["baseline"]
     walls = {side: [c[side]["wall"] for c in cells] for side in ("scanrl", "baseline")}
     ratios = [c["scanrl"]["wall"] / c["baseline"]["wall"] for c in cells]

@@ -438,3 +438,27 @@ def test_the_committed_transformer_xl_curves_are_read_with_numpy_types_only(tmp_
     assert returns.shape == (5, 7629)
     assert np.allclose(curves.committed_at(committed, 2 * 131072 - 1), returns[:, 0])
     assert np.allclose(curves.committed_at(committed, 20 * 131072), returns[:, 18:20].mean(1))
+
+
+def test_each_peer_side_with_per_update_returns_is_scored_by_scanrls_estimator(monkeypatch):
+    """Both sides of a cell count alike: where a peer's side keeps its per-update training
+    returns (Craftax_Baselines' `curves`, the Transformer-XL PPO's `per_update`), the score its
+    JSON publishes is scanrl's own (stats.final_returns, the last ceil(10%) of updates, updates
+    where none ended skipped), as `sidebyside.final_return` computes it."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import sidebyside
+
+    # the estimator itself: 13 of 128 updates (not 128 // 10 = 12), a None update skipped
+    series = [0.0] * 115 + [None] + [1.0] * 12
+    assert sidebyside.final_return(series) == 1.0
+    assert sidebyside.final_return([0.0] * 115 + [3.0] * 13) == 3.0
+    cells = 0
+    for path in sorted((REPO / "benchmarks").glob("reference*/**/*.json")):
+        cell = json.loads(path.read_text())
+        peer = cell.get("baseline") if isinstance(cell, dict) else None
+        curves = isinstance(peer, dict) and (peer.get("curves") or peer.get("per_update"))
+        if not curves:
+            continue
+        cells += 1
+        assert np.allclose(peer["training_scores"], [sidebyside.final_return(c) for c in curves]), path
+    assert cells >= 8  # the Craftax cells (GPU and CPU) and the Transformer-XL sittings
