@@ -104,7 +104,7 @@ ROWS = {
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
     27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6"),
     28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6"),
-    29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting1.json", "baseline", "training_scores"),
+    29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
 }
 
 

@@ -148,7 +148,7 @@ def table(out: Path) -> str:
     for c in cells:  # scored here, so a sitting written before this estimator is scored alike
         c["baseline"]["training_scores"] = [sidebyside.final_return(p)
                                             for p in c["baseline"]["per_update"]]
-    s, b = cells[0]["scanrl"], cells[0]["baseline"]
+    s, b = cells[-1]["scanrl"], cells[-1]["baseline"]  # the table's scores: the last sitting's
     walls = {side: [c[side]["wall"] for c in cells] for side in ("scanrl", "baseline")}
     ratios = [c["scanrl"]["wall"] / c["baseline"]["wall"] for c in cells]
     run_ratio = [c["baseline"]["run_steps_per_second"] / c["scanrl"]["run_steps_per_second"]
@@ -167,7 +167,11 @@ def table(out: Path) -> str:
         f"{len(cells)} sitting(s); wall ratio scanrl / baseline {np.median(ratios):.2f}x "
         f"[{min(ratios):.2f}, {max(ratios):.2f}]; with imports and compiling left out "
         f"{np.median(run_ratio):.2f}x [{min(run_ratio):.2f}, {max(run_ratio):.2f}]; "
-        f"scores {'identical in every sitting' if same else 'differ between sittings'}"])
+        f"scores {'identical in every sitting' if same else 'differ between sittings'}", ""] + [
+        f"- sitting {k + 1} ({c['started']}): scanrl "
+        f"{sidebyside.iqm_text(c['scanrl']['training_scores'], 2)}, the baseline "
+        f"{sidebyside.iqm_text(c['baseline']['training_scores'], 2)}, wall ratio "
+        f"{c['scanrl']['wall'] / c['baseline']['wall']:.2f}x" for k, c in enumerate(cells)])
 
 
 def main() -> None:
