@@ -7,7 +7,9 @@ the update replays whole sequences: each environment's rollout is cut into chunk
 `seq_len` steps (default: the whole rollout), each chunk starts from the state stored at
 its first step, and minibatches are sets of chunks (time is never shuffled). `burn_in` B
 first replays the B steps before a chunk (within the rollout) with the current parameters,
-without loss or gradient, to refresh that stored state (R2D2, Kapturowski et al. 2019).
+without loss or gradient, to refresh that stored state (R2D2, Kapturowski et al. 2019). The
+Transformer-XL's state holds its memory window, so its rollout keeps the state only at the
+steps a replay starts from, not at every step.
 
 With `--critic-obs privileged_state` (recurrent MAPPO on JaxMARL's envs, where the privileged
 part is the world state) the value head has an encoder and a GRU of its own over the
@@ -464,9 +466,11 @@ def minibatch_gradient(params: dict, minibatch: Sequences, config: Config) -> tu
 # ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
-def to_sequences(traj: "Transition", values, advantages, targets, config: Config) -> Sequences:
+def to_sequences(traj: "Transition", values, advantages, targets, config: Config,
+                 kept: jax.Array | None = None) -> Sequences:
     """Cut a rollout (leaves [T, N, ...]) into N * T / L sequences of L steps (env-major),
-    each with the core state stored at its first step and its B burn-in steps before it."""
+    each with the core state stored at its first step and its B burn-in steps before it (from
+    traj.hidden, or from `kept` [K, N, S], the states kept where a replay starts: replay_slots)."""
     L, B = config.sequence_length, config.burn_in
     T, N = traj.start.shape
     starts = jnp.arange(0, T, L)  # [T / L] first step of each sequence
@@ -477,7 +481,8 @@ def to_sequences(traj: "Transition", values, advantages, targets, config: Config
         return x.reshape((N * (T // L), L) + x.shape[3:])
 
     first = jnp.maximum(starts - B, 0)  # the state a sequence's replay starts from
-    hidden = jnp.moveaxis(traj.hidden[first], 1, 0).reshape(N * (T // L), -1)
+    stored = traj.hidden[first] if kept is None else kept[jnp.asarray(replay_slots(config)[1])]
+    hidden = jnp.moveaxis(stored, 1, 0).reshape(N * (T // L), -1)
     burn_index = starts[:, None] - B + jnp.arange(B)[None, :]  # [T/L, B]
     burn = lambda x: jnp.moveaxis(x[jnp.maximum(burn_index, 0)], 2, 0).reshape(  # noqa: E731
         (N * (T // L), B) + x.shape[2:])
@@ -490,11 +495,31 @@ def to_sequences(traj: "Transition", values, advantages, targets, config: Config
                      noise=jax.tree.map(cut, traj.noise))
 
 
+# Cores whose state holds a memory window: the rollout keeps it only where a replay starts
+KEPT_AT_REPLAY_STARTS = ("trxl",)
+
+
+def replay_slots(config: Config) -> tuple[list[int], list[int]]:
+    """For a rollout that keeps the core state only where a replay starts (the Transformer-XL's):
+    (each step's slot among the kept states, len(kept) where the step's is not kept [T]; each
+    sequence's slot [T / L]). A sequence's replay starts B steps before it, at 0 at the
+    earliest."""
+    T, L, B = config.num_steps, config.sequence_length, config.burn_in
+    firsts = [max(k * L - B, 0) for k in range(T // L)]
+    steps = sorted(set(firsts))
+    return [steps.index(t) if t in steps else len(steps) for t in range(T)], \
+        [steps.index(t) for t in firsts]
+
+
 class Transition(NamedTuple):
     """One rollout, leaves [T, N, ...]."""
 
-    hidden: jax.Array  # [T, N, width] the core state carried into the step (before any reset)
-    state: jax.Array  # [T, N, width] the core state after the step, which the policy acted on
+    # [T, N, width] the core state carried into the step (before any reset); None where the
+    # rollout keeps it only at the steps a replay starts from (the Transformer-XL)
+    hidden: jax.Array | None
+    # [T, N, width] the core state after the step, which the policy acted on (the Transformer-XL:
+    # its output, the first H columns)
+    state: jax.Array
     obs: jax.Array  # [T, N, obs_dim]
     start: jax.Array  # obs begins an episode (the state resets to zeros before this step)
     action: jax.Array  # tanh_normal: the pre-tanh sample u [T, N, A]
@@ -504,6 +529,9 @@ class Transition(NamedTuple):
     noise: jax.Array | None = None  # tanh_normal: the entropy estimate's noise [T, N, A]
     # [T, N] each env's running discounted return (normalize_reward)
     discounted_return: jax.Array | None = None
+    # [T, N] V(final obs) from the state after the step, computed in the rollout (the
+    # Transformer-XL); None: rollout_advantages computes it from traj.state
+    final_value: jax.Array | None = None
 
 
 def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rewards: jax.Array,
@@ -514,11 +542,15 @@ def rollout_advantages(params: dict, traj: Transition, final_obs: jax.Array, rew
     state it had, not the reset one."""
     info = traj.info
     values = value(params, traj.state, config.activation)
-    # one time step at a time: the whole [T, N] batch at once held GBs of conv patches on XLand's
-    # grids
-    after = jax.lax.map(lambda x: core(params, *x, config.activation, config.obs_one_hot),
-                        (traj.state, final_obs, jnp.zeros_like(traj.start)))
-    advantages, targets = gae(rewards, values, value(params, after, config.activation),
+    if traj.final_value is None:
+        # one time step at a time: the whole [T, N] batch at once held GBs of conv patches on
+        # XLand's grids
+        after = jax.lax.map(lambda x: core(params, *x, config.activation, config.obs_one_hot),
+                            (traj.state, final_obs, jnp.zeros_like(traj.start)))
+        final_values = value(params, after, config.activation)
+    else:
+        final_values = traj.final_value
+    advantages, targets = gae(rewards, values, final_values,
                               info.terminated, info.terminated | info.truncated, config.gamma,
                               config.gae_lambda)
     return values, advantages, targets
@@ -556,6 +588,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     hidden_size = state_width(config) * (2 if privileged else 1)
     dist_of = lambda params, hidden, mask=None: policy(params, hidden, act_fn, mask,
                                                        config.action_dist, config.min_std)
+    lean = config.core in KEPT_AT_REPLAY_STARTS  # keep the state only where a replay starts
+    slots = replay_slots(config)
     # a run without a budget (--total-timesteps 0) has no end to anneal to
     schedule = lr_schedule(config.learning_rate, config.num_updates,
                            anneal=config.anneal_lr and config.total_timesteps > 0)
@@ -580,9 +614,13 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
 
         # 1. Rollout: num_steps steps of num_envs envs, carrying the core state (tanh_normal: the
-        #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions)
-        def env_step(carry, step_key):
-            env_state, obs, start, hidden, discounted_return = carry
+        #    stored action is the pre-tanh sample u, the env gets tanh(u) rescaled; nets.Actions).
+        #    The Transformer-XL's state holds M steps of memory (65,920 floats an env at its
+        #    repository's Craftax config), so its rollout keeps that state only at the steps a
+        #    replay starts from (`kept`) and stores its output and V(final obs) per step.
+        def env_step(carry, step):
+            env_state, obs, start, hidden, discounted_return, *kept = carry
+            step_key, slot = step if lean else (step, None)
             k_action, k_env, k_noise = actions.step_keys(step_key)
             policy_obs = observe(state.obs_stats, obs)
             new_hidden = core(params, hidden, policy_obs, start, act_fn, config.obs_one_hot)
@@ -598,13 +636,23 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             transition = Transition(hidden=hidden, state=new_hidden, obs=policy_obs, start=start,
                                     action=action, log_prob=log_prob, action_mask=action_mask,
                                     info=info, noise=noise, discounted_return=discounted_return)
+            if lean:  # V(final obs) as rollout_advantages computes it, from the state after
+                after = core(params, new_hidden, observe(state.obs_stats, info.final_obs),
+                             jnp.zeros_like(start), act_fn, config.obs_one_hot)
+                transition = transition._replace(hidden=None, state=output(params, new_hidden),
+                                                 final_value=value(params, after, act_fn))
+                kept = [kept[0].at[slot].set(hidden, mode="drop")]  # slot len(kept): not kept
             done = info.terminated | info.truncated
             return (env_state, next_obs, done, new_hidden,
-                    jnp.where(done, 0.0, discounted_return)), transition
+                    jnp.where(done, 0.0, discounted_return), *kept), transition
 
         carry = (state.env_state, state.obs, state.start, state.hidden, state.discounted_return)
-        (env_state, next_obs, next_start, hidden, discounted_return), traj = jax.lax.scan(
-            env_step, carry, jax.random.split(k_rollout, config.num_steps))
+        steps = jax.random.split(k_rollout, config.num_steps)
+        if lean:
+            carry += (jnp.zeros((max(slots[1]) + 1,) + state.hidden.shape),)
+            steps = (steps, jnp.asarray(slots[0]))
+        (env_state, next_obs, next_start, hidden, discounted_return, *kept), traj = jax.lax.scan(
+            env_step, carry, steps)
         info = traj.info
 
         # 2. Advantages (bootstrapping with the pre-reset state), then sequences. New statistics
@@ -620,7 +668,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         old_values, advantages, targets = rollout_advantages(params, traj, final_obs, rewards,
                                                              config)
         # Sequences with the states stored at their first steps.
-        seqs = to_sequences(traj, old_values, advantages, targets, config)
+        seqs = to_sequences(traj, old_values, advantages, targets, config, *kept)
 
         # 3. num_epochs epochs of num_minibatches Adam steps at this update's learning rate.
         learning_rate = schedule(update_index)

@@ -9,9 +9,9 @@
 # run against the repository's 5 committed seed curves (benchmarks/reference/trxl_ppo/
 # committed_curves.npz) at the env steps that run reached.
 #
-# SEEDS defaults to 1: the Transformer-XL's stored rollout holds each step's whole memory window
-# (H (1 + layers M) + M = 65,920 floats per env and step at this config) twice, the state the
-# step began with and the one it ended with: about 69 GB a seed.
+# SEEDS defaults to 1, as each committed curve is one seed. XLA counts 12.8 GiB for one seed's
+# update of --core trxl at this config (`python benchmarks/trxl_memory.py trxl`, on a CPU), so
+# more seeds fit on one H200.
 #
 # A core starts only while more than 100 s of BUDGET (seconds, default 570, counted from the
 # script's start) are left; `timeout` stops it at the deadline. Each run's process wall goes to

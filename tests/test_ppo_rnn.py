@@ -258,6 +258,43 @@ def test_each_core_replays_its_rollout_from_stored_states(core):
         ppo_rnn.default_config(core="gpt")
 
 
+def test_replay_slots_name_the_steps_a_replay_starts_from():
+    """Each sequence's replay starts B steps before it, at step 0 at the earliest: with T = 8,
+    L = 4, B = 2 the rollout keeps steps 0 and 2; with T = 12, B = 6 the first two sequences
+    both start from step 0. A step whose state is not kept gets the slot past the end."""
+    slots = lambda T, L, B: ppo_rnn.replay_slots(  # noqa: E731
+        SimpleNamespace(num_steps=T, sequence_length=L, burn_in=B))
+    assert slots(8, 4, 2) == ([0, 2, 1, 2, 2, 2, 2, 2], [0, 1])
+    assert slots(12, 4, 6) == ([0, 2, 1] + [2] * 9, [0, 0, 1])
+    assert slots(8, 8, 0) == ([0] + [1] * 7, [0])
+
+
+@pytest.mark.slow
+def test_the_trxl_rollout_that_keeps_its_state_only_where_a_replay_starts_learns_the_same(
+        monkeypatch):
+    """The Transformer-XL's rollout keeps its state (which holds its memory window) only at the
+    steps a replay starts from and computes V(final obs) as it goes. Two updates of it equal
+    those of the rollout that stores the whole state at every step, as the other cores' do: on
+    Pendulum cut by a 40-step time limit (every episode ends truncated, so every bootstrap
+    counts), 16-step sequences after 8 burn-in steps."""
+    env, env_params = suites.make("Pendulum-v1")
+    env_params = env_params.replace(max_steps_in_episode=40)
+    config = ppo_rnn.default_config("Pendulum-v1",
+                                    num_envs=4, num_steps=64, seq_len=16, burn_in=8,
+                                    num_epochs=1, num_minibatches=2, total_timesteps=4 * 64 * 2,
+                                    gru_size=16, encoder_hidden=(16,), head_hidden=(16,),
+                                    core="trxl", trxl_window=16, trxl_heads=2)
+    train = lambda: jax.device_get(  # noqa: E731
+        ppo_rnn.make_train(config, env, env_params)(devices.seed_keys(0, 1)))
+    kept = train()
+    monkeypatch.setattr(ppo_rnn, "KEPT_AT_REPLAY_STARTS", ())
+    stored = train()
+    assert np.isfinite(kept["metrics"]["episode_return"]).all()  # episodes ended in each rollout
+    for tree in ("metrics", "policy"):
+        jax.tree.map(partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6), kept[tree],
+                     stored[tree])
+
+
 @pytest.mark.parametrize("seq_len, burn_in", [(0, 0), (16, 8)])
 @pytest.mark.slow
 def test_the_replay_from_stored_states_reproduces_the_rollout(seq_len, burn_in, monkeypatch):
