@@ -158,6 +158,7 @@ def cell(args: argparse.Namespace) -> dict:
     from importlib.metadata import version
 
     started = time.strftime("%Y-%m-%d %H:%M")
+    source = sidebyside.scanrl_commit()  # the scanrl tree this cell runs from
     scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.episodes, args.scanrl_eval_every)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     theirs = run_jumanji(args.env, args.timesteps, args.seeds, args.epochs, args.episodes, args.deps)
@@ -169,7 +170,7 @@ def cell(args: argparse.Namespace) -> dict:
             "scanrl_eval_every": args.scanrl_eval_every,
             "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"),
             "versions": {p: version(p) for p in ("jumanji", "jax")},
-            "scanrl": scanrl, "jumanji": theirs}
+            "scanrl": scanrl, "jumanji": theirs, **source}
 
 
 def table(out: Path) -> str:

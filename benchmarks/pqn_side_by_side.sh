@@ -6,7 +6,8 @@
 #   bash benchmarks/pqn_side_by_side.sh OUT_DIR [SEEDS] [MINATAR_STEPS] [GAMES...]
 #
 # TEST_INTERVAL (default 0.05, purejaxql's): the fraction of the updates between greedy tests
-# on MinAtar, on both sides; CARTPOLE=0 leaves the two CartPole cells out.
+# on MinAtar, on both sides; CARTPOLE=0 leaves the two CartPole cells out, MINATAR=0 the MinAtar
+# ones (three sittings of the CartPole cells: `python benchmarks/pqn_table.py S1 S2 S3`).
 #
 # Needs: PUREJAXQL_DIR (a checkout of mttga/purejaxql), REJAX_DIR (a checkout of keraJLi/rejax,
 # for its configs/gymnax/cartpole.yaml), and two virtualenvs made once:
@@ -51,6 +52,7 @@ fi
 # schedules (TOTAL_TIMESTEPS_DECAY, scanrl's --decay-timesteps); a test every TEST_INTERVAL of the
 # updates.
 updates=$(( MINATAR_STEPS / 4096 )); every=$(python -c "print(int($updates * $TEST_INTERVAL))")
+[ "${MINATAR:-1}" != 0 ] || GAMES=()
 for game in "${GAMES[@]}"; do
     scanrl --env "$game-MinAtar" --total-timesteps "$MINATAR_STEPS" --decay-timesteps 10000000 \
         --eval-every "$every" --eval-episodes 128 | tee "$OUT/scanrl_$game.txt"

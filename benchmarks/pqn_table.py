@@ -12,9 +12,16 @@ of its last test), the last column shows it.  A JSON from before the driver reco
 first-episode estimator has only purejaxql's own; the table then says so in the peer column.
 
     python benchmarks/pqn_table.py OUT_DIR
+    python benchmarks/pqn_table.py SITTING_1 SITTING_2 SITTING_3
+
+With several folders, each a sitting of the same cells run one after another (the script's
+order alternates the sides: scanrl, purejaxql, scanrl, rejax, ...), the wall ratio is the median
+[min, max] over the sittings, each sitting's walls listed below the table, and the scores are
+the last sitting's (the others' are checked equal, or their differences printed).
 """
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -49,7 +56,8 @@ def show(e) -> str:
     return f"{e.point:,.1f} [{e.low:,.1f}, {e.high:,.1f}]"
 
 
-def main(out: Path) -> None:
+def cells_of(out: Path) -> list[tuple[str, str, dict, dict]]:
+    """(env, peer, scanrl's side, the peer's side) of each cell of one sitting's folder."""
     runs = {json.loads((d / "config.json").read_text())["env"] + "|" + d.name: d
             for d in sorted((out / "scanrl").iterdir())}
     by_env = {}
@@ -61,19 +69,42 @@ def main(out: Path) -> None:
     for env, dirs in by_env.items():
         if env.endswith("-MinAtar"):
             cells.append((env, "purejaxql", dirs[0], out / f"purejaxql_{env.split('-')[0]}.json"))
+    return [(env, peer, scanrl_side(run_dir), peer_side(path)) for env, peer, run_dir, path in cells]
+
+
+def main(outs: list[Path]) -> None:
+    sittings = [cells_of(out) for out in outs]
+    if len({tuple((env, peer) for env, peer, _, _ in cells) for cells in sittings}) != 1:
+        raise SystemExit("the sittings hold different cells")
+    several = len(outs) > 1
     print("| env | peer | steps/seed | seeds | scanrl IQM [95% CI] | peer IQM [95% CI] | "
-          "wall scanrl / peer (s) | compile scanrl / peer (s) | wall ratio | peer's own estimator |")
+          f"wall scanrl / peer (s){' (medians)' if several else ''} | compile scanrl / peer (s) | "
+          f"wall ratio{' median [min, max]' if several else ''} | peer's own estimator |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for env, peer, run_dir, path in cells:
-        ours, theirs = scanrl_side(run_dir), peer_side(path)
+    for i, (env, peer, ours, theirs) in enumerate(sittings[-1]):
+        walls = [(cells[i][2]["wall"], cells[i][3]["wall"]) for cells in sittings]
+        ratios = [a / b for a, b in walls]
+        ratio = (f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}, {max(ratios):.2f}]" if several
+                 else f"{ratios[0]:.2f}x")
         print(f"| {env} | {peer} | {ours['steps']:,} / {theirs['steps']:,} | {len(ours['returns'])} / "
               f"{len(theirs['returns'])} | {show(stats.iqm_interval(ours['returns']))} | "
               f"{show(stats.iqm_interval(theirs['returns']))}"
               f"{'' if theirs['estimator'] == 'first' else ' (its own estimator)'} | "
-              f"{ours['wall']:.0f} / {theirs['wall']:.0f} | "
-              f"{ours['compile']:.0f} / {theirs['compile']:.0f} | {ours['wall'] / theirs['wall']:.2f}x | "
+              f"{statistics.median(a for a, _ in walls):.0f} / {statistics.median(b for _, b in walls):.0f} | "
+              f"{ours['compile']:.0f} / {theirs['compile']:.0f} | {ratio} | "
               f"{show(stats.iqm_interval(theirs['own']))} |")
+    if not several:
+        return
+    print()
+    for out, cells in zip(outs, sittings):
+        print(f"{out}: " + "; ".join(f"{env} against {peer}: {a['wall']:.1f} / {b['wall']:.1f} s, "
+                                     f"{a['wall'] / b['wall']:.2f}x" for env, peer, a, b in cells))
+        for (env, peer, a, b), (_, _, last_a, last_b) in zip(cells, sittings[-1]):
+            for side, x, y in (("scanrl", a, last_a), (peer, b, last_b)):
+                if not np.array_equal(x["returns"], y["returns"]):
+                    print(f"  {env}, {side}: returns {np.round(x['returns'], 2).tolist()} differ from the "
+                          f"last sitting's {np.round(y['returns'], 2).tolist()}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main([Path(a) for a in sys.argv[1:]])

@@ -1,15 +1,16 @@
 """The wall of a side-by-side row of benchmarks/RESULTS.md section 1 over repeated sittings.
 
 Each ROW_FOLDER holds one folder per run (run1/, run2/, ...), each with the cell's JSON as
-benchmarks/navix_ppo.py or benchmarks/purejaxrl_ppo.py writes it: both sides' walls (`wall`,
-seconds, whole processes, imports and compiling included, no compile cache on either side) and
-the run's `started` and `finished` stamps (to the minute). For each run this prints both walls
+benchmarks/navix_ppo.py, purejaxrl_ppo.py, brax_trainers.py or jumanji_a2c.py writes it: both
+sides' walls (`wall`, seconds, whole processes, imports and compiling included, no compile cache
+on either side) and the run's `started` and `finished` stamps (to the minute). For each run this prints both walls
 and their ratio (scanrl / peer), then the median ratio with its [min, max] over the runs and
 the median wall of each side: the figure RESULTS.md shows in the row's wall cell.
 
 The order of the sides: within a run the scripts run scanrl's process first and the peer's
 after it (navix_ppo.py's `cell`: scanrl, then Navix or PureJaxRL; purejaxrl_ppo.py's `cell`:
-scanrl without masks, scanrl with masks, then PureJaxRL), so runs made one after another
+scanrl without masks, scanrl with masks, then PureJaxRL; brax_trainers.py's and jumanji_a2c.py's:
+scanrl, then the peer's seeds), so runs made one after another
 alternate the two sides (scanrl, peer, scanrl, peer, ...). The stamps are checked to be in
 order (no run starts before the one before it finished); the order inside a run is the
 script's, not read from the JSON, whose stamps are too coarse for it. No training: a second.
@@ -27,7 +28,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ORDER = {"navix": "scanrl, Navix", "purejaxrl_navix": "scanrl, PureJaxRL",
-         "purejaxrl_ppo": "scanrl, scanrl with masks, PureJaxRL"}
+         "purejaxrl_ppo": "scanrl, scanrl with masks, PureJaxRL", "brax": "scanrl, Brax",
+         "jumanji": "scanrl, Jumanji"}
 
 
 def runs(folder: Path) -> list[tuple[str, dict]]:
@@ -41,13 +43,14 @@ def runs(folder: Path) -> list[tuple[str, dict]]:
 
 
 def peer_of(cell: dict) -> str:
-    return cell.get("peer") or next(k for k in ("purejaxrl", "navix") if k in cell)
+    return cell.get("peer") or next(k for k in ("purejaxrl", "navix", "brax", "jumanji") if k in cell)
 
 
 def order_of(cell: dict) -> str:
     if "scanrl_masked" in cell:
         return ORDER["purejaxrl_ppo"]
-    return ORDER["navix" if peer_of(cell) == "navix" else "purejaxrl_navix"]
+    peer = peer_of(cell)
+    return ORDER["purejaxrl_navix" if peer == "purejaxrl" else peer]
 
 
 def summary(folder: Path) -> dict:

@@ -462,3 +462,66 @@ def test_each_peer_side_with_per_update_returns_is_scored_by_scanrls_estimator(m
         cells += 1
         assert np.allclose(peer["training_scores"], [sidebyside.final_return(c) for c in curves]), path
     assert cells >= 8  # the Craftax cells (GPU and CPU) and the Transformer-XL sittings
+
+
+def test_a_wall_over_sittings_is_the_median_ratio_with_its_range_for_every_kind_of_cell(tmp_path,
+                                                                                       monkeypatch):
+    """benchmarks/wall_sittings.py reads the cells of navix_ppo.py, brax_trainers.py and
+    jumanji_a2c.py alike: each run's ratio of the two walls, the median ratio and its [min, max],
+    the sides' order, and whether the runs' stamps follow one another."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("wall_sittings", REPO / "benchmarks" / "wall_sittings.py")
+    sittings = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sittings)
+    walls = [(10.0, 20.0), (30.0, 20.0), (12.0, 10.0)]  # ratios 0.5, 1.5, 1.2
+    for peer, extra in (("brax", {}), ("jumanji", {}), ("navix", {"peer": "navix"})):
+        folder = tmp_path / peer
+        for i, (ours, theirs) in enumerate(walls, 1):
+            run = folder / f"run{i}"
+            run.mkdir(parents=True)
+            cell = {"started": f"2026-12-04 09:0{2 * i}", "finished": f"2026-12-04 09:0{2 * i + 1}",
+                    "scanrl": {"wall": ours}, peer: {"wall": theirs}, **extra}
+            (run / "cell.json").write_text(json.dumps(cell))
+        got = sittings.summary(folder)
+        assert got["peer"] == peer and got["in_order"] and got["runs"] == ["run1", "run2", "run3"]
+        assert np.allclose(got["ratios"], [0.5, 1.5, 1.2])
+        assert got["order"] == {sittings.ORDER[peer]}
+    (tmp_path / "brax" / "run1" / "cell.json").write_text(json.dumps(
+        {"started": "2026-12-04 09:05", "finished": "2026-12-04 09:09", "scanrl": {"wall": 1.0},
+         "brax": {"wall": 1.0}}))  # run1 now ends after run2 starts
+    assert not sittings.summary(tmp_path / "brax")["in_order"]
+
+
+def test_the_pqn_table_over_sittings_takes_the_median_wall_ratio_and_the_last_sittings_scores(
+        tmp_path, capsys, monkeypatch):
+    """benchmarks/pqn_table.py with three sitting folders: the wall ratio is the median [min, max]
+    of the sittings' ratios (scanrl's summary.json wall against the peer's imports + compile +
+    run), the scores the last sitting's, and a sitting whose returns differ is named."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("pqn_table", REPO / "benchmarks" / "pqn_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    outs = []
+    for i, (ours, theirs, last) in enumerate([(100.0, 200.0, 9.0), (300.0, 200.0, 9.0),
+                                              (240.0, 200.0, 8.0)], 1):  # 0.5, 1.5, 1.2
+        out = tmp_path / f"sitting{i}"
+        run = out / "scanrl" / "pqn__CartPole-v1__1"
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({"env": "CartPole-v1"}))
+        (run / "summary.json").write_text(json.dumps(
+            {"wall_seconds": ours, "compile_seconds": 5.0, "total_timesteps": 1000}))
+        np.savez(run / "metrics.npz", eval_return=np.array([[0.0, last]] * 5))
+        (out / "purejaxql_cartpole.json").write_text(json.dumps(
+            {"final_test_return_per_seed": [7.0] * 5, "first_episode_return_per_seed": [7.0] * 5,
+             "wall_import_s": 10.0, "wall_compile_s": 40.0, "wall_run_s": theirs - 50.0,
+             "env_steps_per_seed": 1000}))
+        outs.append(out)
+    table.main(outs)
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if line.startswith("| CartPole-v1"))
+    assert "1.20x [0.50, 1.50]" in row and "240 / 200" in row and "| 8.0 [8.0, 8.0] |" in row
+    assert printed.count("differ from the last sitting's") == 2  # sittings 1 and 2: 9.0, not 8.0
