@@ -158,7 +158,6 @@ def cell(args: argparse.Namespace) -> dict:
     from importlib.metadata import version
 
     started = time.strftime("%Y-%m-%d %H:%M")
-    source = sidebyside.scanrl_commit()  # the scanrl tree this cell runs from
     scanrl = run_scanrl(args.env, args.timesteps, args.seeds, args.episodes, args.scanrl_eval_every)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     theirs = run_jumanji(args.env, args.timesteps, args.seeds, args.epochs, args.episodes, args.deps)
@@ -170,7 +169,7 @@ def cell(args: argparse.Namespace) -> dict:
             "scanrl_eval_every": args.scanrl_eval_every,
             "started": started, "finished": time.strftime("%Y-%m-%d %H:%M"),
             "versions": {p: version(p) for p in ("jumanji", "jax")},
-            "scanrl": scanrl, "jumanji": theirs, **source}
+            "scanrl": scanrl, "jumanji": theirs}
 
 
 def table(out: Path) -> str:

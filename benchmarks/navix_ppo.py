@@ -141,7 +141,6 @@ def cell(args: argparse.Namespace) -> dict:
     fields = recipes.lookup("ppo", args.env, "published")[1]
     timesteps = args.timesteps or fields["total_timesteps"]
     started = time.strftime("%Y-%m-%d %H:%M")
-    source = sidebyside.scanrl_commit()  # the scanrl tree this cell runs from
     scanrl = run_scanrl(args.env, timesteps, args.seeds, args.scanrl_devices)
     print(f"scanrl: {json.dumps(scanrl)}", flush=True)
     if args.peer == "purejaxrl":
@@ -162,7 +161,7 @@ def cell(args: argparse.Namespace) -> dict:
             # the peer's side is one jitted program on JAX's default device: one CPU device (PureJaxRL: its
             # seeds one after another)
             "devices": {"scanrl": args.scanrl_devices, args.peer: 1},
-            "scanrl": scanrl, args.peer: theirs, **source}
+            "scanrl": scanrl, args.peer: theirs}
 
 
 def table(out: Path) -> str:
