@@ -66,7 +66,7 @@ def jaxmarl(out: str) -> tuple[list, list]:
 
 EQ = f"{REF}/brax_trainers/equal_cores"
 ROWS = {
-    1: lambda: brax(f"{EQ}/ppo__brax-inverted_double_pendulum_num-devices1.json"),
+    1: lambda: brax(f"{REF}/brax_trainers/equal_cores_2026-12-04/run1/ppo__brax-inverted_double_pendulum_num-devices1.json"),
     2: lambda: brax(f"{EQ}/ppo__brax-halfcheetah_num-devices1.json"),
     3: lambda: brax(f"{EQ}/ppo__playground-CheetahRun_num-devices1.json"),
     4: lambda: brax(f"{EQ}/ppo__playground-WalkerWalk_num-devices1.json"),
@@ -75,14 +75,16 @@ ROWS = {
     7: lambda: brax(f"{GPU}/brax_trainers/ppo__brax-ant.json"),
     8: lambda: brax(f"{GPU}/brax_trainers_5e7/ppo__brax-ant.json"),
     9: lambda: brax(f"{GPU}/brax_trainers/ppo__brax-humanoid.json"),
-    10: lambda: pqn(f"{REF}/pqn/scanrl/pqn__CartPole-v1__20261128-180629", f"{REF}/pqn/purejaxql_cartpole.json"),
-    11: lambda: pqn(f"{REF}/pqn/scanrl/pqn__CartPole-v1__20261128-181257", f"{REF}/pqn/rejax_cartpole.json"),
+    10: lambda: pqn(f"{REF}/pqn/cartpole_fresh_2026-12-04/sitting3/scanrl/pqn__CartPole-v1__20261204-092128",
+                    f"{REF}/pqn/cartpole_fresh_2026-12-04/sitting3/purejaxql_cartpole.json"),
+    11: lambda: pqn(f"{REF}/pqn/cartpole_fresh_2026-12-04/sitting3/scanrl/pqn__CartPole-v1__20261204-092310",
+                    f"{REF}/pqn/cartpole_fresh_2026-12-04/sitting3/rejax_cartpole.json"),
     12: lambda: pqn(f"{REF}/pqn/scanrl/pqn__Breakout-MinAtar__20261128-181523", f"{REF}/pqn/purejaxql_Breakout.json"),
     # rows 13, 25 and 26: three runs each with the same returns; run1's
-    13: lambda: side_by_side(f"{REF}/navix_ppo/one_device_2026-11-30/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "navix"),
+    13: lambda: side_by_side(f"{REF}/navix_ppo/navix_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "navix"),
     14: lambda: side_by_side(f"{REF}/xland_ppo/evaluated_alike/ppo_rnn__xminigrid-MiniGrid-DoorKey-5x5.json", "xland"),
     15: lambda: side_by_side(f"{REF}/jumanji_a2c/evaluated_alike/a2c__jumanji-Snake-v1.json", "jumanji"),
-    16: lambda: side_by_side(f"{REF}/jumanji_a2c/evaluated_alike/a2c__jumanji-Game2048-v1.json", "jumanji"),
+    16: lambda: side_by_side(f"{REF}/jumanji_a2c/game2048_2026-12-04/run1/a2c__jumanji-Game2048-v1.json", "jumanji"),
     17: lambda: side_by_side(f"{GPU}/craftax_ppo/ppo__craftax-Craftax-Classic-Symbolic-v1.json", "baseline",
                              "training_scores"),
     18: lambda: side_by_side(f"{REF}/craftax_ppo/one_device/ppo__craftax-Craftax-Classic-Symbolic-v1.json",
@@ -100,7 +102,7 @@ ROWS = {
                     f"{REF}/pqn/breakout_2e6_one_estimator/purejaxql_Breakout.json"),
     24: lambda: pqn(f"{REF}/pqn/freeway_2e6/scanrl/pqn__Freeway-MinAtar__20261130-023722",
                     f"{REF}/pqn/freeway_2e6/purejaxql_Freeway.json"),
-    25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
+    25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
     27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6"),
     28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6"),

@@ -27,7 +27,10 @@ OUT=${1:?OUT_DIR}; SEEDS=${2:-5}; MINATAR_STEPS=${3:-500000}; shift $(( $# < 3 ?
 GAMES=("$@"); [ ${#GAMES[@]} -gt 0 ] || GAMES=(Breakout)
 PJQ=${PJQ_VENV:?PJQ_VENV}/bin/python; REJ=${REJAX_VENV:?REJAX_VENV}/bin/python
 mkdir -p "$OUT"
-scanrl() { python algos/pqn.py --num-seeds "$SEEDS" --num-devices 1 --log-every 0 --out-dir "$OUT/scanrl" "$@"; }
+# scanrl compiles afresh each time (--no-compile-cache), as the peers do: a program loaded from
+# the store would leave its compile out of scanrl's wall only
+scanrl() { python algos/pqn.py --num-seeds "$SEEDS" --num-devices 1 --log-every 0 --no-compile-cache \
+    --out-dir "$OUT/scanrl" "$@"; }
 
 TEST_INTERVAL=${TEST_INTERVAL:-0.05}
 if [ "${CARTPOLE:-1}" != 0 ]; then
