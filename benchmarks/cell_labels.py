@@ -83,7 +83,7 @@ ROWS = {
     # rows 13, 25 and 26: three runs each with the same returns; run1's
     13: lambda: side_by_side(f"{REF}/navix_ppo/navix_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "navix"),
     14: lambda: side_by_side(f"{REF}/xland_ppo/evaluated_alike/ppo_rnn__xminigrid-MiniGrid-DoorKey-5x5.json", "xland"),
-    15: lambda: side_by_side(f"{REF}/jumanji_a2c/evaluated_alike/a2c__jumanji-Snake-v1.json", "jumanji"),
+    15: lambda: side_by_side(f"{REF}/jumanji_a2c/snake_2026-12-04/run1/a2c__jumanji-Snake-v1.json", "jumanji"),
     16: lambda: side_by_side(f"{REF}/jumanji_a2c/game2048_2026-12-04/run1/a2c__jumanji-Game2048-v1.json", "jumanji"),
     17: lambda: side_by_side(f"{GPU}/craftax_ppo/ppo__craftax-Craftax-Classic-Symbolic-v1.json", "baseline",
                              "training_scores"),
