@@ -71,7 +71,7 @@ ROWS = {
     3: lambda: brax(f"{EQ}/ppo__playground-CheetahRun_num-devices1.json"),
     4: lambda: brax(f"{EQ}/ppo__playground-WalkerWalk_num-devices1.json"),
     5: lambda: brax(f"{EQ}/sac__brax-hopper_num-devices1.json"),
-    6: lambda: brax(f"{EQ}/sac__playground-CartpoleSwingup_num-devices1.json"),
+    6: lambda: brax(f"{REF}/brax_trainers/sac_swingup_2026-12-04/run1/sac__playground-CartpoleSwingup_num-devices1.json"),
     7: lambda: brax(f"{GPU}/brax_trainers/ppo__brax-ant.json"),
     8: lambda: brax(f"{GPU}/brax_trainers_5e7/ppo__brax-ant.json"),
     9: lambda: brax(f"{GPU}/brax_trainers/ppo__brax-humanoid.json"),
