@@ -2,8 +2,11 @@
 
 Each ROW_FOLDER holds one folder per run (run1/, run2/, ...), each with the cell's JSON as
 benchmarks/navix_ppo.py, purejaxrl_ppo.py, brax_trainers.py or jumanji_a2c.py writes it: both
-sides' walls (`wall`, seconds, whole processes, imports and compiling included, no compile cache
-on either side) and the run's `started` and `finished` stamps (to the minute). For each run this prints both walls
+sides' walls (`wall`, seconds; for navix_ppo.py, purejaxrl_ppo.py and jumanji_a2c.py whole
+processes, imports and compiling included, no compile cache on either side; for brax_trainers.py
+scanrl's compile + run against the sum of Brax's seeds' `train` calls, its later seeds loading the
+first one's compiled programs, as RESULTS.md's bullet on rows 1-9 says) and the run's `started`
+and `finished` stamps (to the minute). For each run this prints both walls
 and their ratio (scanrl / peer), then the median ratio with its [min, max] over the runs and
 the median wall of each side: the figure RESULTS.md shows in the row's wall cell.
 
