@@ -188,7 +188,9 @@ def init_q_network(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict
     """Parameters {"torso" (images only), "q"}: the conv layers and the MLP layers, each hidden
     one with a layer norm's "scale" (ones) and "offset" (zeros) unless config.norm is none."""
     params, normalized = {}, config.norm == "layer_norm"
-    features = vec_env.obs_dim
+    # an agent's Q reads its own observation (VecEnv's policy part), never the world state of
+    # a multi-agent env: execution stays decentralised, as VDN's Q_team = sum_i Q(o_i, a_i)
+    features = vec_env.policy_obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], features = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
@@ -306,8 +308,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     # the schedules run over decay_updates (the run's, or --decay-timesteps')
     schedule = lr_schedule(config.learning_rate, config.decay_updates, anneal=config.anneal_lr)
 
-    def observe(obs):  # what the network reads: flat vectors, or images for the conv torso
-        return vec_env.observe(obs, image=image)
+    def observe(obs):  # what the network reads: flat vectors (an agent's own part), or images
+        return vec_env.observe(obs, image=image, policy_part=True)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)

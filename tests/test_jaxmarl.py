@@ -228,6 +228,24 @@ def test_the_recurrent_centralised_critic_reads_the_world_state_and_the_policy_n
         ppo_rnn.make_algorithm(ppo_rnn.default_config(critic_obs="privileged_state"))
 
 
+def test_an_agents_q_values_read_its_own_observation_and_never_the_world_state(jaxmarl):
+    """PQN-VDN (Q_team = sum_i Q(o_i, a_i)) acts on each agent's own observation: the
+    Q-network's first layer is as wide as the policy's part, a changed world state never
+    changes an action, and a changed own observation does."""
+    config = pqn.default_config(SPREAD, recipe="none", vdn=True, num_envs=64, num_steps=4,
+                                total_timesteps=64 * 4)
+    algo = pqn.make_algorithm(config)
+    vec_env, own = algo.vec_env, algo.vec_env.policy_obs_dim
+    policy = algo.policy_params(algo.init(jax.random.key(0)))
+    assert own < vec_env.obs_dim and policy["params"]["q"][0]["w"].shape[0] == own
+    obs, _ = vec_env.reset(jax.random.key(1))
+    noise = 10 * jax.random.normal(jax.random.key(2), obs.shape)
+    greedy = lambda o: algo.act(policy, o, jax.random.key(3), True)  # noqa: E731
+    actions = greedy(obs)
+    np.testing.assert_array_equal(greedy(obs.at[:, own:].add(noise[:, own:])), actions)
+    assert (greedy(obs.at[:, :own].add(noise[:, :own])) != actions).any()
+
+
 def test_the_vdn_target_equals_a_loop_over_agents():
     """pqn.vdn_returns against plain Python: per team, the reward its agents share (MPE: their
     sum), the bootstrap sum_i max_a Q(o'_i, a), and Q(lambda)'s recursion over the team's
