@@ -93,8 +93,9 @@ ROWS = {
                              "baseline", "training_scores"),
     20: lambda: side_by_side(f"{REF}/craftax_ppo/one_device_ppo_rnn/ppo_rnn__craftax-Craftax-Classic-Symbolic-v1.json",
                              "baseline", "training_scores"),
-    21: lambda: pqn(f"{REF}/pqn/asterix_2e6/scanrl/pqn__Asterix-MinAtar__20261129-075927",
-                    f"{REF}/pqn/asterix_2e6/purejaxql_Asterix.json"),
+    # row 21 re-run on 2026-12-04 with both sides scored by each env's first greedy episode
+    21: lambda: pqn(f"{REF}/pqn/asterix_2e6_one_estimator/scanrl/pqn__Asterix-MinAtar__20261204-121545",
+                    f"{REF}/pqn/asterix_2e6_one_estimator/purejaxql_Asterix.json"),
     22: lambda: pqn(f"{REF}/pqn/spaceinvaders_2e6/scanrl/pqn__SpaceInvaders-MinAtar__20261129-161127",
                     f"{REF}/pqn/spaceinvaders_2e6/purejaxql_SpaceInvaders.json"),
     # row 23 re-run on 2026-12-02 with both sides scored by each env's first greedy episode
