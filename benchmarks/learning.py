@@ -11,6 +11,7 @@ it), the greedy evaluation after the last update.
     python benchmarks/learning.py                 # all checks (~10 minutes on 2 cores)
     python benchmarks/learning.py ppo_pendulum    # some of them
     python benchmarks/learning.py --out benchmarks/reference/learning/checks.json   # and keep them
+    python benchmarks/learning.py --seeds 10 ippo_spread pqn_vdn_spread  # a bar's derivation
 """
 
 from __future__ import annotations
@@ -55,16 +56,23 @@ CHECKS = {
     "ppo_masked_cartpole": (ppo, "CartPole-v1", dict(MASKED, total_timesteps=200_000), -1e9, None, 100),
     "ppo_rnn_memory_chain_20": (ppo_rnn, "MemoryChain-bsuite", MEMORY_20, 0.9, None),
     "ppo_memory_chain_20": (ppo, "MemoryChain-bsuite", MEMORY_20, -1e9, None, 0.2),
+    # test_jaxmarl: IPPO and PQN-VDN at JaxMARL's recipes (cpu form), greedy, 64 games a seed
+    "ippo_spread": (ppo, "jaxmarl/MPE_simple_spread_v3",
+                    dict(recipe="cpu", total_timesteps=600_000, eval_episodes=64, score="greedy"),
+                    -25.0, None),
+    "pqn_vdn_spread": (pqn, "jaxmarl/MPE_simple_spread_v3",
+                       dict(recipe="cpu", total_timesteps=100_000, eval_episodes=64, score="greedy"),
+                       -22.0, None),
 }
 
 
-def final_returns(module, env: str, overrides: dict) -> np.ndarray:
-    """Seeds 0-3's final returns, trained as the tests train: `compose` then
+def final_returns(module, env: str, overrides: dict, num_seeds: int = 4) -> np.ndarray:
+    """Seeds 0 to num_seeds - 1's final returns, trained as the tests train: `compose` then
     `run.train_and_write` (the command line's pieces), in a scratch run folder."""
     overrides = dict(overrides)
     greedy = overrides.pop("score", "train") == "greedy"
     with tempfile.TemporaryDirectory() as scratch:
-        config = compose(module, env, num_seeds=4, seed=0, log_every=0, out_dir=scratch, **overrides)
+        config = compose(module, env, num_seeds=num_seeds, seed=0, log_every=0, out_dir=scratch, **overrides)
         summary = run.train_and_write(module.ALGO, config, module.make_algorithm)
         if greedy:
             evals = np.load(Path(summary["run_dir"]) / "metrics.npz")["eval_return"]
@@ -72,7 +80,7 @@ def final_returns(module, env: str, overrides: dict) -> np.ndarray:
         return np.array(summary["final_return_per_seed"])
 
 
-def main(names: list[str], out: str | None = None) -> int:
+def main(names: list[str], out: str | None = None, num_seeds: int = 4) -> int:
     """Runs the checks `names` (default: all), prints a row each; with `out`, writes every row
     to that JSON file after each check, keeping the file's rows of checks not run this time."""
     failed, rows = 0, {}
@@ -80,7 +88,7 @@ def main(names: list[str], out: str | None = None) -> int:
         rows = {row["check"]: row for row in json.loads(Path(out).read_text())["checks"]}
     for name in names or CHECKS:
         module, env, overrides, mean_bar, seed_bar, *high = CHECKS[name]
-        final = final_returns(module, env, overrides)
+        final = final_returns(module, env, overrides, num_seeds)
         ok = final.mean() >= mean_bar and (seed_bar is None or final.min() >= seed_bar)
         ok = ok and (not high or final.mean() <= high[0])
         failed += not ok
@@ -88,7 +96,7 @@ def main(names: list[str], out: str | None = None) -> int:
         bars += f", every seed >= {seed_bar}" if seed_bar is not None else ""
         print(f"{name:22s} {' '.join(f'{x:8.1f}' for x in final)}  mean {final.mean():8.1f}  ({bars}) "
               f"{'pass' if ok else 'FAIL'}", flush=True)
-        rows[name] = {"check": name, "algo": module.ALGO, "env": env, "overrides": overrides, "seeds": [0, 1, 2, 3],
+        rows[name] = {"check": name, "algo": module.ALGO, "env": env, "overrides": overrides, "seeds": list(range(num_seeds)),
                       "final_return_per_seed": final.tolist(), "mean": float(final.mean()), "bar": bars,
                       "passed": bool(ok), "command": "python benchmarks/learning.py " + " ".join(sys.argv[1:]),
                       "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -105,5 +113,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help=f"checks to run (default: all of {', '.join(CHECKS)})")
     parser.add_argument("--out", help="also write the rows to this JSON file")
+    parser.add_argument("--seeds", type=int, default=4,
+                        help="seeds 0 to N - 1 (default 4, the tests'; 10 to re-derive a bar)")
     args = parser.parse_args()
-    sys.exit(main(args.names, args.out))
+    sys.exit(main(args.names, args.out, args.seeds))
