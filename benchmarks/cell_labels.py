@@ -68,7 +68,7 @@ EQ = f"{REF}/brax_trainers/equal_cores"
 ROWS = {
     1: lambda: brax(f"{REF}/brax_trainers/equal_cores_2026-12-04/run1/ppo__brax-inverted_double_pendulum_num-devices1.json"),
     2: lambda: brax(f"{EQ}/ppo__brax-halfcheetah_num-devices1.json"),
-    3: lambda: brax(f"{EQ}/ppo__playground-CheetahRun_num-devices1.json"),
+    3: lambda: brax(f"{REF}/brax_trainers/cheetahrun_2026-12-04/run1/ppo__playground-CheetahRun_num-devices1.json"),
     4: lambda: brax(f"{EQ}/ppo__playground-WalkerWalk_num-devices1.json"),
     5: lambda: brax(f"{EQ}/sac__brax-hopper_num-devices1.json"),
     6: lambda: brax(f"{REF}/brax_trainers/sac_swingup_2026-12-04/run1/sac__playground-CartpoleSwingup_num-devices1.json"),
@@ -106,7 +106,8 @@ ROWS = {
     25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
     27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6"),
-    28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6"),
+    # row 28 re-run on 2026-12-04 after pqn.py's Q-network stopped reading the world state
+    28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_own_obs"),
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
 }
 

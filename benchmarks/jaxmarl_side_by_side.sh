@@ -43,9 +43,11 @@ timed() {  # timed SIDE SITTING command...: the whole process's wall, the same c
     echo -e "$2\t$1\t$(echo "$(date +%s.%N) - $start" | bc)" >> "$OUT/walls.tsv"
 }
 for i in $(seq 1 "$SITTINGS"); do
+    # scanrl compiles afresh each time (--no-compile-cache), as JaxMARL's side does: a program
+    # loaded from the store would leave its compile out of scanrl's wall only
     timed scanrl "$i" python "${SCANRL[@]}" --num-seeds "$SEEDS" --num-devices 1 \
-        --total-timesteps "$STEPS" --eval-every "$updates" --eval-episodes 128 --log-every 0 \
-        --out-dir "$OUT/run$i/scanrl" | tee "$OUT/run$i.txt"
+        --no-compile-cache --total-timesteps "$STEPS" --eval-every "$updates" --eval-episodes 128 \
+        --log-every 0 --out-dir "$OUT/run$i/scanrl" | tee "$OUT/run$i.txt"
     timed jaxmarl "$i" $JM benchmarks/jaxmarl_baseline.py "${PEER[@]}" \
         --total-timesteps "$STEPS" --num-seeds "$SEEDS" --out "$OUT/run$i/jaxmarl.json"
 done
