@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Thin driver for one of JaxMARL's own feed-forward baselines (FLAIROx/JaxMARL, baselines/):
-IPPO (`IPPO/ippo_ff_*.py`) or PQN-VDN (`QLearning/pqn_vdn_ff.py`), run unchanged from its own
-file and YAML, scored as scanrl scores a run.
+IPPO (`IPPO/ippo_ff_mpe.py`, `ippo_ff_overcooked.py`) or PQN-VDN (`QLearning/pqn_vdn_ff.py`),
+run unchanged from its own file and YAML, scored as scanrl scores a run.
 
 Run in a virtualenv with JaxMARL and its baselines' packages (benchmarks/jaxmarl_side_by_side.sh
 makes it), with JAXMARL_DIR a checkout of FLAIROx/JaxMARL:
@@ -47,6 +47,9 @@ def parse_args():
     p.add_argument("--num-seeds", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-episodes", type=int, default=128)
+    p.add_argument("--layout", help="Overcooked: the layout's name, over the YAML's")
+    p.add_argument("--shaping-horizon", type=float,
+                   help="Overcooked: REW_SHAPING_HORIZON over the YAML's (steps of all envs)")
     p.add_argument("--out", required=True)
     return p.parse_args()
 
@@ -58,6 +61,15 @@ def load(path: str):
     return module
 
 
+def env_kwargs(config):
+    """The env's arguments as the file's `main` gives them: Overcooked's layout by its object."""
+    kwargs = dict(config.get("ENV_KWARGS") or {})
+    if config["ENV_NAME"] == "overcooked" and isinstance(kwargs.get("layout"), str):
+        from jaxmarl.environments.overcooked import overcooked_layouts
+        kwargs["layout"] = overcooked_layouts[kwargs["layout"]]
+    return kwargs
+
+
 def evaluate(module, config, params, key, episodes):
     """Each agent's first-episode return, mean over `episodes` fresh envs and the agents:
     (sampled, deterministic), by the baseline's own network and env."""
@@ -65,7 +77,7 @@ def evaluate(module, config, params, key, episodes):
     import jax.numpy as jnp
     import jaxmarl
 
-    env = jaxmarl.make(config["ENV_NAME"], **config.get("ENV_KWARGS", {}))
+    env = jaxmarl.make(config["ENV_NAME"], **env_kwargs(config))
     network = module.ActorCritic(env.action_space(env.agents[0]).n,
                                  activation=config["ACTIVATION"])
 
@@ -76,7 +88,8 @@ def evaluate(module, config, params, key, episodes):
         def step(carry, key):
             obs, state, total, running = carry
             k_act, k_env = jax.random.split(key)
-            batch = jnp.stack([obs[a] for a in env.agents])
+            # flat, as the file's own rollout batches them (Overcooked's [H, W, C] grids)
+            batch = jnp.stack([obs[a].reshape(-1) for a in env.agents])
             pi, _ = network.apply(params, batch)
             action = jnp.where(deterministic, pi.mode(), pi.sample(seed=k_act))
             obs, state, reward, dones, _ = env.step(
@@ -86,7 +99,9 @@ def evaluate(module, config, params, key, episodes):
             running = running & ~dones["__all__"]
             return (obs, state, total, running), None
 
-        limit = int(getattr(env, "max_steps", 1000))
+        # MPE ends an episode on the step that finds max_steps already taken: max_steps + 1
+        # rewards (26 on MPE), and a step after the end adds nothing (`running`)
+        limit = int(getattr(env, "max_steps", 1000)) + 1
         (_, _, total, _), _ = jax.lax.scan(
             step, (obs, state, jnp.zeros(env.num_agents), jnp.bool_(True)),
             jax.random.split(key, limit))
@@ -151,6 +166,13 @@ def main():
                   "TEST_DURING_TRAINING": False}
     config.update(TOTAL_TIMESTEPS=args.total_timesteps, NUM_SEEDS=args.num_seeds,
                   WANDB_MODE="disabled")
+    if args.layout:
+        config["ENV_KWARGS"]["layout"] = args.layout
+    if args.shaping_horizon is not None:
+        config["REW_SHAPING_HORIZON"] = args.shaping_horizon
+    layout = (config.get("ENV_KWARGS") or {}).get("layout")
+    if config["ENV_NAME"] == "overcooked":  # its main passes the layout's object to make_train
+        config["ENV_KWARGS"] = env_kwargs(config)
     wandb.init(mode="disabled")  # as its main does: its per-update callback logs to wandb
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_seeds)
     if q_learning:
@@ -179,6 +201,7 @@ def main():
         "peer": "FLAIROx/JaxMARL",
         "peer_commit": os.environ.get("JAXMARL_COMMIT"),
         "script": args.script, "config": args.config, "env": config["ENV_NAME"],
+        "layout": layout, "rew_shaping_horizon": config.get("REW_SHAPING_HORIZON"),
         "total_timesteps": int(args.total_timesteps), "num_seeds": args.num_seeds,
         "devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
         "wall_s": wall, "wall_training_s": trained - START,

@@ -6,7 +6,13 @@
 #   pqn_vdn_mpe  algos/pqn.py --vdn on the same env at the published recipe (JaxMARL's
 #                pqn_vdn_ff_mpe.yaml: 256 envs x 16 steps, 2 x 256 with layer norm, RAdam) with
 #                agent ids in the observation, as JaxMARL's CTRolloutManager adds them, against
-#                baselines/QLearning/pqn_vdn_ff.py.
+#                baselines/QLearning/pqn_vdn_ff.py;
+#   ippo_overcooked  algos/ppo.py on jaxmarl/overcooked_$LAYOUT (default cramped_room) at the
+#                suite's recipe (JaxMARL's ippo_ff_overcooked.yaml) against
+#                baselines/IPPO/ippo_ff_overcooked.py, the shaped reward annealed from 1 to 0
+#                over the first half of the budget on both sides (JaxMARL's REW_SHAPING_HORIZON
+#                2.5e6 of 5e6; scanrl's shaping_anneal counts each of its 16 envs' steps), and
+#                both scored on the task reward alone.
 # Each side on ONE CPU device with its SEEDS seeds vmapped, the same jaxmarl package, one final
 # evaluation of 128 episodes, both scored by the same estimator (each agent's first-episode
 # return; benchmarks/jaxmarl_baseline.py runs JaxMARL's file). SITTINGS sittings alternate the
@@ -19,7 +25,7 @@
 # Needs JAXMARL_DIR (a checkout of FLAIROx/JaxMARL) and JM_VENV, a virtualenv made once:
 #   python3.11 -m venv $JM_VENV && $JM_VENV/bin/pip install jax==0.10.2 "jaxmarl[algs]==0.2.0"
 set -euo pipefail
-CELL=${1:?CELL: ippo_mpe or pqn_vdn_mpe}; OUT=${2:?OUT_DIR}
+CELL=${1:?CELL: ippo_mpe, pqn_vdn_mpe or ippo_overcooked}; OUT=${2:?OUT_DIR}
 SEEDS=${3:-5}; STEPS=${4:-2000000}; SITTINGS=${5:-3}
 JM=${JM_VENV:?JM_VENV}/bin/python
 JAXMARL_COMMIT=${JAXMARL_COMMIT:-$(git -C "${JAXMARL_DIR:?JAXMARL_DIR}" rev-parse HEAD \
@@ -33,7 +39,13 @@ case "$CELL" in
         SCANRL=(algos/pqn.py --env jaxmarl/MPE_simple_spread_v3 --vdn --recipe published
                 --env-options agent_id 1); PER_UPDATE=$((256 * 16))
         PEER=(--script QLearning/pqn_vdn_ff.py --config QLearning/config/alg/pqn_vdn_ff_mpe.yaml) ;;
-    *) echo "CELL $CELL: ippo_mpe or pqn_vdn_mpe" >&2; exit 2 ;;
+    ippo_overcooked)
+        LAYOUT=${LAYOUT:-cramped_room}; HORIZON=$(( STEPS / 2 ))
+        SCANRL=(algos/ppo.py --env "jaxmarl/overcooked_$LAYOUT"
+                --env-options shaping_anneal $(( HORIZON / 16 ))); PER_UPDATE=$((16 * 128))
+        PEER=(--script IPPO/ippo_ff_overcooked.py --config IPPO/config/ippo_ff_overcooked.yaml
+              --layout "$LAYOUT" --shaping-horizon "$HORIZON") ;;
+    *) echo "CELL $CELL: ippo_mpe, pqn_vdn_mpe or ippo_overcooked" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
 updates=$(( STEPS / PER_UPDATE ))  # one evaluation, after the last update
