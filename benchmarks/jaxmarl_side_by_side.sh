@@ -13,8 +13,8 @@
 #                over the first half of the budget on both sides (JaxMARL's REW_SHAPING_HORIZON
 #                2.5e6 of 5e6; scanrl's shaping_anneal counts each of its 16 envs' steps), and
 #                both scored on the task reward alone.
-# Each side on ONE CPU device with its SEEDS seeds vmapped, the same jaxmarl package, one final
-# evaluation of 128 episodes, both scored by the same estimator (each agent's first-episode
+# Each side on ONE CPU device (scanrl: unless DEVICES, below) with its SEEDS seeds vmapped, the
+# same jaxmarl package, one final evaluation of 128 episodes, both scored by the same estimator (each agent's first-episode
 # return; benchmarks/jaxmarl_baseline.py runs JaxMARL's file). SITTINGS sittings alternate the
 # sides (scanrl, JaxMARL, scanrl, ...); each process's wall, timed from outside the same way for
 # both (walls.tsv), counts its imports, compile, training and evaluation;
@@ -27,6 +27,9 @@
 set -euo pipefail
 CELL=${1:?CELL: ippo_mpe, pqn_vdn_mpe or ippo_overcooked}; OUT=${2:?OUT_DIR}
 SEEDS=${3:-5}; STEPS=${4:-2000000}; SITTINGS=${5:-3}
+# scanrl's CPU devices: 1 (each side on one device), or 0 for all of them, scanrl's own fastest
+# way (its seeds sharded over the devices; JaxMARL's files have no device axis: one device)
+DEVICES=${DEVICES:-1}
 JM=${JM_VENV:?JM_VENV}/bin/python
 JAXMARL_COMMIT=${JAXMARL_COMMIT:-$(git -C "${JAXMARL_DIR:?JAXMARL_DIR}" rev-parse HEAD \
     2>/dev/null || echo unknown)}
@@ -57,7 +60,7 @@ timed() {  # timed SIDE SITTING command...: the whole process's wall, the same c
 for i in $(seq 1 "$SITTINGS"); do
     # scanrl compiles afresh each time (--no-compile-cache), as JaxMARL's side does: a program
     # loaded from the store would leave its compile out of scanrl's wall only
-    timed scanrl "$i" python "${SCANRL[@]}" --num-seeds "$SEEDS" --num-devices 1 \
+    timed scanrl "$i" python "${SCANRL[@]}" --num-seeds "$SEEDS" --num-devices "$DEVICES" \
         --no-compile-cache --total-timesteps "$STEPS" --eval-every "$updates" --eval-episodes 128 \
         --log-every 0 --out-dir "$OUT/run$i/scanrl" | tee "$OUT/run$i.txt"
     timed jaxmarl "$i" $JM benchmarks/jaxmarl_baseline.py "${PEER[@]}" \
