@@ -62,7 +62,7 @@ def is_discrete(env: Any, env_params: Any) -> bool:
 # names); the kit keeps the names alone, so it imports nothing of common/suites/.
 ENV_HOOKS = frozenset({"action_mask", "restart_finished", "cached_starts", "policy_obs_size",
                        "render_rgb", "render_rgb_jax", "num_agents", "team_reward",
-                       "episode_limit", "name"})
+                       "episode_limit", "name", "evaluation_params"})
 
 
 def hook(env: Any, name: str) -> Any:

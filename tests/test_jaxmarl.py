@@ -324,6 +324,61 @@ def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
         suites.make(SPREAD, {"shapng": "1"})
     with pytest.raises(ValueError, match=r"^--env-options shaping yes: give 0 or 1\.$"):
         suites.make(SPREAD, {"shaping": "yes"})
+    with pytest.raises(ValueError, match=r"^--env-options shaping_anneal 1e6: give a whole "):
+        suites.make("jaxmarl/overcooked_cramped_room", {"shaping_anneal": "1e6"})
+    with pytest.raises(ValueError, match=r"^--env-options shaping 0 shaping_anneal 5: an anneal "):
+        suites.make("jaxmarl/overcooked_cramped_room", {"shaping": "0", "shaping_anneal": "5"})
+    for option in ("shaping", "shaping_anneal"):  # on an env without a shaped reward
+        with pytest.raises(ValueError, match=rf"^--env-options {option}: jaxmarl/MPE_simple_"):
+            suites.make(SPREAD, {option: "1"})
+
+
+@pytest.mark.slow
+def test_overcookeds_shaped_reward_anneals_per_environment_and_evaluations_score_the_task(
+        jaxmarl):
+    """shaping_anneal N: the reward is JaxMARL's task reward plus its shaped reward weighed
+    1 - steps / N (0 from N on), steps counted over every episode of the environment; each
+    episode's unshaped return is its `task_return`; an evaluation weighs the shaping 0."""
+    from types import SimpleNamespace
+
+    from scanrl.common.harness import loop
+    env, params = suites.make("jaxmarl/overcooked_cramped_room", {"shaping_anneal": "300"})
+    n, steps = 32, 500  # an episode is 400 steps: the clock runs on through the reset
+
+    def step(state, key):
+        k_act, k_env = jax.random.split(key)
+        action = jax.random.randint(k_act, (n, 2), 0, 6)
+        keys = jax.random.split(k_env, n)
+        # JaxMARL's own step from the key the adapter's step_env gets
+        own = jax.vmap(lambda k, s, a: env.env.step_env(
+            jax.random.split(k)[0], s.inner, {"agent_0": a[0], "agent_1": a[1]}))(
+            keys, state, action)
+        task = own[2]["agent_0"]
+        shaped = jnp.stack([own[4]["shaped_reward"][a] for a in ("agent_0", "agent_1")], -1)
+        _, new, reward, _, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            keys, state, action, params)
+        return new, (reward, task, shaped, state.steps, truncated[:, 0],
+                     info["outcomes"]["task_return"])
+
+    _, state = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), n),
+                                                          params)
+    _, (reward, task, shaped, clock, ended, task_return) = jax.jit(
+        lambda s: jax.lax.scan(step, s, jax.random.split(jax.random.key(1), steps)))(state)
+    reward, task, shaped, clock = map(np.asarray, (reward, task, shaped, clock))
+    np.testing.assert_array_equal(clock, np.broadcast_to(np.arange(steps)[:, None], (steps, n)))
+    weight = np.clip(1 - clock.astype(np.float32) / np.float32(300), 0, 1)[..., None]
+    np.testing.assert_allclose(reward, task[..., None] + weight * shaped, rtol=0, atol=1e-6)
+    assert (shaped[:300] > 0).sum() > 10, "random play shapes some steps: the check bites"
+    assert (shaped[300:] > 0).any() and (reward[300:] == task[300:, :, None]).all()
+    # the first episodes end at step 400, their task return the sum of the task rewards
+    assert np.asarray(ended)[399].all() and not np.asarray(ended)[:399].any()
+    np.testing.assert_allclose(np.asarray(task_return)[399],
+                               np.repeat(task[:400].sum(0)[:, None], 2, -1), rtol=1e-6)
+    # an evaluation scores the task alone, with --eval-env-params on top
+    run = SimpleNamespace(env_params={"shaping": 0.5}, eval_env_params={})
+    assert loop.evaluation_params(run, env, params).shaping == 0.0
+    run = SimpleNamespace(env_params={}, eval_env_params={"shaping": 0.5})
+    assert loop.evaluation_params(run, env, params).shaping == 0.5
 
 
 class OneAgent:

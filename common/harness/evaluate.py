@@ -342,7 +342,7 @@ def main(argv: list[str] | None, algorithms: Any) -> dict[str, Any]:
             crossplay.check(env, config.env, run.num_seeds)
         train_params = envsettings.override_params(base_params, run.env_params, "--env-params")
         eval_params = envsettings.override_params(
-            loop.evaluation_params(run, base_params), args.env_params, "--env-params"
+            loop.evaluation_params(run, env, base_params), args.env_params, "--env-params"
         )
         algo = module.make_algorithm(config.config, env, train_params)
         rows, members = population_rows(args, run)

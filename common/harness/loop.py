@@ -135,12 +135,15 @@ def environment(job: Any, env: Any = None, env_params: Any = None) -> tuple[Any,
     return env, params, envsettings.override_params(params, run.env_params, "--env-params")
 
 
-def evaluation_params(run: Any, base_params: Any) -> Any:
+def evaluation_params(run: Any, env: Any, base_params: Any) -> Any:
     """The env parameters a run evaluates on: `--eval-env-params` over the env's defaults if
-    given, else the training parameters (`--env-params` over the defaults)."""
+    given, else the training parameters (`--env-params` over the defaults); in both, first the
+    env's `evaluation_params` hook (what scores the task alone: Overcooked without shaping)."""
+    task = envs.hook(env, "evaluation_params") or (lambda params: params)
     if run.eval_env_params:
-        return envsettings.override_params(base_params, run.eval_env_params, "--eval-env-params")
-    return envsettings.override_params(base_params, run.env_params, "--env-params")
+        return envsettings.override_params(task(base_params), run.eval_env_params,
+                                           "--eval-env-params")
+    return task(envsettings.override_params(base_params, run.env_params, "--env-params"))
 
 
 def run_episodes(
@@ -314,7 +317,9 @@ def build(
         layout.data_parallel
     )  # evaluation episodes: a multiple of the data devices, so each gets a share
     eval_env = envs.VecEnv(
-        algo.env, evaluation_params(run, base_params), math.ceil(run.eval_episodes / data) * data
+        algo.env,
+        evaluation_params(run, algo.env, base_params),
+        math.ceil(run.eval_episodes / data) * data,
     )
     spec = pbt_lib.spec(run, sweep, num_updates) if sweep else None
     fitness = pbt_lib.fitness_metric(run) if spec else None

@@ -30,13 +30,11 @@ class RunConfig:
     devices)."""
     env_params: dict[str, float] = field(default_factory=dict)
     """override training env parameters, e.g. --env-params length 0.7 (evaluation uses them too
-    unless
-    --eval-env-params is given)."""
+    unless --eval-env-params is given; it never counts Overcooked's shaped reward)."""
     env_options: tuple[str, ...] = ()
     """KEY VALUE pairs: how a suite builds the env, e.g. --env-options backend positional (Brax's
-    physics: generalized,
-    positional, spring, mjx) or a MuJoCo Playground config override (--env-options action_repeat
-    2)."""
+    physics: generalized, positional, spring, mjx), a MuJoCo Playground config override
+    (--env-options action_repeat 2) or JaxMARL's switches (agent_id 1, shaping_anneal 156250)."""
     recipe: Literal[recipes.CHOICES] = "auto"  # type: ignore[valid-type]
     """the suite's own published configuration for --env, where there is one (Brax,
     MuJoCo Playground, Craftax, Navix, XLand-MiniGrid): published, cpu (every count of

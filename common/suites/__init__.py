@@ -51,9 +51,10 @@ class AdapterHooks(Protocol):
     """What an adapter module may add, each read through `adapter_hook` and `has_adapter_hook`,
     never by getattr, so this class is the whole list (tests/test_suites.py checks both)."""
 
-    OPTIONS: dict[str, tuple[str, ...]] | str
-    """Its envs take `--env-options`, given to `make(name, options)`: {option: its choices}
-    (Brax's backend), or a sentence saying which (Playground's config overrides)."""
+    OPTIONS: dict[str, tuple[str, ...] | str] | str
+    """Its envs take `--env-options`, given to `make(name, options)`: {option: its choices, or a
+    sentence saying which} (Brax's backend, JaxMARL's switches and step count), or a sentence
+    saying which (Playground's config overrides)."""
 
     ACTIONS: str
     """"box" or "discrete" for every env of the suite: `is_continuous` answers without building
@@ -130,6 +131,11 @@ class EnvHooks(Protocol):
     name: str
     """The env's name (gymnax's `Environment.name`): the renderer draws the classic-control
     tasks by it."""
+
+    def evaluation_params(self, params: Any) -> Any:
+        """The parameters an evaluation scores the task under, from the training ones: the same
+        but for what only helps training (Overcooked's shaped reward, common/suites/jaxmarl.py).
+        Absent: the training ones. `--eval-env-params` applies on top."""
 
 
 ENV_HOOKS = members(EnvHooks)

@@ -25,8 +25,14 @@ time limit as a termination, as JaxMARL's baselines treat it, to measure what th
 
 Actions: one discrete choice per agent. The policy's mask (`action_mask`) is SMAX's available
 actions, Hanabi's legal moves, and for agents with fewer actions than the widest (MPE
-simple_world_comm) the actions they do not have. Rewards: each agent's own; Overcooked's shaped
-reward is added with the option shaping 1, as JaxMARL's baselines do at the start of training.
+simple_world_comm) the actions they do not have. Rewards: each agent's own. Overcooked's shaped
+reward (JaxMARL's `shaped_reward`: ingredients placed, dishes picked up, soup picked up) is added
+with the option shaping 1, at a weight that falls linearly from 1 to 0 over each environment's
+first N steps with shaping_anneal N (JaxMARL's IPPO baseline anneals it over REW_SHAPING_HORIZON
+steps counted over all its environments: 2.5e6 over 16, N = 156250 here), kept at 1 without.
+The weight is the env parameter `shaping` (`--env-params shaping 0.5` scales it); evaluations
+score the task alone (`evaluation_params` sets it to 0), and training reports each episode's
+task return as `task_return` beside its shaped `episode_return`.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ from gymnax.environments import environment, spaces
 
 from scanrl.common.suites.recipes import Recipe
 
-OPTIONS = {"agent_id": ("0", "1"), "time_limit_as_termination": ("0", "1"), "shaping": ("0", "1")}
+OPTIONS = {"agent_id": ("0", "1"), "time_limit_as_termination": ("0", "1"), "shaping": ("0", "1"),
+           "shaping_anneal": "a whole number of steps, 0 or more"}
 ACTIONS = "discrete"
 # MPE tasks whose actions are discrete by default (the facmac variants are continuous)
 MPE = ("simple", "simple_tag", "simple_world_comm", "simple_spread", "simple_crypto",
@@ -58,6 +65,15 @@ RECIPES: dict[tuple[str, str], Recipe] = {
              gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
              adam_eps=1e-5, activation="tanh", actor_hidden=(64, 64), critic_hidden=(64, 64)),
         {}),
+    # IPPO/config/ippo_ff_overcooked.yaml: the same PPO, 5e6 steps, its shaped reward annealed
+    # from 1 to 0 over REW_SHAPING_HORIZON 2.5e6 steps of its 16 environments: 156,250 each
+    ("ppo", "overcooked_*"): Recipe(
+        JAXMARL + "IPPO/config/ippo_ff_overcooked.yaml", "fields",
+        dict(total_timesteps=5_000_000, num_envs=16, num_steps=128, num_epochs=4,
+             num_minibatches=4, learning_rate=2.5e-4, anneal_lr=True, gamma=0.99,
+             gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+             adam_eps=1e-5, activation="tanh", actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        dict(env_options=("shaping_anneal", "156250"))),
     # QLearning/config/alg/pqn_vdn_ff_mpe.yaml: VDN, 256 envs x 16 steps, 2 x 256 with layer
     # norm, epsilon 1 -> 0.1 over 10%, lr 5e-4 constant (RAdam), gamma 0.9, lambda 0.3
     ("pqn", "MPE_*"): Recipe(
@@ -107,11 +123,21 @@ class EnvState(environment.EnvState):
     game_over: jax.Array  # bool: the game ended the episode (a battle's end, Hanabi's)
     cut: jax.Array  # bool: the time limit ended it
     time: int
+    # steps this environment has taken over all its episodes (a reset keeps it): the clock of
+    # Overcooked's shaping anneal
+    steps: jax.Array  # int32
+    task_return: jax.Array  # [M]: the running episode's return without shaping, each agent's
 
 
 @struct.dataclass
 class EnvParams(environment.EnvParams):
     max_steps_in_episode: int = 1_000_000  # the env's own time limit ends its episodes
+
+
+@struct.dataclass
+class OvercookedParams(EnvParams):
+    shaping: float = 0.0  # the shaped reward's weight at the start (options shaping 1: 1)
+    shaping_anneal: int = 0  # steps per environment over which it falls to 0; 0: it stays
 
 
 class MultiAgentEnv(environment.Environment):
@@ -120,11 +146,22 @@ class MultiAgentEnv(environment.Environment):
     def __init__(self, name: str, options: dict[str, str] | None = None):
         jaxmarl = _jaxmarl()
         super().__init__()
-        options = _flags(options or {})
+        anneal = _steps((options or {}).get("shaping_anneal", "0"))
+        options = _flags({k: v for k, v in (options or {}).items() if k != "shaping_anneal"})
         self.agent_id = options.get("agent_id", False)
         self.limit_terminates = options.get("time_limit_as_termination", False)
-        self.shaping = options.get("shaping", False)
         self.family, self.jaxmarl_name = _family(name)
+        shaping = options.get("shaping", anneal > 0)
+        if anneal and not shaping:
+            raise ValueError(f"--env-options shaping 0 shaping_anneal {anneal}: an anneal of "
+                             "the shaped reward needs it on; leave shaping out or give 1.")
+        for option, given in (("shaping", options.get("shaping")), ("shaping_anneal", anneal)):
+            if given and self.family != "overcooked":
+                raise ValueError(f"--env-options {option}: jaxmarl/{name} has no shaped reward; "
+                                 "only Overcooked's layouts have one.")
+        # the shaped reward's weight is an env parameter, which evaluations set to 0
+        self.params = (OvercookedParams(shaping=float(shaping), shaping_anneal=anneal)
+                       if self.family == "overcooked" else EnvParams())
         if self.family == "smax":
             from jaxmarl.environments.smax import map_name_to_scenario
             self.env = jaxmarl.make("HeuristicEnemySMAX",
@@ -135,9 +172,6 @@ class MultiAgentEnv(environment.Environment):
                                     layout=overcooked_layouts[name[len("overcooked_"):]])
         else:
             self.env = jaxmarl.make(name)
-        if self.shaping and self.family != "overcooked":
-            raise ValueError(f"--env-options shaping 1: jaxmarl/{name} has no shaped reward; "
-                             "only Overcooked's layouts have one.")
         # JaxMARL's own time limit, and one step more: MPE checks it before counting the step, so
         # its episodes last 26 steps (Hanabi has none: a game ends within a few hundred turns)
         self.episode_limit = int(getattr(self.env, "max_steps", None) or 999) + 1
@@ -191,31 +225,47 @@ class MultiAgentEnv(environment.Environment):
     # --- gymnax's Environment ------------------------------------------------------------------
     @property
     def default_params(self) -> EnvParams:
-        return EnvParams()
+        return self.params
+
+    def evaluation_params(self, params: EnvParams) -> EnvParams:
+        """What an evaluation scores: the task alone, without Overcooked's shaped reward."""
+        return params.replace(shaping=0.0) if isinstance(params, OvercookedParams) else params
+
+    def shaping_weight(self, steps: jax.Array, params: OvercookedParams) -> jax.Array:
+        """The shaped reward's weight after `steps` steps of an environment: params.shaping,
+        falling linearly to 0 over params.shaping_anneal steps (0: constant)."""
+        left = 1.0 - steps / jnp.maximum(params.shaping_anneal, 1)
+        return params.shaping * jnp.where(params.shaping_anneal > 0, jnp.clip(left, 0.0, 1.0), 1.0)
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
         obs, inner = self.env.reset(key)
-        return self.observe(obs, inner), EnvState(inner=inner, mask=self._mask(inner),
-                                                  game_over=jnp.asarray(False),
-                                                  cut=jnp.asarray(False), time=0)
+        return self.observe(obs, inner), EnvState(
+            inner=inner, mask=self._mask(inner), game_over=jnp.asarray(False),
+            cut=jnp.asarray(False), time=0, steps=jnp.asarray(0, jnp.int32),
+            task_return=jnp.zeros(self.num_agents))
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         actions = {a: action[i] for i, a in enumerate(self.agents)}
         obs, inner, reward, dones, info = self.env.step_env(key, state.inner, actions)
-        reward = jnp.stack([reward[a] for a in self.agents]).astype(jnp.float32)
-        if self.shaping:
-            reward = reward + jnp.stack([info["shaped_reward"][a] for a in self.agents])
+        task = jnp.stack([reward[a] for a in self.agents]).astype(jnp.float32)
+        reward = task
+        if self.family == "overcooked":
+            reward = task + self.shaping_weight(state.steps, params) * jnp.stack(
+                [info["shaped_reward"][a] for a in self.agents])
         # JaxMARL's dones["__all__"] ends the episode; what ended it is the game's own state
         over = dones["__all__"]
         game_over = over & self._game_over(inner)
         new = EnvState(inner=inner, mask=self._mask(inner), time=state.time + 1,
-                       game_over=game_over, cut=over & ~game_over)
+                       game_over=game_over, cut=over & ~game_over, steps=state.steps + 1,
+                       task_return=state.task_return + task)
         terminated = self.is_terminated(new, params)
         info = {}
         if self.family == "smax":  # a battle won: every enemy down, an ally standing
             alive, allies = inner.state.unit_alive, self.env.num_allies
             won = over & alive[:allies].any() & ~alive[allies:].any()
             info["outcomes"] = {"win_rate": jnp.full(self.num_agents, won, jnp.float32)}
+        if self.family == "overcooked":  # the return of an episode that ends here, unshaped
+            info["outcomes"] = {"task_return": new.task_return}
         return (self.observe(obs, inner), new, reward,
                 jnp.broadcast_to(terminated, (self.num_agents,)), info)
 
@@ -239,6 +289,7 @@ class MultiAgentEnv(environment.Environment):
         truncated = self.is_truncated(state_st, params)
         done = terminated[0] | truncated[0]
         obs_re, state_re = self.reset_env(key_reset, params)
+        state_re = state_re.replace(steps=state_st.steps)  # the anneal's clock runs on
         state = jax.tree.map(lambda x, y: jax.lax.select(done, x, y), state_re, state_st)
         obs = jax.lax.select(done, obs_re, obs_st)
         info = {**info, "terminated": terminated, "truncated": truncated,
@@ -308,6 +359,14 @@ def _flags(options: dict[str, str]) -> dict[str, bool]:
         if value not in OPTIONS[name]:
             raise ValueError(f"--env-options {name} {value}: give {' or '.join(OPTIONS[name])}.")
     return {name: value == "1" for name, value in options.items()}
+
+
+def _steps(value: str) -> int:
+    """--env-options shaping_anneal's value: a whole number of steps, 0 or more."""
+    if not value.isdigit():
+        raise ValueError(f"--env-options shaping_anneal {value}: give "
+                         f"{OPTIONS['shaping_anneal']}.")
+    return int(value)
 
 
 def make(name: str, options: dict[str, str] | None = None) -> tuple[MultiAgentEnv, EnvParams]:
