@@ -70,7 +70,7 @@ ROWS = {
     2: lambda: brax(f"{EQ}/ppo__brax-halfcheetah_num-devices1.json"),
     3: lambda: brax(f"{REF}/brax_trainers/cheetahrun_2026-12-04/run1/ppo__playground-CheetahRun_num-devices1.json"),
     4: lambda: brax(f"{EQ}/ppo__playground-WalkerWalk_num-devices1.json"),
-    5: lambda: brax(f"{EQ}/sac__brax-hopper_num-devices1.json"),
+    5: lambda: brax(f"{REF}/brax_trainers/hopper_sac_2026-12-04/run1/sac__brax-hopper_num-devices1.json"),
     6: lambda: brax(f"{REF}/brax_trainers/sac_swingup_2026-12-04/run1/sac__playground-CartpoleSwingup_num-devices1.json"),
     7: lambda: brax(f"{GPU}/brax_trainers/ppo__brax-ant.json"),
     8: lambda: brax(f"{GPU}/brax_trainers_5e7/ppo__brax-ant.json"),
@@ -105,10 +105,12 @@ ROWS = {
                     f"{REF}/pqn/freeway_2e6/purejaxql_Freeway.json"),
     25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
-    27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6"),
+    27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_26_rewards"),
     # row 28 re-run on 2026-12-04 after pqn.py's Q-network stopped reading the world state
     28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_own_obs"),
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
+    30: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_8_seeds"),
+    31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6"),
 }
 
 

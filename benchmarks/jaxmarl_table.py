@@ -9,10 +9,7 @@ other policy's beside it), as rliable's IQM with its 95% interval, from the firs
 JaxMARL) with its interval. Walls:
 each whole process (imports, compile, training, the final evaluation) timed from outside the
 same way for both sides (`walls.tsv`), the ratio scanrl / JaxMARL per sitting, shown as the
-median [min, max] over the sittings with the median wall of each side. Where OUT_DIR holds
-`rescored/jaxmarl*.json` (JaxMARL's side run once more, to score its policies again after a
-change of the driver's evaluation), JaxMARL's scores come from it, checked to be the same
-training: its own metric equals every sitting's.
+median [min, max] over the sittings with the median wall of each side.
 
     python benchmarks/jaxmarl_table.py OUT_DIR
     python benchmarks/jaxmarl_table.py --truncation OUT_DIR   # benchmarks/jaxmarl_truncation.sh's
@@ -68,13 +65,6 @@ def main(out: Path) -> None:
     for r, (a, b) in zip(runs, sides):
         a["wall"], b["wall"] = walls[(r.name[3:], "scanrl")], walls[(r.name[3:], "jaxmarl")]
     ours, theirs = sides[0]
-    rescored = sorted(out.glob("rescored/jaxmarl*.json"))
-    if rescored:  # JaxMARL's policies scored again: the same training, its own metric equal
-        again = peer_side(rescored[0].parent)
-        assert all(b["own"] == again["own"] for _, b in sides), "not the sittings' training"
-        theirs = {**theirs, **{k: again[k] for k in ("sampled", "deterministic")}}
-        print(f"JaxMARL's scores from {rescored[0].relative_to(out)} (the same training, its "
-              "own metric equal in every sitting)\n")
     ratios = [a["wall"] / b["wall"] for a, b in sides]
     print("| side | sampled IQM [95% CI] | deterministic IQM [95% CI] | median wall (s) |")
     print("|---|---:|---:|---:|")
