@@ -55,24 +55,21 @@ MPE = ("simple", "simple_tag", "simple_world_comm", "simple_spread", "simple_cry
        "simple_speaker_listener", "simple_push", "simple_adversary", "simple_reference")
 
 JAXMARL = "FLAIROx/JaxMARL @ c793d09, baselines/"
+# IPPO/config/ippo_ff_mpe.yaml's and ippo_ff_overcooked.yaml's PPO, the same in both: 16 envs x
+# 128 steps, 4 epochs x 4 minibatches, tanh 64 x 64
+IPPO_FF = dict(num_envs=16, num_steps=128, num_epochs=4, num_minibatches=4, learning_rate=2.5e-4,
+               anneal_lr=True, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01,
+               vf_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5, activation="tanh",
+               actor_hidden=(64, 64), critic_hidden=(64, 64))
 # (algorithm, fnmatch pattern of env names) -> JaxMARL's own baseline settings, name by name
 RECIPES: dict[tuple[str, str], Recipe] = {
-    # IPPO/config/ippo_ff_mpe.yaml: 16 envs x 128 steps, 4 epochs x 4 minibatches, tanh 64 x 64
-    ("ppo", "MPE_*"): Recipe(
-        JAXMARL + "IPPO/config/ippo_ff_mpe.yaml", "fields",
-        dict(total_timesteps=10_000_000, num_envs=16, num_steps=128, num_epochs=4,
-             num_minibatches=4, learning_rate=2.5e-4, anneal_lr=True, gamma=0.99,
-             gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
-             adam_eps=1e-5, activation="tanh", actor_hidden=(64, 64), critic_hidden=(64, 64)),
-        {}),
-    # IPPO/config/ippo_ff_overcooked.yaml: the same PPO, 5e6 steps, its shaped reward annealed
-    # from 1 to 0 over REW_SHAPING_HORIZON 2.5e6 steps of its 16 environments: 156,250 each
+    ("ppo", "MPE_*"): Recipe(JAXMARL + "IPPO/config/ippo_ff_mpe.yaml", "fields",
+                             dict(IPPO_FF, total_timesteps=10_000_000), {}),
+    # 5e6 steps, its shaped reward annealed from 1 to 0 over REW_SHAPING_HORIZON 2.5e6 steps of
+    # its 16 environments: 156,250 each
     ("ppo", "overcooked_*"): Recipe(
         JAXMARL + "IPPO/config/ippo_ff_overcooked.yaml", "fields",
-        dict(total_timesteps=5_000_000, num_envs=16, num_steps=128, num_epochs=4,
-             num_minibatches=4, learning_rate=2.5e-4, anneal_lr=True, gamma=0.99,
-             gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
-             adam_eps=1e-5, activation="tanh", actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        dict(IPPO_FF, total_timesteps=5_000_000),
         dict(env_options=("shaping_anneal", "156250"))),
     # QLearning/config/alg/pqn_vdn_ff_mpe.yaml: VDN, 256 envs x 16 steps, 2 x 256 with layer
     # norm, epsilon 1 -> 0.1 over 10%, lr 5e-4 constant (RAdam), gamma 0.9, lambda 0.3
