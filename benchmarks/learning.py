@@ -56,6 +56,10 @@ CHECKS = {
     "ppo_masked_cartpole": (ppo, "CartPole-v1", dict(MASKED, total_timesteps=200_000), -1e9, None, 100),
     "ppo_rnn_memory_chain_20": (ppo_rnn, "MemoryChain-bsuite", MEMORY_20, 0.9, None),
     "ppo_memory_chain_20": (ppo, "MemoryChain-bsuite", MEMORY_20, -1e9, None, 0.2),
+    # test_ppo_rnn: each other core at a sixth of the GRU's budget (32 updates of 1,024 steps)
+    **{f"ppo_rnn_{core}_memory_chain_20": (ppo_rnn, "MemoryChain-bsuite",
+                                            dict(MEMORY_20, total_timesteps=32_768, core=core),
+                                            0.75, None) for core in ("lstm", "lru", "trxl")},
     # test_jaxmarl: IPPO and PQN-VDN at JaxMARL's recipes (cpu form), greedy, 64 games a seed
     "ippo_spread": (ppo, "jaxmarl/MPE_simple_spread_v3",
                     dict(recipe="cpu", total_timesteps=600_000, eval_episodes=64, score="greedy"),
