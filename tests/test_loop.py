@@ -526,6 +526,73 @@ def test_evaluation_reports_the_sampled_and_the_deterministic_policy():
     assert evaluation_lines(old) == [first, note]
 
 
+def test_an_evaluation_keeps_how_each_environments_first_episode_ended():
+    """An env that reports how an episode ended (StepInfo.outcomes: SMAX's battle won) has each
+    environment's FIRST episode's outcome in the evaluation, not a later one's: here episodes
+    last 1-6 steps, drawn at each reset, and the outcome says whether the episode lasted an odd
+    number of steps. The run's evaluation adds eval_odd and eval_odd_sampled beside the returns;
+    an env without outcomes reports none (CartPole)."""
+    import jax.numpy as jnp
+    from flax import struct
+    from gymnax.environments import environment, spaces
+
+    @struct.dataclass
+    class State(environment.EnvState):
+        length: jax.Array
+
+    @struct.dataclass
+    class Params(environment.EnvParams):
+        max_steps_in_episode: int = 100
+
+    class Race(environment.Environment):
+        default_params = Params()
+
+        def step_env(self, key, state, action, params):
+            state = state.replace(time=state.time + 1)
+            odd = (state.time % 2 == 1).astype(jnp.float32)
+            return (jnp.zeros(1), state, jnp.float32(1.0), state.time >= state.length,
+                    {"outcomes": {"odd": odd}})
+
+        def reset_env(self, key, params):
+            return jnp.zeros(1), State(time=0, length=jax.random.randint(key, (), 1, 7))
+
+        def action_space(self, params=None):
+            return spaces.Discrete(2)
+
+        def observation_space(self, params):
+            return spaces.Box(0.0, 1.0, (1,))
+
+    env = Race()
+    wait = lambda obs, key, carry, mask: (jnp.zeros(obs.shape[0], jnp.int32), carry)  # noqa: E731
+    episodes = jax.jit(lambda key: loop.run_episodes(envs.VecEnv(env, env.default_params, 64),
+                                                     wait, key))(jax.random.key(0))
+    returns = np.asarray(episodes.returns)
+    assert len(set(returns.tolist())) == 6  # every length, so later episodes end otherwise
+    np.testing.assert_array_equal(episodes.lengths, returns)
+    np.testing.assert_array_equal(episodes.outcomes["odd"], returns % 2 == 1)
+    cartpole = envs.VecEnv(*envs.gymnax().make("CartPole-v1"), 4)
+    assert jax.jit(lambda key: loop.run_episodes(cartpole, wait, key))(
+        jax.random.key(0)).outcomes == {}
+
+    def make_algorithm(config, env, env_params):
+        def act(policy, obs, key, deterministic, mask=None):
+            return jnp.zeros(obs.shape[0], jnp.int32)
+
+        return loop.Algorithm(init=lambda key: {"w": jnp.zeros(1)},
+                              update=lambda s, u: (s, {"episode_return": 0.0}), act=act,
+                              policy_params=lambda s: s,
+                              vec_env=envs.VecEnv(env, env_params, 1), num_updates=2,
+                              steps_per_update=1)
+
+    config = compose(ppo, "CartPole-v1", num_seeds=2, eval_every=2, eval_episodes=256,
+                     log_every=0)
+    program = loop.build(make_algorithm, config, env, env.default_params)
+    metrics = jax.device_get(program.train(devices.seed_keys(0, 2))["metrics"])
+    for policy in ("eval_odd", "eval_odd_sampled"):  # half the lengths 1-6 are odd
+        assert np.isnan(metrics[policy][:, 0]).all()  # no evaluation after the first update
+        assert (np.abs(metrics[policy][:, 1] - 0.5) < 0.1).all(), metrics[policy]
+
+
 # --- the layering of the code ------------------------------------------------------------------
 def scanrl_imports() -> dict[str, set[str]]:
     """Every scanrl module (algos/, common/) -> the scanrl modules it imports anywhere in its

@@ -28,7 +28,7 @@ def random_returns(env_id: str, episodes: int, seed: int = 0) -> tuple[jax.Array
         u = jax.random.uniform(key, (obs.shape[0], *vec.action_shape))
         return vec.action_low + u * (vec.action_high - vec.action_low), carry
 
-    return jax.jit(lambda k: loop.run_episodes(vec, act, k))(jax.random.key(seed))
+    return jax.jit(lambda k: loop.run_episodes(vec, act, k)[:2])(jax.random.key(seed))
 
 
 if __name__ == "__main__":

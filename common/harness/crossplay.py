@@ -53,8 +53,7 @@ def matrix(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Array, episo
             pick = first.reshape(first.shape + (1,) * (a.ndim - 1))
             return jnp.where(pick, a, b), (carry_a, carry_b)
 
-        returns, _ = loop.run_episodes(vec_env, act, key, (carry_a, carry_b))
-        return returns.mean()
+        return loop.run_episodes(vec_env, act, key, (carry_a, carry_b)).returns.mean()
 
     partners = jax.vmap(pair, in_axes=(None, 0, None))  # one row: seed i with each seed j
     return np.asarray(jax.jit(jax.vmap(partners, in_axes=(0, None, 0)))(policy, policy, keys),

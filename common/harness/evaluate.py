@@ -152,7 +152,7 @@ def episode_returns(algo: Algorithm, env_params: Any, policy: Any, keys: jax.Arr
 
     def one(policy, key):
         carry, act = loop.acting(algo, policy, deterministic, vec_env.num_envs)
-        return loop.run_episodes(vec_env, act, key, carry)
+        return loop.run_episodes(vec_env, act, key, carry)[:2]
 
     returns, lengths = jax.jit(jax.vmap(one))(policy, keys)
     return np.asarray(returns, np.float64), np.asarray(lengths)

@@ -37,9 +37,10 @@ def _finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-EVAL_METRICS = frozenset(
-    {"eval_return", "eval_return_sampled"}
-)  # the deterministic and the sampled policy's
+def is_eval(metric: str) -> bool:
+    """An evaluation's metric (NaN between evaluations): eval_return, eval_return_sampled, and
+    the env's outcomes the same way (eval_win_rate, eval_win_rate_sampled)."""
+    return metric.startswith("eval_")
 
 
 def _last_finite(x: np.ndarray) -> np.ndarray:
@@ -215,9 +216,8 @@ class RunLogger:
         steps = updates_done * self.steps_per_update
         sps = n * self.steps_per_update * self.num_seeds / seconds if seconds > 0 else float("nan")
         with np.errstate(all="ignore"):  # a metric that is NaN over the whole chunk stays NaN
-            table = {k: nanmean(v, axis=1) for k, v in metrics.items() if k not in EVAL_METRICS}
-            for k in EVAL_METRICS & set(metrics):  # the chunk's latest evaluation
-                table[k] = _last_finite(metrics[k])
+            table = {k: (_last_finite(v) if is_eval(k)  # the chunk's latest evaluation
+                         else nanmean(v, axis=1)) for k, v in metrics.items()}
         self._session_seconds += seconds
         remaining = self.num_updates - updates_done if self.num_updates else None
         eta = console.eta(self._session_seconds, updates_done - self._resumed_at, remaining)
@@ -375,6 +375,9 @@ class RunLogger:
             "latest_return_update_per_seed": [int(u) for u in latest_ended[1]],
             "eval_return_deterministic_mean": latest["eval_return"],
             "eval_return_sampled_mean": latest["eval_return_sampled"],
+            # the env's outcomes of the latest evaluation (SMAX: eval_win_rate_mean, ...)
+            **{f"{k}_mean": _finite_or_none(latest_mean(v)) for k, v in metrics.items()
+               if is_eval(k) and not k.startswith("eval_return") and not np.all(np.isnan(v))},
             "eval_policy": self.eval_policy,  # the one the stop conditions read
             "env_steps_per_second": steps_all_seeds / run_seconds,
             "compile_seconds": compile_seconds,

@@ -30,6 +30,8 @@ metric `eval_return`) and as many of the sampled one (`deterministic=False`, met
 `fold_in(fold_in(seed key, EVAL_STREAM), update)` (the sampled ones fold in SAMPLED_TAG
 too), so it never draws from the training randomness and can be replayed from a run folder.
 The two can differ widely: an argmax policy may loop where its samples reach the goal.
+An env that reports how an episode ended (`StepInfo.outcomes`: SMAX's battle won) adds each
+outcome of the first episodes the same way (`eval_win_rate`, `eval_win_rate_sampled`).
 
 No host callbacks: every program can be stored by JAX's persistent compilation cache.
 """
@@ -146,11 +148,18 @@ def evaluation_params(run: Any, env: Any, base_params: Any) -> Any:
     return task(envsettings.override_params(base_params, run.env_params, "--env-params"))
 
 
-def run_episodes(
-    vec_env: envs.VecEnv, act: Callable, key: jax.Array, carry: Any = ()
-) -> tuple[jax.Array, jax.Array]:
-    """The evaluation protocol: return [N] and length [N] of the first episode of each of
-    vec_env's N environments.
+class Episodes(NamedTuple):
+    """The first episode of each of N environments."""
+
+    returns: jax.Array  # [N]
+    lengths: jax.Array  # [N] int32
+    # {name: [N]} how each ended, by the env (StepInfo.outcomes: SMAX's win_rate); {}: none
+    outcomes: dict
+
+
+def run_episodes(vec_env: envs.VecEnv, act: Callable, key: jax.Array, carry: Any = ()) -> Episodes:
+    """The evaluation protocol: return [N], length [N] and the env's outcomes of the first
+    episode of each of vec_env's N environments.
 
     act(obs [N, *obs], key, carry, mask) -> (actions [N, ...], carry), e.g. the mode of the
     policy; mask: the valid actions [N, A] (None without an action mask);
@@ -161,23 +170,31 @@ def run_episodes(
     k_reset, k_steps = jax.random.split(key)
     obs, state = vec_env.reset(k_reset)
     n = vec_env.num_envs
+    # the names the env reports an episode's end by (traced, not run: no work in the program)
+    names = jax.eval_shape(
+        lambda: vec_env.step(k_steps, state, act(obs, k_steps, carry,
+                                                 vec_env.action_mask(state))[0])[2].outcomes)
 
     def not_finished(loop_state):
         return ~loop_state[4].all()
 
     def step(loop_state):
-        obs, state, total, length, finished, key, carry = loop_state
+        obs, state, total, length, finished, key, carry, outcomes = loop_state
         key, k_act, k_step = jax.random.split(key, 3)
         action, carry = act(obs, k_act, carry, vec_env.action_mask(state))
         obs, state, info = vec_env.step(k_step, state, action)
         total = total + jnp.where(finished, 0.0, info.reward)
         length = length + jnp.where(finished, 0, 1)
+        if outcomes:  # kept where the first episode ends
+            ended = ~finished & (info.terminated | info.truncated)
+            outcomes = {k: jnp.where(ended, info.outcomes[k], v) for k, v in outcomes.items()}
         finished = finished | info.terminated | info.truncated
-        return obs, state, total, length, finished, key, carry
+        return obs, state, total, length, finished, key, carry, outcomes
 
-    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps, carry)
-    _, _, returns, lengths, _, _, _ = jax.lax.while_loop(not_finished, step, init)
-    return returns, lengths
+    init = (obs, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool), k_steps, carry,
+            {k: jnp.zeros(n) for k in names or {}})
+    _, _, returns, lengths, _, _, _, outcomes = jax.lax.while_loop(not_finished, step, init)
+    return Episodes(returns, lengths, outcomes)
 
 
 def one_seed(
@@ -188,16 +205,19 @@ def one_seed(
     `fitness`: with --pbt, the metric each update adds to the member's fitness record."""
 
     def evaluate(algo, train_state, key):
-        """(deterministic, sampled) mean evaluation returns."""
+        """{metric: mean}: eval_return (deterministic) and eval_return_sampled, and each of the
+        env's outcomes the same way (SMAX: eval_win_rate, eval_win_rate_sampled)."""
         policy = algo.policy_params(train_state)
-        returns = []
-        for deterministic, policy_key in (
-            (True, key),
-            (False, jax.random.fold_in(key, SAMPLED_TAG)),
+        means = {}
+        for deterministic, policy_key, suffix in (
+            (True, key, ""),
+            (False, jax.random.fold_in(key, SAMPLED_TAG), "_sampled"),
         ):
             carry, act = acting(algo, policy, deterministic, eval_env.num_envs)
-            returns.append(run_episodes(eval_env, act, policy_key, carry)[0].mean())
-        return tuple(returns)
+            episodes = run_episodes(eval_env, act, policy_key, carry)
+            means["eval_return" + suffix] = episodes.returns.mean()
+            means.update({f"eval_{k}{suffix}": v.mean() for k, v in episodes.outcomes.items()})
+        return means
 
     def init_one(key, hp):
         state = SeedState(train=pieces(hp).init(key), eval_key=eval_key(key), hparams=hp)
@@ -217,9 +237,10 @@ def one_seed(
         if run.eval_every:
             due = ((u + 1) % run.eval_every == 0) | (u == num_updates - 1)
             key = jax.random.fold_in(state.eval_key, u)
-            nan = jnp.float32(jnp.nan)
-            metrics["eval_return"], metrics["eval_return_sampled"] = jax.lax.cond(
-                due, lambda: evaluate(algo, train, key), lambda: (nan, nan))
+            evaluated = partial(evaluate, algo, train, key)
+            nan = jnp.float32(jnp.nan)  # every evaluation metric is a float32 mean
+            nans = jax.tree.map(lambda _: nan, jax.eval_shape(evaluated))
+            metrics.update(jax.lax.cond(due, evaluated, lambda: nans))
         metrics = {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
         if fitness:
             state = state._replace(pbt=pbt_lib.record(state.pbt, metrics[fitness]))
