@@ -190,7 +190,7 @@ def test_a_chosen_recipe_the_env_has_none_of_is_refused(cli_error, algo):
     env = module.Config.__dataclass_fields__["env"].default
     where = {"grpo": "", "impala": "",
              "ppo": " (only for some brax, craftax, jaxmarl and playground envs and every navix env)",
-             "ppo_rnn": " (only for some craftax envs and every xminigrid env)",
+             "ppo_rnn": " (only for some craftax and jaxmarl envs and every xminigrid env)",
              "pqn": " (only for some craftax and jaxmarl envs)", "pqn_rnn": "",
              "sac": " (only for some brax and playground envs)",
              "td3": " (only for some brax and playground envs)"}

@@ -71,6 +71,15 @@ RECIPES: dict[tuple[str, str], Recipe] = {
         JAXMARL + "IPPO/config/ippo_ff_overcooked.yaml", "fields",
         dict(IPPO_FF, total_timesteps=5_000_000),
         dict(env_options=("shaping_anneal", "156250"))),
+    # IPPO/config/ippo_rnn_smax.yaml: recurrent IPPO, 128 envs x 128 steps, a 128-unit relu
+    # encoder, GRU and head, one GRU for both heads; MAPPO (--critic-obs privileged_state) is
+    # MAPPO/config/mappo_homogenous_rnn_smax.yaml with lr 2e-3, clip 0.2 and no entropy bonus
+    ("ppo_rnn", "SMAX_*"): Recipe(
+        JAXMARL + "IPPO/config/ippo_rnn_smax.yaml", "fields",
+        dict(total_timesteps=10_000_000, num_envs=128, num_steps=128, num_epochs=4,
+             num_minibatches=4, learning_rate=4e-3, anneal_lr=True, gamma=0.99, gae_lambda=0.95,
+             clip_eps=0.05, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.25, adam_eps=1e-5,
+             activation="relu", encoder_hidden=(128,), gru_size=128, head_hidden=(128,)), {}),
     # QLearning/config/alg/pqn_vdn_ff_mpe.yaml: VDN, 256 envs x 16 steps, 2 x 256 with layer
     # norm, epsilon 1 -> 0.1 over 10%, lr 5e-4 constant (RAdam), gamma 0.9, lambda 0.3
     ("pqn", "MPE_*"): Recipe(
