@@ -1,7 +1,8 @@
 #!/usr/bin/env python
-"""Thin driver for one of JaxMARL's own feed-forward baselines (FLAIROx/JaxMARL, baselines/):
-IPPO (`IPPO/ippo_ff_mpe.py`, `ippo_ff_overcooked.py`) or PQN-VDN (`QLearning/pqn_vdn_ff.py`),
-run unchanged from its own file and YAML, scored as scanrl scores a run.
+"""Thin driver for one of JaxMARL's own baselines (FLAIROx/JaxMARL, baselines/): IPPO
+(`IPPO/ippo_ff_mpe.py`, `ippo_ff_overcooked.py`), PQN-VDN (`QLearning/pqn_vdn_ff.py`) or, on
+SMAX, recurrent IPPO and MAPPO (`IPPO/ippo_rnn_smax.py`, `MAPPO/mappo_rnn_smax.py`), run
+unchanged from its own file and YAML, scored as scanrl scores a run.
 
 Run in a virtualenv with JaxMARL and its baselines' packages (benchmarks/jaxmarl_side_by_side.sh
 makes it), with JAXMARL_DIR a checkout of FLAIROx/JaxMARL:
@@ -11,7 +12,10 @@ makes it), with JAXMARL_DIR a checkout of FLAIROx/JaxMARL:
         --out ippo.json
 
 What runs is the file's own `make_train(config)`, jitted and vmapped over the seeds as its
-`main` does (IPPO: `jax.vmap(jax.jit(make_train(config)))(keys)`; PQN-VDN:
+`main` does (IPPO: `jax.vmap(jax.jit(make_train(config)))(keys)`; the SMAX files: one seed after
+another through one `jax.jit(make_train(config))`, as mappo_rnn_smax.py's main runs its one
+seed; ippo_rnn_smax.py's main vmaps its seeds, but its per-update `io_callback` under `vmap`
+hangs on a CPU (jax 0.10.2: a 2-seed run of 2 updates made no progress in 3 minutes); PQN-VDN:
 `jax.jit(jax.vmap(make_train(config, env)))(keys)` with the env from its `env_from_config`), on
 one CPU device; the YAML is read as its Hydra entry point reads it (QLearning: config.yaml with
 the alg YAML merged over it), with TOTAL_TIMESTEPS and NUM_SEEDS set, wandb disabled and
@@ -22,7 +26,10 @@ The score (the same estimator as scanrl's evaluation): after training, each seed
 through the file's own network (`ActorCritic`; PQN-VDN's `QNetwork` on its `CTRolloutManager`'s
 observations, agent ids added), plays 128 fresh episodes of the env, and the score is the mean
 over the episodes and the agents of each agent's first-episode return, with sampled actions
-("sampled") and with the most probable one ("deterministic"; PQN-VDN: greedy in both). That
+("sampled") and with the most probable one ("deterministic"; PQN-VDN: greedy in both). On SMAX
+the policy is the file's recurrent actor (`ActorCriticRNN`, MAPPO's `ActorRNN`) with its GRU
+state carried from zeros and the env's available actions, and the fraction of battles won
+(every enemy down, an ally standing: scanrl's `win_rate`) is recorded beside the return. That
 evaluation is timed as scanrl's is (in the wall). The file's own training metric, the last
 update's mean of `returned_episode_returns`, is recorded beside it.
 """
@@ -48,6 +55,7 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-episodes", type=int, default=128)
     p.add_argument("--layout", help="Overcooked: the layout's name, over the YAML's")
+    p.add_argument("--map", help="SMAX: the map's name (MAP_NAME), over the YAML's")
     p.add_argument("--shaping-horizon", type=float,
                    help="Overcooked: REW_SHAPING_HORIZON over the YAML's (steps of all envs)")
     p.add_argument("--out", required=True)
@@ -112,6 +120,58 @@ def evaluate(module, config, params, key, episodes):
     return float(run(keys, False).mean()), float(run(keys, True).mean())
 
 
+def evaluate_rnn(module, config, params, key, episodes):
+    """SMAX's recurrent actor: (sampled return, deterministic return, sampled win rate,
+    deterministic win rate), each agent's first-episode return and each env's first battle,
+    mean over `episodes` fresh envs (and the agents), by the file's own network and env."""
+    import jax
+    import jax.numpy as jnp
+    from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+
+    env = HeuristicEnemySMAX(scenario=map_name_to_scenario(config["MAP_NAME"]),
+                             **config["ENV_KWARGS"])
+    actions = env.action_space(env.agents[0]).n
+    mappo = hasattr(module, "ActorRNN")  # MAPPO's actor alone; IPPO's actor-critic
+    network = (module.ActorRNN if mappo else module.ActorCriticRNN)(actions, config=config)
+    agents, allies = env.agents, env.num_allies
+
+    def episode(key, deterministic):
+        k_reset, key = jax.random.split(key)
+        obs, state = env.reset(k_reset)
+        hidden = module.ScannedRNN.initialize_carry(len(agents), config["GRU_HIDDEN_DIM"])
+
+        def step(carry, key):
+            obs, state, hidden, total, running, won = carry
+            k_act, k_env = jax.random.split(key)
+            batch = jnp.stack([obs[a] for a in agents])[None]  # [1, M, obs]: one time step
+            avail = env.get_avail_actions(state)
+            avail = jnp.stack([avail[a] for a in agents])[None]
+            # no reset within the first episode: the state starts at zeros, as the file's does
+            starts = jnp.zeros((1, len(agents)), bool)
+            hidden, pi = network.apply(params, hidden, (batch, starts, avail))[:2]
+            action = jnp.where(deterministic, pi.mode(), pi.sample(seed=k_act))[0]
+            # step_env: no auto-reset, so the ended battle's units can be read
+            obs, state, reward, dones, _ = env.step_env(
+                k_env, state, {a: action[i] for i, a in enumerate(agents)})
+            total = total + running * jnp.stack([reward[a] for a in agents])
+            over = running & dones["__all__"]
+            alive = state.state.unit_alive
+            won = won | (over & alive[:allies].any() & ~alive[allies:].any())
+            running = running & ~dones["__all__"]
+            return (obs, state, hidden, total, running, won), None
+
+        limit = int(env.max_steps) + 1
+        init = (obs, state, hidden, jnp.zeros(len(agents)), jnp.bool_(True), jnp.bool_(False))
+        (_, _, _, total, _, won), _ = jax.lax.scan(step, init, jax.random.split(key, limit))
+        return total.mean(), won.astype(jnp.float32)
+
+    keys = jax.random.split(key, episodes)
+    run = jax.jit(jax.vmap(episode, in_axes=(0, None)), static_argnums=1)
+    (sampled, won_sampled), (deterministic, won_deterministic) = run(keys, False), run(keys, True)
+    return (float(sampled.mean()), float(deterministic.mean()), float(won_sampled.mean()),
+            float(won_deterministic.mean()))
+
+
 def evaluate_q(module, config, env, variables, key, episodes):
     """PQN-VDN's greedy policy: each agent's first-episode return, mean over `episodes` fresh
     envs and the agents, through the file's CTRolloutManager and QNetwork."""
@@ -168,6 +228,9 @@ def main():
                   WANDB_MODE="disabled")
     if args.layout:
         config["ENV_KWARGS"]["layout"] = args.layout
+    if args.map:
+        config["MAP_NAME"] = args.map
+    recurrent = "MAP_NAME" in config  # the SMAX files: a GRU actor
     if args.shaping_horizon is not None:
         config["REW_SHAPING_HORIZON"] = args.shaping_horizon
     layout = (config.get("ENV_KWARGS") or {}).get("layout")
@@ -179,13 +242,25 @@ def main():
         import copy
         env, _ = module.env_from_config(copy.deepcopy(config))
         out = jax.jit(jax.vmap(module.make_train(config, env)))(keys)
+    elif recurrent:  # seeds one after another in one program, compiled once
+        train = jax.jit(module.make_train(config))
+        runs = [jax.block_until_ready(train(key)) for key in keys]
+        out = jax.tree.map(lambda *seeds: jax.numpy.stack(seeds), *runs)
     else:
         out = jax.vmap(jax.jit(module.make_train(config)))(keys)
     jax.block_until_ready(out)
     trained = time.perf_counter()
     state = out["runner_state"][0]
     one = lambda tree, s: jax.tree.map(lambda x: x[s], tree)  # noqa: E731
-    if q_learning:
+    wins = None
+    if recurrent:  # (runner_state, update_steps): IPPO's train state, MAPPO's (actor, critic)
+        train_state = state[0][0] if hasattr(module, "ActorRNN") else state[0]
+        scores = [evaluate_rnn(module, config, one(train_state.params, s),
+                               jax.random.PRNGKey(1000 + s), args.eval_episodes)
+                  for s in range(args.num_seeds)]
+        wins = [(ws, wd) for _, _, ws, wd in scores]
+        scores = [(rs, rd) for rs, rd, _, _ in scores]
+    elif q_learning:
         scores = [evaluate_q(module, config, env, one({"params": state.params,
                                                          "batch_stats": state.batch_stats}, s),
                              jax.random.PRNGKey(1000 + s), args.eval_episodes)
@@ -196,17 +271,23 @@ def main():
                   for s in range(args.num_seeds)]
     wall = time.perf_counter() - START
     # its own training metric; PQN-VDN's scan returns none (it logs through wandb only)
-    own = out["metrics"]["returned_episode_returns"] if out["metrics"] is not None else None
+    # (the SMAX files return no metrics: they log through wandb only)
+    metrics = out.get("metrics")
+    own = metrics["returned_episode_returns"] if metrics is not None else None
     record = {
         "peer": "FLAIROx/JaxMARL",
         "peer_commit": os.environ.get("JAXMARL_COMMIT"),
         "script": args.script, "config": args.config, "env": config["ENV_NAME"],
         "layout": layout, "rew_shaping_horizon": config.get("REW_SHAPING_HORIZON"),
+        "map": config.get("MAP_NAME"),
         "total_timesteps": int(args.total_timesteps), "num_seeds": args.num_seeds,
         "devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
         "wall_s": wall, "wall_training_s": trained - START,
         "sampled_return_per_seed": [s for s, _ in scores],
         "deterministic_return_per_seed": [d for _, d in scores],
+        # SMAX: the fraction of the first battles won, (sampled, deterministic) per seed
+        "win_rate_sampled_per_seed": None if wins is None else [w for w, _ in wins],
+        "win_rate_deterministic_per_seed": None if wins is None else [w for _, w in wins],
         # its own metric: per update, the mean over steps and agents of the last finished episode
         "own_last_update_return_per_seed": None if own is None else own.reshape(
             args.num_seeds, own.shape[1], -1)[:, -1].mean(-1).tolist(),

@@ -31,9 +31,13 @@ def scanrl_side(run: Path, side: str = "scanrl") -> dict:
     (folder,) = [p for p in (run / side).iterdir() if p.is_dir()]
     summary = json.loads((folder / "summary.json").read_text())
     metrics = np.load(folder / "metrics.npz")
+    # SMAX: the fraction of the evaluation's first battles won
+    won = "eval_win_rate" in metrics.files
     return {"sampled": metrics["eval_return_sampled"][:, -1],
             "deterministic": metrics["eval_return"][:, -1],
-            "own_wall": summary["wall_seconds"]}
+            "own_wall": summary["wall_seconds"],
+            "win_rate": metrics["eval_win_rate_sampled"][:, -1] if won else None,
+            "win_rate_deterministic": metrics["eval_win_rate"][:, -1] if won else None}
 
 
 def peer_side(run: Path) -> dict:
@@ -43,6 +47,8 @@ def peer_side(run: Path) -> dict:
             "deterministic": np.array(record["deterministic_return_per_seed"]),
             "own": record["own_last_update_return_per_seed"],
             "own_wall": record["wall_s"],
+            "win_rate": record.get("win_rate_sampled_per_seed"),
+            "win_rate_deterministic": record.get("win_rate_deterministic_per_seed"),
             "policy": "deterministic" if record["script"].startswith("QLearning/") else "sampled"}
 
 
@@ -79,6 +85,15 @@ def main(out: Path) -> None:
     better = stats.probability_of_improvement(ours[policy][:, None], theirs[policy][:, None])
     print(f"P(scanrl > JaxMARL), {policy}: {better.point:.2f} [{better.low:.2f}, "
           f"{better.high:.2f}]")
+    for name, side in (("scanrl", ours), ("JaxMARL", theirs)):  # SMAX
+        if side["win_rate"] is not None:
+            print(f"{name}'s win rate, each env's first battle (the same estimator): sampled "
+                  f"{show(side['win_rate'])}, deterministic {show(side['win_rate_deterministic'])}")
+    if ours["win_rate"] is not None and theirs["win_rate"] is not None:
+        better = stats.probability_of_improvement(ours["win_rate"][:, None],
+                                                  np.asarray(theirs["win_rate"])[:, None])
+        print(f"P(scanrl > JaxMARL), win rate, sampled: {better.point:.2f} [{better.low:.2f}, "
+              f"{better.high:.2f}]")
     if theirs["own"] is not None:
         print("JaxMARL's own metric (last update's returned_episode_returns): "
               f"{show(theirs['own'])}")

@@ -54,13 +54,9 @@ export PUREJAXQL_DIR="$ROOT/.gpu/purejaxql"
 export PUREJAXQL_COMMIT=${PUREJAXQL_COMMIT:-$(cat .gpu/purejaxql_commit.txt 2>/dev/null)}
 [ -f "$PUREJAXQL_DIR/purejaxql/pqn_minatar.py" ] || { echo "no $PUREJAXQL_DIR/purejaxql"; exit 3; }
 
-if [ "${SKIP_INSTALL:-0}" != 1 ]; then
-  "$PY_SCANRL" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$SITE" .whl/*.whl || exit 3
-fi
-mkdir -p "$PKG/scanrl"  # scanrl.algos and scanrl.common from this tree, as an install names them
-ln -sfn "$ROOT/algos" "$PKG/scanrl/algos"
-ln -sfn "$ROOT/common" "$PKG/scanrl/common"
+. benchmarks/gpu_lib.sh
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then install_wheels "$PY_SCANRL" "$SITE" || exit 3; fi
+link_scanrl "$PKG"
 export PYTHONPATH="$PKG:$SITE:$ROOT/.gpu/stubs" PYTHONUNBUFFERED=1 MUJOCO_GL=disable
 
 pack() {  # the work folder into one archive, replaced at once; scanrl's weights (params.npz,
@@ -107,20 +103,12 @@ cell() {  # cell SIDE GAME
 main() {
   echo "pqn_gpu.sh: games [$GAMES], sides [$SIDES], $STEPS steps x $SEEDS seeds a side, a test" \
        "every $every updates (TEST_INTERVAL $TEST_INTERVAL), budget ${BUDGET:-540} s"
-  { date -u +%FT%TZ
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 || echo "no GPU"
-    echo "purejaxql commit: ${PUREJAXQL_COMMIT:-unknown}"
-    echo "scanrl commit: ${SCANRL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+  { echo "purejaxql commit: ${PUREJAXQL_COMMIT:-unknown}"
     echo "scanrl python: $("$PY_SCANRL" -V 2>&1); purejaxql python: $("$PY_PJQ" -V 2>&1)"
     echo "PYTHONPATH=$PYTHONPATH"
-    "$PY_SCANRL" -c "
-import importlib.metadata as md, jax
-print('jax', jax.__version__, jax.default_backend(), jax.devices())
-for n in ('jaxlib', 'jax-cuda13-plugin', 'flax', 'optax', 'chex', 'numpy', 'gymnax', 'distrax',
-          'tfp-nightly', 'tyro', 'hydra-core', 'omegaconf'):
-    try: print(n, md.version(n))
-    except md.PackageNotFoundError: print(n, '-')
-" 2>&1; } | tee "$WORK/device.txt"
+    "$PY_SCANRL" benchmarks/device_info.py jax-cuda13-plugin flax optax chex numpy gymnax \
+      distrax tfp-nightly tyro hydra-core omegaconf 2>&1
+  } | tee "$WORK/device.txt"
   cp "$WORK/device.txt" "$OUT/device.txt"
   printf 'game\tside\texit\twall_s\tstart\tend\n' > "$WORK/walls.tsv"
   for game in $GAMES; do

@@ -40,13 +40,9 @@ NUM_ENVS=${NUM_ENVS:-1024}; NUM_STEPS=${NUM_STEPS:-128}; SEQ=${SEQ:-64}; WINDOW=
 EMBED=${EMBED:-256}; HEADS=${HEADS:-8}
 ROOT=$PWD
 
-if [ "${SKIP_INSTALL:-0}" != 1 ]; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$SITE" .whl/*.whl || exit 3
-fi
-mkdir -p "$PKG/scanrl"  # scanrl.algos and scanrl.common from this tree, as an install names them
-ln -sfn "$ROOT/algos" "$PKG/scanrl/algos"
-ln -sfn "$ROOT/common" "$PKG/scanrl/common"
+. benchmarks/gpu_lib.sh
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then install_wheels "$PY" "$SITE" || exit 3; fi
+link_scanrl "$PKG"
 export PYTHONPATH="$PKG:$SITE:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 
 pack() {  # the work folder without weights or files over 4 MB, replaced at once
@@ -84,16 +80,8 @@ run_core() {  # run_core CORE
 
 main() {
   echo "trxl_gpu.sh: cores [$CORES], $SEEDS seed(s), $MINUTES minutes each, budget ${BUDGET:-570} s"
-  { date -u +%FT%TZ
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 || echo "no GPU"
-    echo "scanrl commit: ${SCANRL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
-    "$PY" -c "
-import importlib.metadata as md, jax
-print('jax', jax.__version__, jax.default_backend(), jax.devices())
-for n in ('jaxlib', 'flax', 'optax', 'numpy', 'gymnax', 'distrax', 'craftax', 'tyro'):
-    try: print(n, md.version(n))
-    except md.PackageNotFoundError: print(n, '-')
-" 2>&1; } | tee "$WORK/device.txt"
+  "$PY" benchmarks/device_info.py flax optax numpy gymnax distrax craftax tyro 2>&1 \
+    | tee "$WORK/device.txt"
   cp "$WORK/device.txt" "$OUT/device.txt"
   printf 'core\texit\twall_s\n' > "$WORK/walls.tsv"
   for core in $CORES; do run_core "$core"; done
