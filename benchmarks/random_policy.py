@@ -25,7 +25,8 @@ for env_id in [a for a in sys.argv[1:] if a != "--all-actions"]:
         open_only = mask is not None and not all_actions
         return jax.random.categorical(key, jnp.where(mask, logits, -jnp.inf) if open_only else logits), carry
 
-    returns, lengths = jax.jit(lambda k: loop.run_episodes(vec, act, k)[:2])(jax.random.key(0))
+    returns, lengths, outcomes = jax.jit(lambda k: loop.run_episodes(vec, act, k))(jax.random.key(0))
     over = "every action" if all_actions else "the valid actions"
+    ended = "".join(f", {name} {float(value.mean()):.2f}" for name, value in outcomes.items())
     print(f"{env_id}: uniform random policy over {over}, 64 episodes: return {float(returns.mean()):.2f} "
-          f"(std {float(returns.std()):.2f}), length {float(lengths.mean()):.0f}")
+          f"(std {float(returns.std()):.2f}), length {float(lengths.mean()):.0f}{ended}")
