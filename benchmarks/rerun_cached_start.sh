@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The CPU cells that the cached-start change (9cf5eee, 2026-11-30 02:51) moved, run again with the
-# commands that made them: PPO, IMPALA, GRPO (and recurrent PPO, PQN) now draw a Brax or Playground
-# env's new cached starts from the state's key, not their rollout key, so a cell whose
-# environments draw new starts within its budget differs bit for bit from its published run
-# (benchmarks/HISTORY.md, 2026-12-02, lists the cells with their old figures; its section of
+# The CPU cells that the cached-start change (9cf5eee, 2026-11-30 02:51) could have moved, run
+# again with the commands that made them: PPO, IMPALA, GRPO (and recurrent PPO, PQN) now draw a
+# Brax or Playground env's new cached starts from the state's key, not their rollout key, so
+# a cell whose environments draw new starts within its budget differs bit for bit from its run
+# as published (benchmarks/HISTORY.md, 2026-12-02, lists the cells with their old figures; its section of
 # 2026-12-04, 22:24-, has the last of them: the cells whose environments never draw came out
 # equal, on the machine that first ran them). Each cell writes to
 # benchmarks/reference/rerun_cached_start/<cell>/, so the old raw
