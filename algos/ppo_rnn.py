@@ -137,6 +137,9 @@ class Config:
     """trxl: attention heads; must divide --gru-size."""
     trxl_layers: int = 2
     """trxl: gated attention layers."""
+    trxl_positions: Literal["learned", "sinusoidal"] = "learned"
+    """trxl: relative positions as a learned bias per head and distance, or Transformer-XL's
+    sinusoids with their content and position biases u, v (Dai et al. 2019)."""
     head_hidden: tuple[int, ...] = (64,)
     """hidden layer sizes of the policy and value heads on the GRU's output."""
     activation: Literal["tanh", "relu", "elu", "swish"] = "tanh"
@@ -195,6 +198,9 @@ class Config:
         if self.core == "trxl" and self.gru_size % self.trxl_heads:
             raise ValueError(f"--trxl-heads {self.trxl_heads} does not divide --gru-size "
                              f"{self.gru_size}, the embedding the heads split.")
+        if self.core == "trxl" and self.trxl_positions == "sinusoidal" and self.gru_size % 2:
+            raise ValueError(f"--gru-size {self.gru_size} is odd; --trxl-positions sinusoidal "
+                             "pairs a sine and a cosine per frequency, so it needs an even size.")
         if self.core == "trxl" and self.trxl_window < self.sequence_length:
             raise ValueError(f"--trxl-window {self.trxl_window} is shorter than the gradient "
                              f"window (--seq-len, else --num-steps: {self.sequence_length}).")
@@ -274,7 +280,8 @@ def init_params(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     params["encoder"] = mlp_init(k_enc, (in_dim, *config.encoder_hidden)) \
         if config.encoder_hidden else []
     core_init = CORES[config.core][0] if config.core != "trxl" else partial(
-        trxl_init, heads=config.trxl_heads, layers=config.trxl_layers, window=config.trxl_window)
+        trxl_init, heads=config.trxl_heads, layers=config.trxl_layers, window=config.trxl_window,
+        positions=config.trxl_positions)
     params[config.core] = core_init(k_gru, enc_out, config.gru_size)
     if config.critic_obs == "privileged_state":  # the value head's own encoder and core
         k_enc, k_gru = jax.random.split(jax.random.fold_in(key, 1))

@@ -134,6 +134,9 @@ class Config:
     """trxl: attention heads; must divide --gru-size."""
     trxl_layers: int = 2
     """trxl: attention layers (the receptive field is layers x M steps)."""
+    trxl_positions: Literal["learned", "sinusoidal"] = "learned"
+    """trxl: relative positions as a learned bias per head and distance, or Transformer-XL's
+    sinusoids with their content and position biases u, v (Dai et al. 2019)."""
     last_action: bool = False
     """the core also reads the previous action, one-hot (zeros where an episode starts)."""
 
@@ -165,6 +168,9 @@ class Config:
         if self.core == "trxl" and self.gru_size % self.trxl_heads:
             raise ValueError(f"--trxl-heads {self.trxl_heads} does not divide --gru-size "
                              f"{self.gru_size}, the embedding the heads split.")
+        if self.core == "trxl" and self.trxl_positions == "sinusoidal" and self.gru_size % 2:
+            raise ValueError(f"--gru-size {self.gru_size} is odd; --trxl-positions sinusoidal "
+                             "pairs a sine and a cosine per frequency, so it needs an even size.")
         if self.core == "trxl" and self.trxl_window < self.num_steps:
             raise ValueError(f"--trxl-window {self.trxl_window} is shorter than the gradient "
                              f"window (--num-steps {self.num_steps}).")
@@ -213,7 +219,8 @@ def init_q_network(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict
     params["mlp"] = mlp_init(k_mlp, (*sizes, 1), layer_norm=normalized)[:-1] \
         if config.hidden else []
     core_init = CORES[config.core][0] if config.core != "trxl" else partial(
-        trxl_init, heads=config.trxl_heads, layers=config.trxl_layers, window=config.trxl_window)
+        trxl_init, heads=config.trxl_heads, layers=config.trxl_layers, window=config.trxl_window,
+        positions=config.trxl_positions)
     params[config.core] = core_init(k_core, core_in, config.gru_size)
     params["q"] = mlp_init(k_q, (config.gru_size, vec_env.num_actions), output_gain=1.0)
     return params

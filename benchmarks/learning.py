@@ -60,6 +60,10 @@ CHECKS = {
     **{f"ppo_rnn_{core}_memory_chain_20": (ppo_rnn, "MemoryChain-bsuite",
                                             dict(MEMORY_20, total_timesteps=32_768, core=core),
                                             0.75, None) for core in ("lstm", "lru", "trxl")},
+    # the Transformer-XL with Transformer-XL's sinusoidal positions (--trxl-positions), alike
+    "ppo_rnn_trxl_sinusoidal_memory_chain_20": (
+        ppo_rnn, "MemoryChain-bsuite",
+        dict(MEMORY_20, total_timesteps=32_768, core="trxl", trxl_positions="sinusoidal"), 0.75, None),
     # test_jaxmarl: IPPO and PQN-VDN at JaxMARL's recipes (cpu form), greedy, 64 games a seed
     "ippo_spread": (ppo, "jaxmarl/MPE_simple_spread_v3",
                     dict(recipe="cpu", total_timesteps=600_000, eval_episodes=64, score="greedy"),

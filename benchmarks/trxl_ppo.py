@@ -27,6 +27,8 @@ which side runs first; each sitting's JSON is written when it ends.
     git --git-dir=TRXL_GIT archive d914d55 -- '*.py' | tar -x -C BASELINE
     python benchmarks/trxl_ppo.py --baseline BASELINE --seeds 5 --sittings 3 --out DIR
     python benchmarks/trxl_ppo.py --table --out DIR
+    python benchmarks/trxl_ppo.py --baseline BASELINE --network alike --out DIR2  # scanrl's
+        # positions and embedding as the baseline's
 """
 
 from __future__ import annotations
@@ -85,17 +87,22 @@ print("RESULT" + json.dumps({"compile_seconds": compiled - started, "run_seconds
 """
 
 
-def scanrl_flags(config: dict, seeds: int) -> list[str]:
+def scanrl_flags(config: dict, seeds: int, network: str = "default") -> list[str]:
     """The baseline's config as ppo_rnn.py's flags (its encoder Dense is --encoder-hidden's one
-    layer, its two-layer heads --head-hidden)."""
+    layer, its two-layer heads --head-hidden). network "alike": the core's positions as the
+    baseline's (`--trxl-positions sinusoidal`) and the observation embedded by one linear layer
+    as the baseline's encoder does (no --encoder-hidden layer: the core's input projection);
+    "default": ppo_rnn.py's learned position bias behind a relu encoder layer."""
     c = config
+    alike = ["--trxl-positions", "sinusoidal", "--encoder-hidden"] if network == "alike" \
+        else ["--encoder-hidden", str(c["EMBED_SIZE"])]
     return ["--env", ENV, "--recipe", "none", "--core", "trxl", "--num-seeds", str(seeds),
             "--num-devices", "1", "--eval-every", "0",
             "--total-timesteps", str(int(c["TOTAL_TIMESTEPS"])), "--num-envs", str(c["NUM_ENVS"]),
             "--num-steps", str(c["NUM_STEPS"]), "--seq-len", str(c["WINDOW_GRAD"]),
             "--trxl-window", str(c["WINDOW_MEM"]), "--gru-size", str(c["EMBED_SIZE"]),
             "--trxl-heads", str(c["num_heads"]), "--trxl-layers", str(c["num_layers"]),
-            "--encoder-hidden", str(c["EMBED_SIZE"]),
+            *alike,
             "--head-hidden", str(c["hidden_layers"]), str(c["hidden_layers"]),
             "--activation", c["ACTIVATION"], "--learning-rate", str(c["LR"]),
             "--num-epochs", str(c["UPDATE_EPOCHS"]), "--num-minibatches", str(c["NUM_MINIBATCHES"]),
@@ -104,9 +111,10 @@ def scanrl_flags(config: dict, seeds: int) -> list[str]:
             "--vf-coef", str(c["VF_COEF"]), "--max-grad-norm", str(c["MAX_GRAD_NORM"])]
 
 
-def run_scanrl(config: dict, seeds: int) -> dict:
+def run_scanrl(config: dict, seeds: int, network: str) -> dict:
     read = lambda run_dir: json.loads((run_dir / "summary.json").read_text())  # noqa: E731
-    command, wall, summary = sidebyside.run_in_folder("ppo_rnn", scanrl_flags(config, seeds), read)
+    command, wall, summary = sidebyside.run_in_folder("ppo_rnn", scanrl_flags(config, seeds,
+                                                                              network), read)
     return {"command": "python " + " ".join(command), "wall": wall,
             "compile_seconds": summary["compile_seconds"],
             "env_steps": summary["total_timesteps"],
@@ -130,10 +138,11 @@ def sitting(args: argparse.Namespace, k: int) -> None:
     config = {**CONFIG, **SCALED, "TOTAL_TIMESTEPS": args.timesteps}
     sides = ["scanrl", "baseline"] if k % 2 == 0 else ["baseline", "scanrl"]
     cell = {"env": ENV, "seeds": args.seeds, "config": config, "order": sides,
-            "baseline_commit": BASELINE_COMMIT, **sidebyside.scanrl_commit(),
+            "baseline_commit": BASELINE_COMMIT, "network": args.network,
+            **sidebyside.scanrl_commit(),
             "started": time.strftime("%Y-%m-%d %H:%M")}
     for side in sides:
-        cell[side] = (run_scanrl(config, args.seeds) if side == "scanrl"
+        cell[side] = (run_scanrl(config, args.seeds, args.network) if side == "scanrl"
                       else run_baseline(config, args.seeds, args.baseline.resolve()))
         print(side, json.dumps({k: v for k, v in cell[side].items() if k != "per_update"}),
               flush=True)
@@ -153,12 +162,13 @@ def table(out: Path) -> str:
     ratios = [c["scanrl"]["wall"] / c["baseline"]["wall"] for c in cells]
     run_ratio = [c["baseline"]["run_steps_per_second"] / c["scanrl"]["run_steps_per_second"]
                  for c in cells]
+    network = ", network alike" if cells[-1].get("network") == "alike" else ""
     same = all(c[side]["training_scores"] == cells[0][side]["training_scores"]
                for c in cells for side in ("scanrl", "baseline"))
     return "\n".join([
         "| side | env steps/seed | final return IQM [95% CI] | wall (s), median [min, max] | "
         "run env steps/s |", "|---|---:|---:|---:|---:|",
-        f"| scanrl ppo_rnn --core trxl | {s['env_steps']:,} | "
+        f"| scanrl ppo_rnn --core trxl{network} | {s['env_steps']:,} | "
         f"{sidebyside.iqm_text(s['training_scores'], 2)} | {spread(walls['scanrl'])} | "
         f"{np.median([c['scanrl']['run_steps_per_second'] for c in cells]):,.0f} |",
         f"| transformerXL_PPO_JAX | {b['env_steps']:,} | "
@@ -182,6 +192,9 @@ def main() -> None:
     parser.add_argument("--sittings", type=int, default=3)
     parser.add_argument("--timesteps", type=int, default=SCALED["TOTAL_TIMESTEPS"],
                         help="env steps per seed")
+    parser.add_argument("--network", choices=("default", "alike"), default="default",
+                        help="scanrl's network: ppo_rnn.py's defaults, or alike the baseline's "
+                        "(sinusoidal positions, a linear embedding; scanrl_flags)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--table", action="store_true", help="print the table of --out and stop")
     args = parser.parse_args()

@@ -152,12 +152,15 @@ def lru_sequence(params: dict, state: jax.Array, xi: jax.Array, start: jax.Array
 
 
 def trxl_init(key: jax.Array, in_dim: int, embed: int, *, heads: int, layers: int,
-              window: int) -> dict:
+              window: int, positions: str = "learned") -> dict:
     """A gated Transformer-XL's parameters: an input projection [in, E], then per layer the
-    attention's query, key, value and output weights [E, E] (glorot), a relative-position bias
-    [heads, M + 1] (one per head and distance 0..M, zero at first), a ReLU MLP E -> 4E -> E, two
-    layer norms and two GRU-type gates whose update bias 2 keeps each layer near the identity at
-    first (Parisotto et al. 2020). The sizes are read back from the shapes (`trxl_sizes`)."""
+    attention's query, key, value and output weights [E, E] (glorot), its relative positions, a
+    ReLU MLP E -> 4E -> E, two layer norms and two GRU-type gates whose update bias 2 keeps each
+    layer near the identity at first (Parisotto et al. 2020). Positions: learned, a bias "rel"
+    [heads, M + 1] per head and distance 0..M (zero at first); sinusoidal, Transformer-XL's
+    (Dai et al. 2019, section 3.3): a projection "w_r" [E, E] of the distance's sinusoids and
+    the content and position biases "u", "v" [heads, E / heads] (zero at first). The sizes are
+    read back from the shapes and the state's width (`trxl_sizes`)."""
     glorot = jax.nn.initializers.glorot_uniform()
     k_in, *k_layers = jax.random.split(key, layers + 1)
     norm = {"scale": jnp.ones(embed), "offset": jnp.zeros(embed)}
@@ -168,9 +171,15 @@ def trxl_init(key: jax.Array, in_dim: int, embed: int, *, heads: int, layers: in
                 for name, k in zip(("wr", "ur", "wz", "uz", "wg", "ug"), ks)} | \
             {"bz": jnp.full(embed, 2.0)}
 
+    def relative(k):
+        if positions == "learned":
+            return {"rel": jnp.zeros((heads, window + 1))}
+        bias = jnp.zeros((heads, embed // heads))
+        return {"w_r": glorot(jax.random.fold_in(k, 8), (embed, embed)), "u": bias, "v": bias}
+
     def layer(k):
         ks = jax.random.split(k, 8)
-        return {"norm1": norm, "norm2": norm, "rel": jnp.zeros((heads, window + 1)),
+        return {"norm1": norm, "norm2": norm, **relative(k),
                 **{name: glorot(k, (embed, embed))
                    for name, k in zip(("wq", "wk", "wv", "wo"), ks)},
                 "w1": glorot(ks[4], (embed, 4 * embed)), "w2": glorot(ks[5], (4 * embed, embed)),
@@ -180,17 +189,20 @@ def trxl_init(key: jax.Array, in_dim: int, embed: int, *, heads: int, layers: in
             "layers": [layer(k) for k in k_layers]}
 
 
-def trxl_sizes(params: dict) -> tuple[int, int, int, int]:
-    """(E, layers, window M, heads) of a Transformer-XL's parameters."""
-    heads, distances = params["layers"][0]["rel"].shape
-    return params["w_in"].shape[1], len(params["layers"]), distances - 1, heads
+def trxl_sizes(params: dict, width: int) -> tuple[int, int, int, int]:
+    """(E, layers, window M, heads) of a Transformer-XL's parameters and its state's width S =
+    E + M (layers E + 1)."""
+    embed, layers = params["w_in"].shape[1], len(params["layers"])
+    first = params["layers"][0]
+    heads = first["rel"].shape[0] if "rel" in first else first["u"].shape[0]
+    return embed, layers, (width - embed) // (layers * embed + 1), heads
 
 
 def trxl_memory(params: dict, state: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Its state [..., S] = [out E | memory layers * M * E | valid M] -> (memory [..., layers, M,
     E]: each layer's inputs at the last M steps, oldest first; valid [..., M] bool: the slot holds
     a step of the running episode). The zero state is an empty memory."""
-    embed, layers, window, _ = trxl_sizes(params)
+    embed, layers, window, _ = trxl_sizes(params, state.shape[-1])
     memory = state[..., embed:embed + layers * window * embed]
     return memory.reshape(state.shape[:-1] + (layers, window, embed)), state[..., -window:] > 0.5
 
@@ -204,18 +216,31 @@ def trxl_gate(g: dict, x: jax.Array, y: jax.Array) -> jax.Array:
     return (1 - z) * x + z * jnp.tanh(y @ g["wg"] + (r * x) @ g["ug"])
 
 
+def sinusoids(distance: jax.Array, embed: int) -> jax.Array:
+    """Transformer-XL's position embedding of distances [...] -> [..., E]: sin(d / 10000^(2i/E))
+    for i < E/2, then the cosines (Vaswani et al. 2017's frequencies)."""
+    angle = distance[..., None] / 10000.0 ** (jnp.arange(0, embed, 2) / embed)
+    return jnp.concatenate([jnp.sin(angle), jnp.cos(angle)], -1)
+
+
 def trxl_layer(p: dict, heads: int, x: jax.Array, kv: jax.Array, distance: jax.Array,
                allowed: jax.Array) -> jax.Array:
     """One gated layer: queries from x [..., Q, E], keys and values from kv [..., K, E] (the
     memory, then x), distance [Q, K] (query step - key step), allowed [..., Q, K] -> [..., Q, E].
-    Pre-norm attention with a learned bias per head and distance (relative positions, as Shaw et
-    al. 2018 and T5), then a pre-norm ReLU MLP, each through its gate."""
+    Pre-norm attention with relative positions, then a pre-norm ReLU MLP, each through its gate.
+    Positions: a learned bias per head and distance (as Shaw et al. 2018 and T5), or
+    Transformer-XL's logits (q + u) k + (q + v) (R W_r), R the distance's sinusoids."""
     embed = x.shape[-1]
     split = lambda t: t.reshape(t.shape[:-1] + (heads, embed // heads))  # noqa: E731
     q_in, kv_in = layer_norm(p["norm1"], x), layer_norm(p["norm1"], kv)
     q, k, v = split(q_in @ p["wq"]), split(kv_in @ p["wk"]), split(kv_in @ p["wv"])
-    logits = jnp.einsum("...qhd,...khd->...hqk", q, k) / jnp.sqrt(embed // heads)
-    logits = logits + p["rel"][:, jnp.clip(distance, 0, p["rel"].shape[1] - 1)]
+    if "rel" in p:
+        logits = jnp.einsum("...qhd,...khd->...hqk", q, k) / jnp.sqrt(embed // heads)
+        logits = logits + p["rel"][:, jnp.clip(distance, 0, p["rel"].shape[1] - 1)]
+    else:  # content and position terms; a distance outside the window is masked below
+        r = split(sinusoids(distance.astype(x.dtype), embed) @ p["w_r"])  # [Q, K, heads, E/h]
+        logits = (jnp.einsum("...qhd,...khd->...hqk", q + p["u"], k)
+                  + jnp.einsum("...qhd,qkhd->...hqk", q + p["v"], r)) / jnp.sqrt(embed // heads)
     # a key outside the window or the episode weighs exactly 0 (exp underflows)
     logits = jnp.where(allowed[..., None, :, :], logits, -1e30)
     attended = jnp.einsum("...hqk,...khd->...qhd", jax.nn.softmax(logits, axis=-1), v)
@@ -228,7 +253,7 @@ def trxl_cell(params: dict, state: jax.Array, xi: jax.Array) -> jax.Array:
     """One Transformer-XL step for acting, from its cached memory: state [..., S], the projected
     input xi [..., E] -> the new state, whose memory drops its oldest step and keeps this one's
     layer inputs. Each layer's query attends its memory's valid slots and the step itself."""
-    embed, layers, window, heads = trxl_sizes(params)
+    embed, layers, window, heads = trxl_sizes(params, state.shape[-1])
     memory, valid = trxl_memory(params, state)
     allowed = jnp.concatenate([valid, jnp.ones(valid.shape[:-1] + (1,), bool)], -1)[..., None, :]
     distance = jnp.arange(window, -1, -1)[None, :]  # [1, M + 1]: the oldest slot is M steps back
@@ -249,7 +274,7 @@ def trxl_sequence(params: dict, state: jax.Array, xi: jax.Array, start: jax.Arra
     output after each step [L, N, E]. The keys are the M memory slots, then the L steps; step t
     attends the M steps before it and itself, of its own episode, as `trxl_cell` steps do, so
     the gradient flows through attention across the whole sequence (the gradient window)."""
-    _, _, window, heads = trxl_sizes(params)
+    _, _, window, heads = trxl_sizes(params, state.shape[-1])
     memory, valid = trxl_memory(params, jax.lax.stop_gradient(state))
     length = xi.shape[0]
     position = jnp.arange(window + length)  # of the keys; the queries are the last L

@@ -96,11 +96,14 @@ def test_the_lru_scan_is_its_complex_recurrence_written_in_numpy():
     np.testing.assert_allclose(np.stack(stepped), np.stack(want), rtol=1e-5, atol=1e-5)
 
 
-def trxl_params(layers=2, window=3, key=3):
-    """A small Transformer-XL whose relative-position biases are not zero (so positions matter)."""
-    params = recurrent.trxl_init(jax.random.key(key), 5, 8, heads=2, layers=layers, window=window)
+def trxl_params(layers=2, window=3, key=3, positions="learned"):
+    """A small Transformer-XL whose position biases are not zero (so positions matter)."""
+    params = recurrent.trxl_init(jax.random.key(key), 5, 8, heads=2, layers=layers, window=window,
+                                 positions=positions)
     for i, p in enumerate(params["layers"]):
-        p["rel"] = jax.random.normal(jax.random.key(10 + i), p["rel"].shape)
+        for j, name in enumerate(("rel", "u", "v")):
+            if name in p:
+                p[name] = jax.random.normal(jax.random.key(10 + 3 * i + j), p[name].shape)
     return params
 
 
@@ -114,13 +117,14 @@ def trxl_steps(params, state, xs, starts):
 
 
 @pytest.mark.slow
-def test_the_trxl_cached_steps_equal_its_sequence_form_and_nothing_crosses_an_episode_start():
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_the_trxl_cached_steps_equal_its_sequence_form_and_nothing_crosses_an_episode_start(positions):
     """Acting steps through a cached memory; learning recomputes a whole sequence from the
     memory stored at its first step. With a memory carried in from 4 earlier steps, a window
     (3) shorter than the sequence (10) and starts planted in two rows, the two agree; a large
     signal planted before a row's start leaves that row's outputs from the start on exactly as
     they were."""
-    params, (L, N) = trxl_params(), (10, 3)
+    params, (L, N) = trxl_params(positions=positions), (10, 3)
     rng = np.random.default_rng(5)
     xs = jnp.asarray(rng.normal(size=(L, N, 8)), jnp.float32)
     starts = jnp.zeros((L, N), bool).at[6, 1].set(True).at[0, 2].set(True)
@@ -140,10 +144,11 @@ def test_the_trxl_cached_steps_equal_its_sequence_form_and_nothing_crosses_an_ep
 
 
 @pytest.mark.slow
-def test_the_trxl_sees_layers_times_window_steps_back_and_no_further():
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_the_trxl_sees_layers_times_window_steps_back_and_no_further(positions):
     """Each layer reaches M steps further back: the last step's output depends on the step
     layers * M before it, and on none earlier (masked keys weigh exactly 0)."""
-    params, (L, N) = trxl_params(), (12, 2)
+    params, (L, N) = trxl_params(positions=positions), (12, 2)
     xs = jnp.asarray(np.random.default_rng(6).normal(size=(L, N, 8)), jnp.float32)
     starts, empty = jnp.zeros((L, N), bool), jnp.zeros((N, 8 * 7 + 3))
     base = np.asarray(recurrent.trxl_sequence(params, empty, xs, starts))
@@ -155,12 +160,14 @@ def test_the_trxl_sees_layers_times_window_steps_back_and_no_further():
 
 
 @pytest.mark.slow
-def test_the_trxl_with_a_window_over_the_whole_episode_is_full_causal_attention():
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_the_trxl_with_a_window_over_the_whole_episode_is_full_causal_attention(positions):
     """With M at least the episode's length and no memory, a layer is plain causal attention
-    over the episode with a bias per head and distance, written out in numpy: pre-norm
-    attention and MLP, each joined by GTrXL's gate."""
+    over the episode with relative positions (a bias per head and distance, or Transformer-XL's
+    (q + u) k + (q + v) R W_r with sinusoids R), written out in numpy: pre-norm attention and
+    MLP, each joined by GTrXL's gate."""
     L = 6
-    params = trxl_params(layers=1, window=L, key=7)
+    params = trxl_params(layers=1, window=L, key=7, positions=positions)
     p = jax.tree.map(np.asarray, params["layers"][0])
     x = np.random.default_rng(7).normal(size=(L, 1, 8)).astype(np.float32)
     got = np.asarray(recurrent.trxl_sequence(params, jnp.zeros((1, 8 * (1 + L) + L)),
@@ -179,10 +186,18 @@ def test_the_trxl_with_a_window_over_the_whole_episode_is_full_causal_attention(
     n = norm(h, p["norm1"])
     q, k, v = [(n @ p[w]).reshape(L, 2, d) for w in ("wq", "wk", "wv")]
     out = np.zeros((L, 2, d))
+
+    def position(t, s, head):  # the logit of query t for key s
+        if positions == "learned":
+            return q[t, head] @ k[s, head] / np.sqrt(d) + p["rel"][head, t - s]
+        freq = 1 / 10000 ** (np.arange(0, 8, 2) / 8)
+        r = (np.concatenate([np.sin((t - s) * freq), np.cos((t - s) * freq)]) @ p["w_r"])
+        return ((q[t, head] + p["u"][head]) @ k[s, head]
+                + (q[t, head] + p["v"][head]) @ r.reshape(2, d)[head]) / np.sqrt(d)
+
     for t in range(L):
         for head in range(2):
-            logits = np.array([q[t, head] @ k[s, head] / np.sqrt(d) + p["rel"][head, t - s]
-                               for s in range(t + 1)])
+            logits = np.array([position(t, s, head) for s in range(t + 1)])
             w = np.exp(logits - logits.max())
             out[t, head] = (w / w.sum()) @ v[: t + 1, head]
     h = gate(p["gate1"], h, np.maximum(out.reshape(L, 8) @ p["wo"], 0))
@@ -197,6 +212,9 @@ def test_the_trxl_with_a_window_over_the_whole_episode_is_full_causal_attention(
                                        r"\(--seq-len, else --num-steps: 32\)\.$"),
     (dict(critic_obs="privileged_state"), r"^--critic-obs privileged_state gives the critic a "
                                           r"core of its own, which --core trxl does not take"),
+    (dict(gru_size=63, trxl_heads=3, trxl_positions="sinusoidal"),
+     r"^--gru-size 63 is odd; --trxl-positions sinusoidal pairs a sine and a cosine per "
+     r"frequency, so it needs an even size\.$"),
 ])
 def test_the_trxl_refuses_sizes_that_do_not_fit_in_one_sentence(overrides, message):
     with pytest.raises(ValueError, match=message):

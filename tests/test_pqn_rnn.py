@@ -111,6 +111,8 @@ def test_the_update_replays_the_rollout_it_collected(core, last_action, monkeypa
     (["--num-minibatches", "3"], "--num-minibatches 3 does not divide --num-envs 32"),
     (["--core", "trxl", "--trxl-window", "8"], "--trxl-window 8 is shorter than the gradient window"),
     (["--core", "trxl", "--trxl-heads", "3"], "--trxl-heads 3 does not divide --gru-size 128"),
+    (["--core", "trxl", "--trxl-heads", "3", "--gru-size", "63", "--trxl-positions",
+      "sinusoidal"], "--gru-size 63 is odd; --trxl-positions sinusoidal pairs a sine"),
     (["--env", "Pendulum-v1"], "PQN needs discrete actions and --env Pendulum-v1"),
 ])
 def test_bad_settings_are_one_sentence_and_exit_2(flags, message, cli_error):
