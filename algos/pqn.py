@@ -106,6 +106,10 @@ class Config:
     """TD loss: 0.5 * error^2 (purejaxql's), or Huber with delta 1 (DQN's clipped error)."""
     reward_scale: float = 0.1
     """multiply every reward by this before the targets (purejaxql's REW_SCALE)."""
+    normalize_obs: bool = False
+    """normalise flat observations by their running mean/std before the network (frozen during
+    each rollout, then updated with it): a counterpart of purejaxql's NORM_INPUT, which
+    batch-renormalises the input."""
     norm: Literal["layer_norm", "none"] = "layer_norm"
     """normalisation after each hidden layer, before its activation; none: the paper's ablation."""
     hidden: tuple[int, ...] = (256, 256)
@@ -286,6 +290,7 @@ class TrainState(NamedTuple):
     env_state: envs.VecEnvState
     obs: jax.Array  # [N, *obs] observations the next rollout starts from
     key: jax.Array
+    obs_stats: envs.RunningStats | None = None  # with normalize_obs: of the flat observations
 
 
 def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algorithm:
@@ -308,18 +313,20 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     # the schedules run over decay_updates (the run's, or --decay-timesteps')
     schedule = lr_schedule(config.learning_rate, config.decay_updates, anneal=config.anneal_lr)
 
-    def observe(obs):  # what the network reads: flat vectors (an agent's own part), or images
-        return vec_env.observe(obs, image=image, policy_part=True)
+    def observe(obs, stats=None):  # what the network reads: flat vectors (an agent's own part,
+        # normalised by `stats` where given), or images
+        return vec_env.observe(obs, stats, image=image, policy_part=True)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
         params = init_q_network(k_params, config, vec_env)
         obs, env_state = vec_env.reset(k_reset)
+        stats = envs.init_stats((vec_env.obs_dim,)) if config.normalize_obs else None
         return TrainState(params=params, opt_state=optimizer.init(params), env_state=env_state,
-                          obs=obs, key=key)
+                          obs=obs, key=key, obs_stats=stats)
 
     def update(state: TrainState, update_index: jax.Array) -> tuple[TrainState, dict]:
-        params = state.params
+        params, stats = state.params, state.obs_stats
         key, k_rollout, k_epochs = jax.random.split(state.key, 3)
         epsilon = exploration_epsilon(config, update_index)
 
@@ -327,7 +334,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         def env_step(carry, step_key):
             env_state, obs = carry
             k_action, k_env = jax.random.split(step_key)
-            q_obs, mask = observe(obs), vec_env.action_mask(env_state)
+            q_obs, mask = observe(obs, stats), vec_env.action_mask(env_state)
             action = epsilon_greedy(k_action, q_values(params, q_obs, config.activation), epsilon,
                                     mask)
             next_obs, env_state, info = vec_env.step(k_env, env_state, action)
@@ -342,7 +349,7 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         #    an episode ended, so a truncation bootstraps), over the actions valid after the step
         #    where the env has a mask (where the episode ended, only a truncation's bootstrap
         #    reads it). Computed once per rollout with the network that acted.
-        next_q = max_valid_q(q_values(params, observe(info.final_obs), config.activation),
+        next_q = max_valid_q(q_values(params, observe(info.final_obs, stats), config.activation),
                              traj.next_mask)
         reward, done = info.reward * config.reward_scale, info.terminated | info.truncated
         if config.vdn:  # one target per team, learned by its agents' summed Q-values
@@ -365,20 +372,24 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         metrics = {k: v.mean() for k, v in loss_stats.items() if k != "applied"}
         metrics.update(envs.episode_metrics(info, vec_env), learning_rate=learning_rate,
                        epsilon=epsilon)
+        if config.normalize_obs:  # the next rollout reads this one's observations too
+            stats = envs.update_stats(stats, vec_env.flat_obs(info.final_obs))
         return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=next_obs,
-                          key=key), metrics
+                          key=key, obs_stats=stats), metrics
 
     def act(policy_params: dict, obs: jax.Array, key: jax.Array, deterministic: bool = False,
             mask=None) -> jax.Array:
         """obs [N, *obs] (mask [N, A] or None) -> actions [N]: greedy, or epsilon-greedy with
         config.eval_epsilon."""
         epsilon = 0.0 if deterministic else config.eval_epsilon
-        q = q_values(policy_params["params"], observe(obs), config.activation)
+        q = q_values(policy_params["params"], observe(obs, policy_params.get("obs_stats")),
+                     config.activation)
         return epsilon_greedy(key, q, epsilon, mask)
 
     return algorithm.Algorithm(
         init=init, update=update, act=act,
-        policy_params=lambda state: {"params": state.params},
+        policy_params=lambda state: {"params": state.params} | (
+            {"obs_stats": state.obs_stats} if config.normalize_obs else {}),
         vec_env=vec_env, num_updates=config.num_updates,
         steps_per_update=config.batch_size,
     )

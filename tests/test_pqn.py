@@ -283,6 +283,56 @@ def test_epsilon_and_the_learning_rate_sweep_in_one_program(tmp_path):
         np.testing.assert_allclose(metrics["learning_rate"][i, 0, 0], row["values"]["learning_rate"], rtol=1e-6)
 
 
+@pytest.mark.slow
+def test_normalize_obs_reads_the_running_statistics_of_the_rollouts():
+    """--normalize-obs: with statistics that change nothing (mean 0, variance 1) an update
+    computes what one without the flag does, to the bit, and its statistics take in the
+    rollout's N x T reached observations; acting reads observations through the statistics
+    (the greedy action is the argmax of Q(normalize(stats, obs))). Without the flag the state
+    holds no statistics and the policy only its parameters."""
+    config = pqn.default_config("CartPole-v1", **SMALL, normalize_obs=True)
+    normed, plain = pqn.make_algorithm(config), pqn.make_algorithm(
+        dataclasses.replace(config, normalize_obs=False))
+    key = jax.random.key(3)
+    assert plain.init(key).obs_stats is None and set(plain.policy_params(plain.init(key))) == {"params"}
+    start = normed.init(key)
+    assert float(start.obs_stats.count) == np.float32(1e-4)
+    identity = envs.RunningStats(jnp.zeros(4), jnp.ones(4), jnp.float32(1e-4))
+    after, _ = jax.jit(normed.update)(start._replace(obs_stats=identity), jnp.int32(0))
+    want, _ = jax.jit(plain.update)(plain.init(key), jnp.int32(0))
+    for got, expected in zip(jax.tree.leaves(after.params), jax.tree.leaves(want.params)):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(after.obs_stats.count, 1e-4 + config.batch_size, rtol=1e-6)
+    assert np.abs(np.asarray(after.obs_stats.mean)).max() > 1e-3  # it took the observations in
+    # acting: shift and scale the statistics far enough to change some greedy actions
+    stats = envs.RunningStats(jnp.array([1.0, -2.0, 0.1, 3.0]), jnp.array([4.0, 0.25, 9.0, 1.0]),
+                              jnp.float32(10.0))
+    policy = {"params": after.params, "obs_stats": stats}
+    obs = jnp.asarray(np.random.default_rng(0).normal(size=(64, 4)), jnp.float32)
+    acted = normed.act(policy, obs, jax.random.key(0), deterministic=True)
+    q = pqn.q_values(after.params, envs.normalize(stats, obs), config.activation)
+    np.testing.assert_array_equal(acted, q.argmax(-1))
+    assert (acted != pqn.q_values(after.params, obs, config.activation).argmax(-1)).any()
+
+
+def test_craftax_recipe_is_purejaxqls_with_the_input_normalised():
+    """Craftax's symbolic tasks take purejaxql's pqn_craftax.yaml as their published recipe:
+    1,024 envs x 1 step, one full-batch step, one-step targets, a 4 x 1,024 layer-normed MLP on
+    normalised input (its NORM_INPUT); the cpu form divides the envs and the budget by 32."""
+    env = "craftax/Craftax-Symbolic-v1"
+    config = pqn.default_config(env, recipe="published")
+    assert (config.num_envs, config.num_steps, config.num_epochs, config.num_minibatches) == \
+        (1024, 1, 1, 1)
+    assert (config.hidden, config.norm, config.normalize_obs, config.q_lambda) == \
+        ((1024,) * 4, "layer_norm", True, 0.0)
+    assert (config.learning_rate, config.epsilon_start, config.epsilon_end,
+            config.epsilon_fraction, config.max_grad_norm, config.total_timesteps) == \
+        (1e-4, 0.1, 0.005, 0.2, 1.0, 1_000_000_000)
+    cpu = pqn.default_config(env, recipe="cpu")
+    assert (cpu.num_envs, cpu.total_timesteps, cpu.normalize_obs) == (32, 31_250_000, True)
+    assert not pqn.default_config(env, recipe="none").normalize_obs
+
+
 @pytest.mark.slow  # Jumanji's import and an env build
 def test_jumanji_ids_start_from_the_jumanji_preset_and_other_files_keep_theirs():
     """Jumanji's discrete tasks start PQN from PRESETS["jumanji"] (Jumanji publishes no PQN

@@ -189,8 +189,9 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     # pqn.py: purejaxql's feed-forward PQN for Craftax (purejaxql @ 47af6d7,
     # config/alg/pqn_craftax.yaml; its recurrent form is pqn_rnn_craftax.yaml): one step of 1,024
     # envs per update, one full-batch step, one-step Q-learning (Q_LAMBDA False), four relu layers
-    # of 1,024 with layer norm, RAdam, clip 1.0. Its BatchNorm of the input (NORM_INPUT) is left
-    # out.
+    # of 1,024 with layer norm, RAdam, clip 1.0. Its normalised input (NORM_INPUT: a batch
+    # renormalisation with running statistics) is --normalize-obs, running statistics frozen
+    # during each rollout.
     ("pqn", "Craftax*-Symbolic-v1"): Recipe(
         PUREJAXQL + ", config/alg/pqn_craftax.yaml",
         "fields",
@@ -198,7 +199,7 @@ RECIPES: dict[tuple[str, str], Recipe] = {
             total_timesteps=1_000_000_000, num_envs=1024, num_steps=1, num_epochs=1,
             num_minibatches=1, learning_rate=1e-4, max_grad_norm=1.0, gamma=0.99, q_lambda=0.0,
             epsilon_start=0.1, epsilon_end=0.005, epsilon_fraction=0.2, reward_scale=1.0,
-            hidden=(1024,) * 4,
+            hidden=(1024,) * 4, normalize_obs=True,
         ),
         {},
     ),
