@@ -14,6 +14,7 @@ evaluation, files). `--plot` draws each task's mean training return against wall
     python benchmarks/cores.py --out DIR --table  # the table (and with --plot, DIR/cores.png)
     python benchmarks/cores.py --algo pqn_rnn --out DIR2 --plot
     python benchmarks/cores.py --task Craftax --out DIR3 --plot  # trxl_ppo.py's Craftax budget
+    python benchmarks/cores.py --task MetaMaze --out DIR4  # recurrent PPO's defaults
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ TASKS = {  # name: the env's flags
     "CartPole-v1, velocities hidden": ["--env", "CartPole-v1", "--hide-obs", "1", "3"],
     "MemoryChain-bsuite, memory_length 20": ["--env", "MemoryChain-bsuite", "--env-params",
                                              "memory_length", "20"],
+    # a maze whose goal stays put within an episode while the agent respawns after reaching it
+    # (gymnax's MetaMaze-misc: a 3x3 view, the last action and reward); recurrent PPO's defaults
+    "MetaMaze-misc": ["--env", "MetaMaze-misc"],
     # the Transformer-XL PPO's Craftax config at benchmarks/trxl_ppo.py's CPU scale, 32,768 steps
     "Craftax-Symbolic-v1, trxl_ppo.py's settings": [
         "--env", "craftax/Craftax-Symbolic-v1", "--recipe", "none", "--eval-every", "0",
@@ -52,7 +56,7 @@ def tasks(algo: str, only: str | None = None) -> dict:
     one whose name starts with `only`."""
     if only:
         return {k: v for k, v in TASKS.items() if k.startswith(only)}
-    return {k: v for k, v in TASKS.items() if "Craftax" not in k
+    return {k: v for k, v in TASKS.items() if not k.startswith(("Craftax", "MetaMaze"))
             and (algo == "ppo_rnn" or "Memory" in k)}
 
 
@@ -85,7 +89,8 @@ def table(algo: str, out: Path, plot: bool, only: str | None) -> None:
     from scanrl.common.harness.stats import iqm_interval
 
     data = {task: {core: result(task, core, out) for core in CORES} for task in tasks(algo, only)}
-    budget = "32,768" if only else "2e5" if algo == "ppo_rnn" else "1e5"
+    budget = "32,768" if any("Craftax" in task for task in data) \
+        else "2e5" if algo == "ppo_rnn" else "1e5"
     print(f"| task ({algo}, {budget} env steps per seed, 5 seeds) | core | final return IQM [95% CI] "
           "| env steps/s | compile (s) | wall (s) |")
     print("|---|---|---:|---:|---:|---:|")
@@ -118,8 +123,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
     parser.add_argument("--plot", action="store_true", help="and draw the equal-wall plot")
-    parser.add_argument("--task", help="only the task whose name starts with this (Craftax: "
-                        "run only when named)")
+    parser.add_argument("--task", help="only the task whose name starts with this (Craftax and "
+                        "MetaMaze: run only when named)")
     args = parser.parse_args()
     if not args.table:
         for task in tasks(args.algo, args.task):
