@@ -18,7 +18,12 @@ faster side's wall (its compile plus training seconds).
     python benchmarks/pqn_presets.py --env jumanji/Snake-v1 --seed 10 --seeds 10 --sittings 3 \\
         --ppo-flags "--num-envs 64 --num-steps 64 --learning-rate 1e-3 --activation relu \\
         --actor-hidden 128 128 --critic-hidden 128 128 --total-timesteps 500000" --out DIR
+    python benchmarks/pqn_presets.py --env craftax/Craftax-Classic-Symbolic-v1 --seed 0 \
+        --seeds 5 --sittings 1 --flags "--total-timesteps 200000 --eval-every 0" --out DIR
     python benchmarks/pqn_presets.py --table --out DIR
+
+`--flags` go to both sides (a shorter budget than a recipe's; `--eval-every 0` where evaluating
+would cost more than training, as on Craftax, whose table then shows no evaluation).
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ def side(run_dir: Path) -> dict:
     metrics = np.load(run_dir / "metrics.npz")
 
     def last(key: str) -> list[float]:  # [seeds, updates] -> each seed's last evaluation
+        if key not in metrics:  # a run without evaluation (--eval-every 0)
+            return [np.nan] * len(summary["final_return_per_seed"])
         return [float(row[np.isfinite(row)][-1]) if np.isfinite(row).any() else np.nan
                 for row in metrics[key]]
 
@@ -70,18 +77,20 @@ def side(run_dir: Path) -> dict:
 def table(out: Path) -> None:
     from scanrl.common.harness.stats import iqm_interval
 
+    def fmt(scores):  # an Estimate: "IQM [low, high]"; runs without evaluation have none
+        return str(iqm_interval(scores)) if np.isfinite(scores).all() else "not run"
+
     sittings = sorted(p for p in out.iterdir() if p.is_dir() and p.name.startswith("sitting"))
     data = {s.name: {a: side(next((s / a).iterdir())) for a in SIDES} for s in sittings}
-    fmt = str  # an Estimate: "IQM [low, high]"
     first = data[sittings[0].name]
     print("| side | env steps/seed | final return IQM [95% CI] | deterministic eval IQM [95% CI]"
           " | sampled eval IQM [95% CI] | median wall (s) [min, max] |")
     print("|---|---:|---:|---:|---:|---:|")
     for a in SIDES:
         walls = [d[a]["wall"] for d in data.values()]
-        print(f"| {a} | {first[a]['steps']:,} | {fmt(iqm_interval(first[a]['final']))} | "
-              f"{fmt(iqm_interval(first[a]['eval']))} | "
-              f"{fmt(iqm_interval(first[a]['eval_sampled']))} | {np.median(walls):.1f} "
+        print(f"| {a} | {first[a]['steps']:,} | {fmt(first[a]['final'])} | "
+              f"{fmt(first[a]['eval'])} | "
+              f"{fmt(first[a]['eval_sampled'])} | {np.median(walls):.1f} "
               f"[{min(walls):.1f}, {max(walls):.1f}] |")
     same = all(d[a][k] == first[a][k] for d in data.values() for a in SIDES
                for k in ("final", "eval", "eval_sampled"))
@@ -106,13 +115,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--ppo-flags", default="", help="flags added to PPO's command (for a "
                         "suite that publishes no PPO recipe: PPO's documented settings there)")
+    parser.add_argument("--flags", default="", help="flags added to both sides' commands")
     parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
     args = parser.parse_args()
     if not args.table:
         for n in range(1, args.sittings + 1):
             for a in SIDES if n % 2 else SIDES[::-1]:  # alternating which side goes first
                 run(a, args.env, args.seed, args.seeds, args.out / f"sitting{n}" / a,
-                    args.ppo_flags if a == "ppo" else "")
+                    f"{args.flags} {args.ppo_flags if a == 'ppo' else ''}")
     table(args.out)
 
 
