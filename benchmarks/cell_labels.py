@@ -111,6 +111,8 @@ ROWS = {
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
     30: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_8_seeds"),
     31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6"),
+    33: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_2e5/sitting2.json", "purejaxql",
+                             "training_scores"),
 }
 
 

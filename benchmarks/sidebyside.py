@@ -31,11 +31,12 @@ print("RESULT" + json.dumps({"updates": per_update.shape[1], "final_returns": np
 """
 
 
-def run_snippet(snippet: str, argv: list[str], who: str) -> dict:
-    """`python -c SNIPPET *ARGV` (a side whose process prints one line `RESULT{json}`): its wall,
-    imports and compiling included, and that JSON; SystemExit naming `who` where none came."""
+def run_snippet(snippet: str, argv: list[str], who: str, python: str = sys.executable) -> dict:
+    """`python -c SNIPPET *ARGV` (a side whose process prints one line `RESULT{json}`; `python`:
+    the peer's own interpreter, this one by default): its wall, imports and compiling included,
+    and that JSON; SystemExit naming `who` where none came."""
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", snippet, *argv], capture_output=True, text=True)
+    proc = subprocess.run([python, "-c", snippet, *argv], capture_output=True, text=True)
     wall = time.perf_counter() - started
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
     if not lines:
@@ -80,6 +81,99 @@ def run_scanrl(module: str, flags: list[str]) -> dict:
             "env_steps": summary["total_timesteps"], "env_steps_per_second": seeds * summary["total_timesteps"] / wall,
             "run_steps_per_second": summary["env_steps_per_second"], "compile_seconds": summary["compile_seconds"],
             "final_returns": sampled.tolist(), "training_scores": summary["final_return_per_seed"]}
+
+
+def run_scanrl_training(module: str, flags: list[str]) -> dict:
+    """`python -m scanrl.algos.MODULE FLAGS` in a fresh process, scored by its training returns
+    (no evaluation): its command, wall (imports and compiling included), compile seconds,
+    budget, speed with compiling left out, and each seed's final training return."""
+    read = lambda run_dir: json.loads((run_dir / "summary.json").read_text())  # noqa: E731
+    command, wall, summary = run_in_folder(module, flags, read)
+    return {"command": "python " + " ".join(command), "wall": wall,
+            "compile_seconds": summary["compile_seconds"],
+            "env_steps": summary["total_timesteps"],
+            "run_steps_per_second": summary["env_steps_per_second"],
+            "training_scores": summary["final_return_per_seed"]}
+
+
+def seed_processes(runs: list[dict], steps: int) -> dict:
+    """A peer's side run one process per seed, one after another (each `run_snippet`'s dict with
+    `compile_seconds`, `run_seconds`, `per_update`, `devices`, `versions`): its wall is the
+    processes' sum; each seed scored by `final_return`."""
+    return {"wall": sum(r["wall"] for r in runs), "walls": [r["wall"] for r in runs],
+            "compile_seconds": [r["compile_seconds"] for r in runs], "env_steps": steps,
+            "run_steps_per_second": len(runs) * steps / sum(r["run_seconds"] for r in runs),
+            "training_scores": [final_return(r["per_update"]) for r in runs],
+            "per_update": [r["per_update"] for r in runs], "devices": runs[0]["devices"],
+            "versions": runs[0]["versions"]}
+
+
+def write_sitting(out: Path, k: int, cell: dict, sides: dict[str, Callable[[], dict]]) -> None:
+    """Sitting k (from 0) of a cell: run `sides` (name -> a function running that side) in their
+    order on even k and the other way round on odd k, so the sides alternate; print each side's
+    figures as it ends and write `cell` with both to OUT/sitting{k+1}.json."""
+    order = list(sides) if k % 2 == 0 else list(sides)[::-1]
+    cell = {**cell, "order": order, **scanrl_commit(), "started": time.strftime("%Y-%m-%d %H:%M")}
+    for side in order:
+        cell[side] = sides[side]()
+        print(side, json.dumps({k: v for k, v in cell[side].items() if k != "per_update"}),
+              flush=True)
+    cell["finished"] = time.strftime("%Y-%m-%d %H:%M")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"sitting{k + 1}.json").write_text(json.dumps(cell, indent=1))
+
+
+def run_sittings(out: Path, sittings: int, sitting: Callable[[int], None]) -> None:
+    """`sitting(k)` for each of `sittings` sittings not yet written in OUT (sitting{k+1}.json),
+    so a cell stopped between sittings goes on where it stopped."""
+    done = len(list(out.glob("sitting*.json"))) if out.is_dir() else 0
+    for k in range(done, sittings):
+        sitting(k)
+
+
+def sitting_walls(cells: list[dict], other: str) -> dict:
+    """Over a cell's sittings (`write_sitting`'s JSONs): each side's walls, the wall ratios
+    scanrl / other, the ratios with imports and compiling left out (run rates, inverted), each
+    side's median run rate, and whether every sitting gave sitting 1's scores."""
+    sides = ("scanrl", other)
+    return {"walls": {side: [c[side]["wall"] for c in cells] for side in sides},
+            "ratios": [c["scanrl"]["wall"] / c[other]["wall"] for c in cells],
+            "run_ratios": [c[other]["run_steps_per_second"] / c["scanrl"]["run_steps_per_second"]
+                           for c in cells],
+            "rates": {side: float(np.median([c[side]["run_steps_per_second"] for c in cells]))
+                      for side in sides},
+            "same": all(c[side]["training_scores"] == cells[0][side]["training_scores"]
+                        for c in cells for side in sides)}
+
+
+def sittings_table(cells: list[dict], other: str, names: tuple[str, str, str],
+                   note: str = "") -> str:
+    """The table of a cell's sittings (`write_sitting`'s JSONs, scores as `training_scores`):
+    each side's budget, IQM of the last sitting's scores, walls as median [min, max] and run
+    rate, then the wall ratios, whether the scores repeat (and `note`), then a line per
+    sitting. `names`: scanrl's row, the other side's row, the other side in a sentence."""
+    s, b = cells[-1]["scanrl"], cells[-1][other]  # the table's scores: the last sitting's
+    w = sitting_walls(cells, other)
+    row = lambda name, side, x: (f"| {name} | {x['env_steps']:,} | "  # noqa: E731
+                                 f"{iqm_text(x['training_scores'], 2)} | "
+                                 f"{spread(w['walls'][side])} | {w['rates'][side]:,.0f} |")
+    return "\n".join([
+        "| side | env steps/seed | final return IQM [95% CI] | wall (s), median [min, max] | "
+        "run env steps/s |", "|---|---:|---:|---:|---:|",
+        row(names[0], "scanrl", s), row(names[1], other, b), "",
+        f"{len(cells)} sitting(s); wall ratio scanrl / {other} {spread(w['ratios'], 2, 'x')}; "
+        f"with imports and compiling left out {spread(w['run_ratios'], 2, 'x')}; "
+        f"scores {'identical in every sitting' if w['same'] else 'differ between sittings'}"
+        + note, ""] + [
+        f"- sitting {k + 1} ({c['started']}): scanrl "
+        f"{iqm_text(c['scanrl']['training_scores'], 2)}, {names[2]} "
+        f"{iqm_text(c[other]['training_scores'], 2)}, wall ratio "
+        f"{c['scanrl']['wall'] / c[other]['wall']:.2f}x" for k, c in enumerate(cells)])
+
+
+def spread(xs: list[float], digits: int = 0, unit: str = "") -> str:
+    """"median [min, max]" of a few walls or ratios, `unit` after the median ("x")."""
+    return f"{np.median(xs):,.{digits}f}{unit} [{min(xs):,.{digits}f}, {max(xs):,.{digits}f}]"
 
 
 def scanrl_commit() -> dict:

@@ -35,12 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 import sidebyside
 
@@ -111,77 +106,31 @@ def scanrl_flags(config: dict, seeds: int, network: str = "default") -> list[str
             "--vf-coef", str(c["VF_COEF"]), "--max-grad-norm", str(c["MAX_GRAD_NORM"])]
 
 
-def run_scanrl(config: dict, seeds: int, network: str) -> dict:
-    read = lambda run_dir: json.loads((run_dir / "summary.json").read_text())  # noqa: E731
-    command, wall, summary = sidebyside.run_in_folder("ppo_rnn", scanrl_flags(config, seeds,
-                                                                              network), read)
-    return {"command": "python " + " ".join(command), "wall": wall,
-            "compile_seconds": summary["compile_seconds"],
-            "env_steps": summary["total_timesteps"],
-            "run_steps_per_second": summary["env_steps_per_second"],
-            "training_scores": summary["final_return_per_seed"]}
-
-
 def run_baseline(config: dict, seeds: int, baseline: Path) -> dict:
     runs = [sidebyside.run_snippet(CHILD, [str(baseline), str(seed), json.dumps(config)],
                                    "the Transformer-XL PPO") for seed in range(seeds)]
-    steps = len(runs[0]["per_update"]) * config["NUM_ENVS"] * config["NUM_STEPS"]
-    return {"wall": sum(r["wall"] for r in runs), "walls": [r["wall"] for r in runs],
-            "compile_seconds": [r["compile_seconds"] for r in runs], "env_steps": steps,
-            "run_steps_per_second": seeds * steps / sum(r["run_seconds"] for r in runs),
-            "training_scores": [sidebyside.final_return(r["per_update"]) for r in runs],
-            "per_update": [r["per_update"] for r in runs], "devices": runs[0]["devices"],
-            "versions": runs[0]["versions"]}
+    return sidebyside.seed_processes(runs, len(runs[0]["per_update"]) * config["NUM_ENVS"]
+                                     * config["NUM_STEPS"])
 
 
 def sitting(args: argparse.Namespace, k: int) -> None:
     config = {**CONFIG, **SCALED, "TOTAL_TIMESTEPS": args.timesteps}
-    sides = ["scanrl", "baseline"] if k % 2 == 0 else ["baseline", "scanrl"]
-    cell = {"env": ENV, "seeds": args.seeds, "config": config, "order": sides,
-            "baseline_commit": BASELINE_COMMIT, "network": args.network,
-            **sidebyside.scanrl_commit(),
-            "started": time.strftime("%Y-%m-%d %H:%M")}
-    for side in sides:
-        cell[side] = (run_scanrl(config, args.seeds, args.network) if side == "scanrl"
-                      else run_baseline(config, args.seeds, args.baseline.resolve()))
-        print(side, json.dumps({k: v for k, v in cell[side].items() if k != "per_update"}),
-              flush=True)
-    cell["finished"] = time.strftime("%Y-%m-%d %H:%M")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"sitting{k + 1}.json").write_text(json.dumps(cell, indent=1))
+    cell = {"env": ENV, "seeds": args.seeds, "config": config,
+            "baseline_commit": BASELINE_COMMIT, "network": args.network}
+    sidebyside.write_sitting(args.out, k, cell, {
+        "scanrl": lambda: sidebyside.run_scanrl_training(
+            "ppo_rnn", scanrl_flags(config, args.seeds, args.network)),
+        "baseline": lambda: run_baseline(config, args.seeds, args.baseline.resolve())})
 
 
 def table(out: Path) -> str:
     cells = [json.loads(p.read_text()) for p in sorted(out.glob("sitting*.json"))]
-    spread = lambda xs: f"{np.median(xs):,.0f} [{min(xs):,.0f}, {max(xs):,.0f}]"  # noqa: E731
     for c in cells:  # scored here, so a sitting written before this estimator is scored alike
         c["baseline"]["training_scores"] = [sidebyside.final_return(p)
                                             for p in c["baseline"]["per_update"]]
-    s, b = cells[-1]["scanrl"], cells[-1]["baseline"]  # the table's scores: the last sitting's
-    walls = {side: [c[side]["wall"] for c in cells] for side in ("scanrl", "baseline")}
-    ratios = [c["scanrl"]["wall"] / c["baseline"]["wall"] for c in cells]
-    run_ratio = [c["baseline"]["run_steps_per_second"] / c["scanrl"]["run_steps_per_second"]
-                 for c in cells]
     network = ", network alike" if cells[-1].get("network") == "alike" else ""
-    same = all(c[side]["training_scores"] == cells[0][side]["training_scores"]
-               for c in cells for side in ("scanrl", "baseline"))
-    return "\n".join([
-        "| side | env steps/seed | final return IQM [95% CI] | wall (s), median [min, max] | "
-        "run env steps/s |", "|---|---:|---:|---:|---:|",
-        f"| scanrl ppo_rnn --core trxl{network} | {s['env_steps']:,} | "
-        f"{sidebyside.iqm_text(s['training_scores'], 2)} | {spread(walls['scanrl'])} | "
-        f"{np.median([c['scanrl']['run_steps_per_second'] for c in cells]):,.0f} |",
-        f"| transformerXL_PPO_JAX | {b['env_steps']:,} | "
-        f"{sidebyside.iqm_text(b['training_scores'], 2)} | {spread(walls['baseline'])} | "
-        f"{np.median([c['baseline']['run_steps_per_second'] for c in cells]):,.0f} |", "",
-        f"{len(cells)} sitting(s); wall ratio scanrl / baseline {np.median(ratios):.2f}x "
-        f"[{min(ratios):.2f}, {max(ratios):.2f}]; with imports and compiling left out "
-        f"{np.median(run_ratio):.2f}x [{min(run_ratio):.2f}, {max(run_ratio):.2f}]; "
-        f"scores {'identical in every sitting' if same else 'differ between sittings'}", ""] + [
-        f"- sitting {k + 1} ({c['started']}): scanrl "
-        f"{sidebyside.iqm_text(c['scanrl']['training_scores'], 2)}, the baseline "
-        f"{sidebyside.iqm_text(c['baseline']['training_scores'], 2)}, wall ratio "
-        f"{c['scanrl']['wall'] / c['baseline']['wall']:.2f}x" for k, c in enumerate(cells)])
+    return sidebyside.sittings_table(cells, "baseline", (
+        f"scanrl ppo_rnn --core trxl{network}", "transformerXL_PPO_JAX", "the baseline"))
 
 
 def main() -> None:
@@ -201,9 +150,7 @@ def main() -> None:
     if not args.table:
         if args.baseline is None or not (args.baseline / "trainer_PPO_trXL_pmap.py").is_file():
             raise SystemExit("--baseline must be an export of transformerXL_PPO_JAX (docstring)")
-        done = len(list(args.out.glob("sitting*.json"))) if args.out.is_dir() else 0
-        for k in range(done, args.sittings):
-            sitting(args, k)
+        sidebyside.run_sittings(args.out, args.sittings, lambda k: sitting(args, k))
     print(table(args.out))
 
 

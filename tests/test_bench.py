@@ -455,13 +455,48 @@ def test_each_peer_side_with_per_update_returns_is_scored_by_scanrls_estimator(m
     cells = 0
     for path in sorted((REPO / "benchmarks").glob("reference*/**/*.json")):
         cell = json.loads(path.read_text())
-        peer = cell.get("baseline") if isinstance(cell, dict) else None
+        peer = (cell.get("baseline") or cell.get("purejaxql")) if isinstance(cell, dict) else None
         curves = isinstance(peer, dict) and (peer.get("curves") or peer.get("per_update"))
         if not curves:
             continue
         cells += 1
         assert np.allclose(peer["training_scores"], [sidebyside.final_return(c) for c in curves]), path
-    assert cells >= 8  # the Craftax cells (GPU and CPU) and the Transformer-XL sittings
+    assert cells >= 10  # the Craftax cells (GPU and CPU), the Transformer-XL's and recurrent PQN's
+
+
+def test_sittings_alternate_their_sides_and_the_table_gives_median_walls_and_ratios(tmp_path,
+                                                                                  monkeypatch):
+    """benchmarks/sidebyside.py's sittings (trxl_ppo.py, pqn_rnn_craftax.py): sitting k runs the
+    sides in their order on even k and reversed on odd k, writes sitting{k+1}.json, and a cell
+    stopped between sittings goes on from the next; the table gives each side's median [min,
+    max] wall and the wall ratios' median [min, max], and says whether the scores repeat."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import sidebyside
+
+    ran, walls = [], iter([100.0, 400.0, 500.0, 120.0, 90.0, 300.0])
+
+    def side(name, rate):
+        def run():
+            ran.append(name)
+            return {"wall": next(walls), "env_steps": 1000, "run_steps_per_second": rate,
+                    "training_scores": [1.0, 2.0, 3.0]}
+        return run
+
+    sides = {"scanrl": side("scanrl", 40.0), "peer": side("peer", 20.0)}
+    sidebyside.run_sittings(tmp_path, 2, lambda k: sidebyside.write_sitting(
+        tmp_path, k, {"env": "E"}, sides))
+    sidebyside.run_sittings(tmp_path, 3, lambda k: sidebyside.write_sitting(
+        tmp_path, k, {"env": "E"}, sides))  # sittings 1-2 written: only the third runs
+    assert ran == ["scanrl", "peer", "peer", "scanrl", "scanrl", "peer"]
+    cells = [json.loads((tmp_path / f"sitting{k}.json").read_text()) for k in (1, 2, 3)]
+    assert [c["order"] for c in cells] == [["scanrl", "peer"], ["peer", "scanrl"],
+                                          ["scanrl", "peer"]]
+    table = sidebyside.sittings_table(cells, "peer", ("ours", "theirs", "the peer"))
+    # scanrl's walls 100, 120, 90 against 400, 500, 300: ratios 0.25, 0.24, 0.30
+    assert "| ours | 1,000 | " in table and "| 100 [90, 120] | 40 |" in table
+    assert "| 400 [300, 500] | 20 |" in table
+    assert "wall ratio scanrl / peer 0.25x [0.24, 0.30]" in table
+    assert "left out 0.50x [0.50, 0.50]" in table and "identical in every sitting" in table
 
 
 def test_a_wall_over_sittings_is_the_median_ratio_with_its_range_for_every_kind_of_cell(tmp_path,
