@@ -22,7 +22,8 @@ faster side's wall (its compile plus training seconds).
         --seeds 5 --sittings 1 --flags "--total-timesteps 200000 --eval-every 0" --out DIR
     python benchmarks/pqn_presets.py --table --out DIR
 
-`--flags` go to both sides (a shorter budget than a recipe's; `--eval-every 0` where evaluating
+Run again with a larger `--sittings` and the same `--out`, it keeps the finished sittings and
+adds the others. `--flags` go to both sides (a shorter budget than a recipe's; `--eval-every 0` where evaluating
 would cost more than training, as on Craftax, whose table then shows no evaluation).
 """
 
@@ -42,7 +43,14 @@ SIDES = ("pqn", "ppo")
 
 
 def run(algo: str, env: str, seed: int, seeds: int, out: Path, flags: str = "") -> Path:
-    """One side's run, as a user starts it (with `flags` added); returns its run folder."""
+    """One side's run, as a user starts it (with `flags` added); returns its run folder. A side
+    whose folder already holds a finished run is kept (a later call adds the sittings after the
+    last finished one); a folder holding an unfinished run is refused."""
+    if out.is_dir() and any(out.iterdir()):
+        (run_dir,) = out.iterdir()
+        if not (run_dir / "summary.json").is_file():
+            raise SystemExit(f"{run_dir} holds an unfinished run: remove it and start again")
+        return run_dir
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, str(ROOT / "algos" / f"{algo}.py"), "--env", env, "--seed", str(seed),
            "--num-seeds", str(seeds), "--out-dir", str(out), "--no-compile-cache",
@@ -118,6 +126,7 @@ def main() -> None:
     parser.add_argument("--flags", default="", help="flags added to both sides' commands")
     parser.add_argument("--table", action="store_true", help="print the table of --out's runs")
     args = parser.parse_args()
+    args.out = args.out.resolve()  # the runs start in the repository's root
     if not args.table:
         for n in range(1, args.sittings + 1):
             for a in SIDES if n % 2 else SIDES[::-1]:  # alternating which side goes first

@@ -499,6 +499,40 @@ def test_sittings_alternate_their_sides_and_the_table_gives_median_walls_and_rat
     assert "left out 0.50x [0.50, 0.50]" in table and "identical in every sitting" in table
 
 
+def test_presets_sittings_keep_finished_runs_and_refuse_an_unfinished_one(tmp_path, monkeypatch):
+    """benchmarks/pqn_presets.py run again with the same folder and more sittings starts only
+    the sides not yet run, in the sitting's order (PQN first in odd sittings), keeps finished
+    runs and stops at a run folder without summary.json."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pqn_presets",
+                                                  REPO / "benchmarks" / "pqn_presets.py")
+    presets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(presets)
+    started = []
+
+    def fake_run(cmd, **kwargs):  # a side's process: a run folder with its summary
+        algo, out = Path(cmd[1]).stem, Path(cmd[cmd.index("--out-dir") + 1])
+        started.append((out.parent.name, algo))
+        (out / f"{algo}__run").mkdir()
+        (out / f"{algo}__run" / "summary.json").write_text("{}")
+
+    monkeypatch.setattr(presets.subprocess, "run", fake_run)
+    monkeypatch.setattr(presets, "table", lambda out: None)
+    for sittings in (2, 3):
+        monkeypatch.setattr(sys, "argv", ["pqn_presets.py", "--sittings", str(sittings),
+                                          "--out", str(tmp_path)])
+        presets.main()
+    assert started == [("sitting1", "pqn"), ("sitting1", "ppo"), ("sitting2", "ppo"),
+                       ("sitting2", "pqn"), ("sitting3", "pqn"), ("sitting3", "ppo")]
+    (tmp_path / "sitting4" / "ppo" / "ppo__run").mkdir(parents=True)  # a run cut off
+    monkeypatch.setattr(sys, "argv", ["pqn_presets.py", "--sittings", "4", "--out",
+                                      str(tmp_path)])
+    with pytest.raises(SystemExit, match="holds an unfinished run"):
+        presets.main()
+    assert len(started) == 6  # sitting 4 starts with PPO, whose folder holds the cut-off run
+
+
 def test_a_wall_over_sittings_is_the_median_ratio_with_its_range_for_every_kind_of_cell(tmp_path,
                                                                                        monkeypatch):
     """benchmarks/wall_sittings.py reads the cells of navix_ppo.py, brax_trainers.py and
