@@ -23,8 +23,9 @@ faster side's wall (its compile plus training seconds).
     python benchmarks/pqn_presets.py --table --out DIR
 
 Run again with a larger `--sittings` and the same `--out`, it keeps the finished sittings and
-adds the others. `--flags` go to both sides (a shorter budget than a recipe's; `--eval-every 0` where evaluating
-would cost more than training, as on Craftax, whose table then shows no evaluation).
+adds the others. `--flags` go to both sides (a shorter budget than a recipe's; `--eval-every 0`
+where evaluating would cost more than training, as on Craftax, whose table then shows no
+evaluation).
 """
 
 from __future__ import annotations
@@ -46,17 +47,15 @@ def run(algo: str, env: str, seed: int, seeds: int, out: Path, flags: str = "") 
     """One side's run, as a user starts it (with `flags` added); returns its run folder. A side
     whose folder already holds a finished run is kept (a later call adds the sittings after the
     last finished one); a folder holding an unfinished run is refused."""
-    if out.is_dir() and any(out.iterdir()):
-        (run_dir,) = out.iterdir()
-        if not (run_dir / "summary.json").is_file():
-            raise SystemExit(f"{run_dir} holds an unfinished run: remove it and start again")
-        return run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(ROOT / "algos" / f"{algo}.py"), "--env", env, "--seed", str(seed),
-           "--num-seeds", str(seeds), "--out-dir", str(out), "--no-compile-cache",
-           *shlex.split(flags)]
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    if not (out.is_dir() and any(out.iterdir())):
+        out.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, str(ROOT / "algos" / f"{algo}.py"), "--env", env, "--seed",
+               str(seed), "--num-seeds", str(seeds), "--out-dir", str(out), "--no-compile-cache",
+               *shlex.split(flags)]
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     (run_dir,) = out.iterdir()
+    if not (run_dir / "summary.json").is_file():
+        raise SystemExit(f"{run_dir} holds an unfinished run: remove it and start again")
     return run_dir
 
 
