@@ -15,12 +15,17 @@ evaluation, files). `--plot` draws each task's mean training return against wall
     python benchmarks/cores.py --algo pqn_rnn --out DIR2 --plot
     python benchmarks/cores.py --task Craftax --out DIR3 --plot  # trxl_ppo.py's Craftax budget
     python benchmarks/cores.py --task MetaMaze --out DIR4  # recurrent PPO's defaults
+    python benchmarks/cores.py --task MetaMaze --flags=--normalize-obs --out DIR5
+
+`--flags` adds the same flags to every run (recorded in DIR's table.json as "flags"): MetaMaze's
+observation holds the step count unscaled (0 to 200), which `--normalize-obs` brings to unit scale.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -60,14 +65,14 @@ def tasks(algo: str, only: str | None = None) -> dict:
             and (algo == "ppo_rnn" or "Memory" in k)}
 
 
-def run(algo: str, task: str, core: str, seeds: int, out: Path) -> None:
+def run(algo: str, task: str, core: str, seeds: int, out: Path, flags: list[str]) -> None:
     """One core's run on one task, as a user starts it; skipped where it finished before."""
     where = folder(out, task, core)
     if list(where.glob("*/summary.json")):
         return
     where.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, str(ROOT / "algos" / f"{algo}.py"), *TASKS[task], "--core", core,
-           "--num-seeds", str(seeds), "--out-dir", str(where), "--no-compile-cache"]
+           *flags, "--num-seeds", str(seeds), "--out-dir", str(where), "--no-compile-cache"]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
@@ -85,20 +90,22 @@ def result(task: str, core: str, out: Path) -> dict:
             "compile": summary["compile_seconds"], "curve": curve}
 
 
-def table(algo: str, out: Path, plot: bool, only: str | None) -> None:
+def table(algo: str, out: Path, plot: bool, only: str | None, flags: list[str]) -> None:
     from scanrl.common.harness.stats import iqm_interval
 
     data = {task: {core: result(task, core, out) for core in CORES} for task in tasks(algo, only)}
     budget = "32,768" if any("Craftax" in task for task in data) \
         else "2e5" if algo == "ppo_rnn" else "1e5"
-    print(f"| task ({algo}, {budget} env steps per seed, 5 seeds) | core | final return IQM [95% CI] "
-          "| env steps/s | compile (s) | wall (s) |")
+    also = f", {' '.join(flags)}" if flags else ""
+    print(f"| task ({algo}{also}, {budget} env steps per seed, 5 seeds) | core "
+          "| final return IQM [95% CI] | env steps/s | compile (s) | wall (s) |")
     print("|---|---|---:|---:|---:|---:|")
     for task, cores in data.items():
         for core, r in cores.items():
             print(f"| {task} | {core} | {iqm_interval(r['final'])} | "
                   f"{r['steps_per_second']:,.0f} | {r['compile']:.0f} | {r['wall']:.0f} |")
-    (out / "table.json").write_text(json.dumps(data, indent=1) + "\n")
+    (out / "table.json").write_text(json.dumps({**data, **({"flags": flags} if flags else {})},
+                                               indent=1) + "\n")
     if plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -125,12 +132,15 @@ def main() -> None:
     parser.add_argument("--plot", action="store_true", help="and draw the equal-wall plot")
     parser.add_argument("--task", help="only the task whose name starts with this (Craftax and "
                         "MetaMaze: run only when named)")
+    parser.add_argument("--flags", default="", help="flags added to every run, e.g. "
+                        "--flags=--normalize-obs (give the same with --table)")
     args = parser.parse_args()
+    flags = shlex.split(args.flags)
     if not args.table:
         for task in tasks(args.algo, args.task):
             for core in CORES:
-                run(args.algo, task, core, args.seeds, args.out)
-    table(args.algo, args.out, args.plot, args.task)
+                run(args.algo, task, core, args.seeds, args.out, flags)
+    table(args.algo, args.out, args.plot, args.task, flags)
 
 
 if __name__ == "__main__":

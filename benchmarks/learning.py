@@ -35,6 +35,7 @@ devices.use_cpu_cores()  # one CPU device per core, as the command line has
 
 MASKED = dict(hide_obs=(1, 3))  # CartPole without its velocities
 MEMORY_20 = dict(env_params={"memory_length": 20}, total_timesteps=200_000)
+METAMAZE = dict(normalize_obs=True, eval_every=0)
 
 # name: (module, env, overrides, minimum mean, minimum of every seed or None[, maximum mean]);
 # a maximum: feed-forward PPO must stay at chance where memory is needed. `score: "greedy"`: the
@@ -64,6 +65,10 @@ CHECKS = {
     "ppo_rnn_trxl_sinusoidal_memory_chain_20": (
         ppo_rnn, "MemoryChain-bsuite",
         dict(MEMORY_20, total_timesteps=32_768, core="trxl", trxl_positions="sinusoidal"), 0.75, None),
+    # test_ppo_rnn: MetaMaze with --normalize-obs (its observation holds the step count, 0-200),
+    # recurrent PPO's defaults; feed-forward PPO with the same budget stays far below
+    "ppo_rnn_metamaze": (ppo_rnn, "MetaMaze-misc", METAMAZE, 25.0, None),
+    "ppo_metamaze": (ppo, "MetaMaze-misc", dict(METAMAZE, total_timesteps=200_000), -1e9, None, 20.0),
     # test_jaxmarl: IPPO and PQN-VDN at JaxMARL's recipes (cpu form), greedy, 64 games a seed
     "ippo_spread": (ppo, "jaxmarl/MPE_simple_spread_v3",
                     dict(recipe="cpu", total_timesteps=600_000, eval_episodes=64, score="greedy"),
