@@ -128,7 +128,8 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     stop after the same chunk, process 0 prints and writes every file; resumed as a pair,
     the run ends as one process with two devices does. (The same pair without the signal
     was a test of its own; this one checks all it did, and shares its compiled programs.)"""
-    args = ["--total-timesteps", str(128 * 150), "--num-steps", "32", "--eval-every", "25", "--log-every", "1",
+    updates = 32  # the signal's moment is fixed by `held` below, not by the run's length
+    args = ["--total-timesteps", str(128 * updates), "--num-steps", "32", "--eval-every", "8", "--log-every", "1",
             "--checkpoint-every", "2", "--num-seeds", "2", "--data-parallel", "1"]
     port = free_port()
     # Process 1 waits at its first checkpoint for the signal (conftest.held), and process 0 in
@@ -149,7 +150,7 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     assert [p.returncode for p in procs] == [130, 130], [o[1][-2000:] for o in outputs]
     (run_dir,) = (tmp_path / "p0").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["stopped_by"] == "interrupt" and summary["updates"] < 150 and not (tmp_path / "p1").exists()
+    assert summary["stopped_by"] == "interrupt" and summary["updates"] < updates and not (tmp_path / "p1").exists()
     assert "update" in outputs[0][0] and "update" not in outputs[1][0]  # only process 0 prints
 
     results = run_two_processes(tmp_path / "again", ["--resume", str(run_dir)])
@@ -158,7 +159,7 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     single_dir = run_one_process(tmp_path / "single", args)
     multi, single = np.load(run_dir / "metrics.npz"), np.load(single_dir / "metrics.npz")
     for k in ("policy_loss", "value_loss", "entropy", "episode_return", "eval_return"):
-        assert multi[k].shape == (2, 150)
+        assert multi[k].shape == (2, updates)
         np.testing.assert_allclose(multi[k], single[k], rtol=1e-5, atol=1e-6, err_msg=k)
     assert not np.allclose(multi["policy_loss"][0], multi["policy_loss"][1])  # two distinct seeds
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -166,4 +167,4 @@ def test_a_signal_to_one_process_stops_both_and_the_pair_resumes(tmp_path):
     assert "2 seed shard(s) x 1 seed(s), each seed's environments split over 1" in summary["layout"]
     assert not (tmp_path / "again" / "p1").exists()
     progress = [json.loads(l)["update"] for l in (run_dir / "progress.jsonl").read_text().splitlines()]
-    assert progress == list(range(1, 151))
+    assert progress == list(range(1, updates + 1))
