@@ -17,8 +17,9 @@ evaluation, files). `--plot` draws each task's mean training return against wall
     python benchmarks/cores.py --task MetaMaze --out DIR4  # recurrent PPO's defaults
     python benchmarks/cores.py --task MetaMaze --flags=--normalize-obs --out DIR5
 
-`--flags` adds the same flags to every run (recorded in DIR's table.json as "flags"): MetaMaze's
-observation holds the step count unscaled (0 to 200), which `--normalize-obs` brings to unit scale.
+`--flags` adds the same flags to every run (recorded in DIR's table.json as "flags", which a later
+call on DIR reads when it gives none, and refuses other flags): MetaMaze's observation holds the
+step count unscaled (0 to 200), which `--normalize-obs` brings to unit scale.
 """
 
 from __future__ import annotations
@@ -132,10 +133,15 @@ def main() -> None:
     parser.add_argument("--plot", action="store_true", help="and draw the equal-wall plot")
     parser.add_argument("--task", help="only the task whose name starts with this (Craftax and "
                         "MetaMaze: run only when named)")
-    parser.add_argument("--flags", default="", help="flags added to every run, e.g. "
-                        "--flags=--normalize-obs (give the same with --table)")
+    parser.add_argument("--flags", help="flags added to every run, e.g. --flags=--normalize-obs "
+                        "(default: those --out's table.json records, else none)")
     args = parser.parse_args()
-    flags = shlex.split(args.flags)
+    recorded = args.out / "table.json"
+    recorded = json.loads(recorded.read_text()).get("flags", []) if recorded.exists() else None
+    flags = shlex.split(args.flags) if args.flags is not None else recorded or []
+    if recorded is not None and flags != recorded:
+        parser.error(f"--flags={args.flags!r} differs from the flags {args.out}'s runs were made "
+                     f"with ({shlex.join(recorded) or 'none'}): give those, or another --out.")
     if not args.table:
         for task in tasks(args.algo, args.task):
             for core in CORES:
