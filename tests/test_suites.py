@@ -242,8 +242,9 @@ def test_ppo_learns_brax_inverted_pendulum(tmp_path):
     it scores 1000. The threshold, 500, is half the maximum: far above chance, below what
     the run reached (1000, sampled and deterministic; the continuous preset it replaced
     reached 1000 by 164k steps). Evaluated once, after the last update (training does not
-    depend on when evaluations run: they draw from their own keys)."""
-    summary = ppo.main(["--env", BRAX_ID, "--total-timesteps", "200000", "--eval-every", "1000", "--log-every", "16",
+    depend on when evaluations run: they draw from their own keys). --log-every 13 divides the 39
+    updates: a run's last, shorter chunk computes a whole chunk and keeps only its part."""
+    summary = ppo.main(["--env", BRAX_ID, "--total-timesteps", "200000", "--eval-every", "1000", "--log-every", "13",
                         "--out-dir", str(tmp_path)])
     assert summary["eval_return_deterministic_mean"] >= 500, summary
 
@@ -642,12 +643,15 @@ def test_ppo_learns_snake_and_craftax(tmp_path, name):
     episodes, std 1.3; benchmarks/HISTORY.md, 2026-11-25, 04:10-05:56). Threshold: at least
     3.2, twice chance. Over 10 seeds at 2e5 steps every seed reached 3.65 to 3.92
     (benchmarks/RESULTS.md, section 5); at 1.5e5 the lowest was 3.22, at the threshold, so
-    not 1.5e5."""
+    not 1.5e5.
+
+    One chunk (`--log-every 0`): chunks of 20 updates would compute 60 for Craftax's 48 (a run's
+    last, shorter chunk computes a whole chunk and keeps only its part); the result is the same."""
     env_id, width, steps, threshold = SHORT_RUNS[name]
     suite(name, name)
     summary = ppo.main(["--env", env_id, "--recipe", "none", "--num-envs", "64", "--num-steps", "64", "--learning-rate", "1e-3",
                         "--activation", "relu", "--actor-hidden", width, width, "--critic-hidden", width, width,
-                        "--total-timesteps", steps, "--eval-every", "0", "--log-every", "20",
+                        "--total-timesteps", steps, "--eval-every", "0", "--log-every", "0",
                         "--out-dir", str(tmp_path)])
     assert summary["final_return_mean"] >= threshold, summary
 

@@ -60,7 +60,9 @@ class RunConfig:
     0.7."""
     log_every: int = 10
     """progress line, progress.jsonl record and wandb log every this many updates: the run
-    advances in chunks of this many updates (0: one chunk, no progress lines)."""
+    advances in chunks of this many updates (0: one chunk, no progress lines). A last, shorter
+    chunk computes a whole chunk's updates and keeps its part: a divisor of the run's updates
+    wastes none."""
     checkpoint_every: int = 100
     """save the whole training state to RUN_DIR/checkpoints every this many updates (at the first
     chunk boundary past each multiple; the last 3 are kept), and always at the end (0: only at the
