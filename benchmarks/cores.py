@@ -136,8 +136,8 @@ def main() -> None:
     parser.add_argument("--flags", help="flags added to every run, e.g. --flags=--normalize-obs "
                         "(default: those --out's table.json records, else none)")
     args = parser.parse_args()
-    recorded = args.out / "table.json"
-    recorded = json.loads(recorded.read_text()).get("flags", []) if recorded.exists() else None
+    table_file = args.out / "table.json"  # None: no runs recorded yet, any flags go
+    recorded = json.loads(table_file.read_text()).get("flags", []) if table_file.exists() else None
     flags = shlex.split(args.flags) if args.flags is not None else recorded or []
     if recorded is not None and flags != recorded:
         parser.error(f"--flags={args.flags!r} differs from the flags {args.out}'s runs were made "
