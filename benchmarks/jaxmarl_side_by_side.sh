@@ -51,12 +51,13 @@ case "$CELL" in
         PEER=(--script IPPO/ippo_ff_mpe.py --config IPPO/config/ippo_ff_mpe.yaml) ;;
     pqn_vdn_mpe)
         SCANRL=(algos/pqn.py --env jaxmarl/MPE_simple_spread_v3 --vdn --recipe published
-                --env-options agent_id 1); PER_UPDATE=$((256 * 16))
+                --env-options agent_id 1 world_state 0); PER_UPDATE=$((256 * 16))
         PEER=(--script QLearning/pqn_vdn_ff.py --config QLearning/config/alg/pqn_vdn_ff_mpe.yaml) ;;
     ippo_overcooked)
         LAYOUT=${LAYOUT:-cramped_room}; HORIZON=$(( STEPS / 2 ))
         SCANRL=(algos/ppo.py --env "jaxmarl/overcooked_$LAYOUT"
-                --env-options shaping_anneal $(( HORIZON / 16 ))); PER_UPDATE=$((16 * 128))
+                --env-options shaping_anneal $(( HORIZON / 16 )) world_state 0)
+        PER_UPDATE=$((16 * 128))
         PEER=(--script IPPO/ippo_ff_overcooked.py --config IPPO/config/ippo_ff_overcooked.yaml
               --layout "$LAYOUT" --shaping-horizon "$HORIZON") ;;
     ippo_smax|mappo_smax)

@@ -170,8 +170,9 @@ def check_critic_obs(critic_obs: str, env_id: str, vec_env: Any) -> None:
     (`vec_env.policy_obs_dim` is all of it)."""
     if critic_obs == "privileged_state" and vec_env.policy_obs_dim == vec_env.obs_dim:
         raise ValueError(f"--critic-obs privileged_state: --env {env_id} observes no "
-                         "privileged_state (Playground's locomotion tasks and JaxMARL's "
-                         "multi-agent envs do); leave --critic-obs at state.")
+                         "privileged_state (Playground's locomotion tasks do, and JaxMARL's "
+                         "envs but with world_state 0 in --env-options, as the IPPO and PQN "
+                         "recipes set it); leave --critic-obs at state.")
 
 
 def updates_for(config: Any, per_update: int) -> int:

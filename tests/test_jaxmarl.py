@@ -3,6 +3,7 @@ adapter against JaxMARL's own step, time limits as truncations that bootstrap, m
 centralised critic's inputs, VDN's target, and a one-agent team that trains bit for bit as the
 single-agent env. Skipped with the reason where the suite is not installed."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from scanrl.algos import ppo, pqn
+from scanrl.algos import ppo, ppo_rnn, pqn
 from scanrl.common import envs, suites
 from scanrl.common.onpolicy import gae
 
@@ -192,7 +193,6 @@ def test_the_recurrent_centralised_critic_reads_the_world_state_and_the_policy_n
     GRUs, a changed world state changes V and never the policy; a changed own observation
     changes the policy and never V. Its replay reproduces the rollout's log-probabilities (one
     epoch of one minibatch: the ratio is 1 to the rounding of a log-probability)."""
-    from scanrl.algos import ppo_rnn
     from scanrl.common.harness import devices
 
     config = ppo_rnn.default_config(SPREAD, critic_obs="privileged_state", recipe="none",
@@ -226,6 +226,50 @@ def test_the_recurrent_centralised_critic_reads_the_world_state_and_the_policy_n
     assert (metrics["max_abs_log_ratio"] <= bound).all(), metrics["max_abs_log_ratio"]
     with pytest.raises(ValueError, match=r"^--critic-obs privileged_state: --env CartPole-v1 "):
         ppo_rnn.make_algorithm(ppo_rnn.default_config(critic_obs="privileged_state"))
+
+
+@pytest.mark.slow
+def test_without_the_world_state_the_rows_are_the_policy_part_and_ippo_trains_the_same(jaxmarl):
+    """world_state 0 (the IPPO and PQN recipes' option): each row is the policy's part of the
+    full row and nothing else, step by step; IPPO (ppo.py, the critic on the policy's part)
+    trains on it to the same parameters and metrics, bit for bit; a centralised critic is
+    refused in one sentence naming the option. Overcooked's and MPE's recipes set it, SMAX's
+    (MAPPO's) does not."""
+    from scanrl.common.harness.runconfig import compose
+
+    full, params = suites.make(SPREAD, {"agent_id": "1"})
+    rows, _ = suites.make(SPREAD, {"agent_id": "1", "world_state": "0"})
+    own = full.policy_obs_size
+    assert rows.policy_obs_size == rows.obs_dim == own == 18 + 3 < full.obs_dim
+    key = jax.random.key(0)
+    (obs_f, state_f), (obs_r, state_r) = full.reset(key, params), rows.reset(key, params)
+    step_f, step_r = jax.jit(full.step), jax.jit(rows.step)
+    # equal up to float rounding: XLA may fuse an observation's arithmetic otherwise when the
+    # step no longer builds the world state beside it
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # noqa: E731
+    for t in range(27):  # past the time limit: a reset's rows too
+        close(obs_r, obs_f[:, :own])
+        action = jax.random.randint(jax.random.key(t), (3,), 0, 5)
+        obs_f, state_f, *out_f = step_f(jax.random.fold_in(key, t), state_f, action, params)
+        obs_r, state_r, *out_r = step_r(jax.random.fold_in(key, t), state_r, action, params)
+        close(out_r[-1].pop("final_observation"), out_f[-1].pop("final_observation")[:, :own])
+        for a, b in zip(jax.tree.leaves(out_r), jax.tree.leaves(out_f)):
+            close(a, b)
+
+    config = ppo.default_config(SPREAD, total_timesteps=4 * 16 * 3, num_envs=4, num_steps=16,
+                                num_minibatches=2, actor_hidden=(16,), critic_hidden=(16,))
+    keys = jax.random.split(jax.random.key(1), 2)
+    got = ppo.make_train(config, rows, params, num_devices=1)(keys)
+    want = ppo.make_train(config, full, params, num_devices=1)(keys)
+    for a, b in zip(jax.tree.leaves((got["policy"]["params"], got["metrics"])),
+                    jax.tree.leaves((want["policy"]["params"], want["metrics"]))):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"^--critic-obs privileged_state: --env .* world_state 0"):
+        ppo.make_algorithm(dataclasses.replace(config, critic_obs="privileged_state"), rows, params)
+
+    assert ("world_state", "0") in zip(*[iter(compose(
+        ppo, "jaxmarl/overcooked_cramped_room", recipe="cpu").run.env_options)] * 2)
+    assert "world_state" not in compose(ppo_rnn, "jaxmarl/SMAX_2s3z", recipe="cpu").run.env_options
 
 
 @pytest.mark.slow

@@ -14,7 +14,9 @@ id | the world state | its id], the ids one-hot with the option agent_id 1, else
 policy reads the first two parts (`policy_obs_size`); a critic reading the other two (ppo.py's
 --critic-obs privileged_state) is MAPPO's centralised critic. The world state is SMAX's own
 `world_state`, elsewhere every agent's observation concatenated (as JaxMARL's MAPPO baselines
-build it).
+build it). With the option world_state 0 a row is the first two parts alone: where nothing
+reads the world state (IPPO, PQN: the recipes of ppo.py and pqn.py set it) no step builds,
+stores or copies it, which on Overcooked's image observations is most of a row.
 
 Ends: JaxMARL's `step_env` runs without its auto-reset, which would lose the observation an
 episode ended in; gymnax's `step` resets and keeps it as `final_observation`. An episode ends
@@ -47,7 +49,8 @@ from gymnax.environments import environment, spaces
 
 from scanrl.common.suites.recipes import Recipe
 
-OPTIONS = {"agent_id": ("0", "1"), "time_limit_as_termination": ("0", "1"), "shaping": ("0", "1"),
+OPTIONS = {"agent_id": ("0", "1"), "world_state": ("0", "1"),
+           "time_limit_as_termination": ("0", "1"), "shaping": ("0", "1"),
            "shaping_anneal": "a whole number of steps, 0 or more"}
 ACTIONS = "discrete"
 # MPE tasks whose actions are discrete by default (the facmac variants are continuous)
@@ -61,16 +64,19 @@ IPPO_FF = dict(num_envs=16, num_steps=128, num_epochs=4, num_minibatches=4, lear
                anneal_lr=True, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01,
                vf_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5, activation="tanh",
                actor_hidden=(64, 64), critic_hidden=(64, 64))
+# Independent learners' recipes (IPPO's, PQN's) leave the world state out of the rows
+# (world_state 0): nothing of theirs reads it. MAPPO on them: --env-options world_state 1.
 # (algorithm, fnmatch pattern of env names) -> JaxMARL's own baseline settings, name by name
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("ppo", "MPE_*"): Recipe(JAXMARL + "IPPO/config/ippo_ff_mpe.yaml", "fields",
-                             dict(IPPO_FF, total_timesteps=10_000_000), {}),
+                             dict(IPPO_FF, total_timesteps=10_000_000),
+                             dict(env_options=("world_state", "0"))),
     # 5e6 steps, its shaped reward annealed from 1 to 0 over REW_SHAPING_HORIZON 2.5e6 steps of
     # its 16 environments: 156,250 each
     ("ppo", "overcooked_*"): Recipe(
         JAXMARL + "IPPO/config/ippo_ff_overcooked.yaml", "fields",
         dict(IPPO_FF, total_timesteps=5_000_000),
-        dict(env_options=("shaping_anneal", "156250"))),
+        dict(env_options=("shaping_anneal", "156250", "world_state", "0"))),
     # IPPO/config/ippo_rnn_smax.yaml: recurrent IPPO, 128 envs x 128 steps, a 128-unit relu
     # encoder, GRU and head, one GRU for both heads; MAPPO (--critic-obs privileged_state) is
     # MAPPO/config/mappo_homogenous_rnn_smax.yaml with lr 2e-3, clip 0.2 and no entropy bonus
@@ -89,7 +95,7 @@ RECIPES: dict[tuple[str, str], Recipe] = {
              max_grad_norm=1.0, gamma=0.9, q_lambda=0.3, epsilon_start=1.0, epsilon_end=0.1,
              epsilon_fraction=0.1, reward_scale=1.0, hidden=(256, 256)),
         # its CTRolloutManager adds each agent's one-hot id to the agent's observation
-        dict(env_options=("agent_id", "1"))),
+        dict(env_options=("agent_id", "1", "world_state", "0"))),
 }
 
 
@@ -155,6 +161,7 @@ class MultiAgentEnv(environment.Environment):
         anneal = _steps((options or {}).get("shaping_anneal", "0"))
         options = _flags({k: v for k, v in (options or {}).items() if k != "shaping_anneal"})
         self.agent_id = options.get("agent_id", False)
+        self.world_state = options.get("world_state", True)
         self.limit_terminates = options.get("time_limit_as_termination", False)
         self.family, self.jaxmarl_name = _family(name)
         shaping = options.get("shaping", anneal > 0)
@@ -191,7 +198,8 @@ class MultiAgentEnv(environment.Environment):
         world = jax.eval_shape(lambda key: self._world_state(*self.env.reset(key)),
                                jax.random.key(0))
         self.policy_obs_size = self.own_dim  # the policy reads its own part, a critic all
-        self.obs_dim = 2 * self.own_dim - max(self.obs_dims) + world.shape[-1]
+        self.obs_dim = (2 * self.own_dim - max(self.obs_dims) + world.shape[-1]
+                        if self.world_state else self.own_dim)
 
     # --- observations, masks and ends, JaxMARL's dicts to rows [M, ...] ------------------------
     def _world_state(self, obs: dict, state: Any) -> jax.Array:
@@ -205,9 +213,11 @@ class MultiAgentEnv(environment.Environment):
         width = max(self.obs_dims)
         own = jnp.stack([jnp.pad(obs[a].reshape(-1).astype(jnp.float32), (0, width - d))
                          for a, d in zip(self.agents, self.obs_dims)])
+        ids = [jnp.eye(self.num_agents)] if self.agent_id else []
+        if not self.world_state:
+            return jnp.concatenate([own, *ids], axis=-1)
         world = self._world_state(obs, state)
         world = jnp.broadcast_to(world, (self.num_agents,) + world.shape)
-        ids = [jnp.eye(self.num_agents)] if self.agent_id else []
         return jnp.concatenate([own, *ids, world, *ids], axis=-1)
 
     def _mask(self, inner: Any) -> jax.Array:
