@@ -51,7 +51,7 @@ CHECKS = {
     "sac_pendulum": (sac, "Pendulum-v1", dict(total_timesteps=10_000), -200, -300),  # test_sac
     "td3_pendulum": (td3, "Pendulum-v1", dict(total_timesteps=15_000), -200, -250),  # test_td3
     "td3_brax_inverted_pendulum": (td3, "brax/inverted_pendulum",  # test_td3
-                                   dict(recipe="none", total_timesteps=40_000, eval_every=0), 800, 500),
+                                   dict(recipe="none", total_timesteps=30_000, eval_every=0), 800, 500),
     "pqn_cartpole": (pqn, "CartPole-v1", dict(total_timesteps=200_000, score="greedy"), 475, None),  # test_pqn
     "ppo_rnn_masked_cartpole": (ppo_rnn, "CartPole-v1", MASKED, 400, None),  # test_ppo_rnn
     "ppo_masked_cartpole": (ppo, "CartPole-v1", dict(MASKED, total_timesteps=200_000), -1e9, None, 100),

@@ -223,16 +223,17 @@ def test_learns_pendulum_in_15k_steps(tmp_path):
 
 
 @pytest.mark.slow
-def test_learns_brax_inverted_pendulum_in_40k_steps(tmp_path):
+def test_learns_brax_inverted_pendulum_in_30k_steps(tmp_path):
     """`brax/inverted_pendulum` (1,000 steps of reward 1 unless the pole falls), the file's own
-    defaults (`--recipe none`: the task's recipe is FastTD3's, a GPU's), seeds 0-3, 4e4 env
-    steps each. Over 10 seeds (benchmarks/RESULTS.md) every final
-    return was 1,000 (at 2e4 steps only 3 of 10 were): the mean of 4 must reach 800 and every
-    seed 500. No evaluation: the test reads the training returns, and Brax's 1000-step
-    evaluation loop would double the compile."""
+    defaults (`--recipe none`: the task's recipe is FastTD3's, a GPU's), seeds 0-3, 3e4 env
+    steps each. Over 10 seeds (benchmarks/RESULTS.md section 3) 8 final returns were 1,000 and
+    the others 692 and 797, so any 4 average at least 872 (at 2.5e4 steps two seeds ended at 160
+    and 96; at 4e4 all 10 reached 1,000): the mean of 4 must reach 800 and every seed 500. No
+    evaluation: the test reads the training returns, and Brax's 1000-step evaluation loop would
+    double the compile."""
     pytest.importorskip("brax.envs", reason='the brax suite is not installed: pip install -e ".[envs]"')
-    summary = td3.main(["--env", "brax/inverted_pendulum", "--recipe", "none", "--total-timesteps", "40000",
+    summary = td3.main(["--env", "brax/inverted_pendulum", "--recipe", "none", "--total-timesteps", "30000",
                         "--num-seeds", "4", "--eval-every", "0", "--log-every", "0", "--out-dir", str(tmp_path)])
-    assert summary["total_timesteps"] == 40_000
+    assert summary["total_timesteps"] == 30_000
     assert summary["final_return_mean"] >= 800, summary["final_return_per_seed"]
     assert min(summary["final_return_per_seed"]) >= 500, summary["final_return_per_seed"]
