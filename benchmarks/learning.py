@@ -74,7 +74,7 @@ CHECKS = {
                     dict(recipe="cpu", total_timesteps=600_000, eval_episodes=64, score="greedy"),
                     -25.0, None),
     "pqn_vdn_spread": (pqn, "jaxmarl/MPE_simple_spread_v3",
-                       dict(recipe="cpu", total_timesteps=100_000, eval_episodes=64, score="greedy"),
+                       dict(recipe="cpu", total_timesteps=80_000, eval_episodes=64, score="greedy"),
                        -22.0, None),
 }
 
