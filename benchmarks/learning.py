@@ -71,7 +71,7 @@ CHECKS = {
     "ppo_metamaze": (ppo, "MetaMaze-misc", dict(METAMAZE, total_timesteps=200_000), -1e9, None, 20.0),
     # test_jaxmarl: IPPO and PQN-VDN at JaxMARL's recipes (cpu form), greedy, 64 games a seed
     "ippo_spread": (ppo, "jaxmarl/MPE_simple_spread_v3",
-                    dict(recipe="cpu", total_timesteps=600_000, eval_episodes=64, score="greedy"),
+                    dict(recipe="cpu", total_timesteps=500_000, eval_episodes=64, score="greedy"),
                     -25.0, None),
     "pqn_vdn_spread": (pqn, "jaxmarl/MPE_simple_spread_v3",
                        dict(recipe="cpu", total_timesteps=80_000, eval_episodes=64, score="greedy"),
