@@ -42,7 +42,8 @@ def scanrl_side():
     cores.use_cpu_cores()
     from scanrl.algos import pqn
 
-    env, env_params = suites.make("jaxmarl/" + SPREAD, {"agent_id": "1"})
+    # the recipe's env options: ids in the rows, no world state
+    env, env_params = suites.make("jaxmarl/" + SPREAD, {"agent_id": "1", "world_state": "0"})
 
     def per_update(epochs, options, n=8):
         config = pqn.default_config("jaxmarl/" + SPREAD, recipe="published",
