@@ -195,11 +195,11 @@ class MultiAgentEnv(environment.Environment):
         self.action_counts = [int(self.env.action_space(a).n) for a in self.agents]
         self.max_actions = max(self.action_counts)
         self.own_dim = max(self.obs_dims) + (self.num_agents if self.agent_id else 0)
-        world = jax.eval_shape(lambda key: self._world_state(*self.env.reset(key)),
-                               jax.random.key(0))
-        self.policy_obs_size = self.own_dim  # the policy reads its own part, a critic all
-        self.obs_dim = (2 * self.own_dim - max(self.obs_dims) + world.shape[-1]
-                        if self.world_state else self.own_dim)
+        self.policy_obs_size = self.obs_dim = self.own_dim  # the policy reads its own part
+        if self.world_state:  # and a centralised critic the rest: [world state | id]
+            world = jax.eval_shape(lambda key: self._world_state(*self.env.reset(key)),
+                                   jax.random.key(0))
+            self.obs_dim += world.shape[-1] + self.own_dim - max(self.obs_dims)
 
     # --- observations, masks and ends, JaxMARL's dicts to rows [M, ...] ------------------------
     def _world_state(self, obs: dict, state: Any) -> jax.Array:
