@@ -113,6 +113,8 @@ ROWS = {
     31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6"),
     33: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_2e5/sitting2.json", "purejaxql",
                              "training_scores"),
+    34: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_393k/sitting1.json", "purejaxql",
+                             "training_scores"),
 }
 
 
