@@ -212,9 +212,12 @@ def q_values(params: dict, obs: jax.Array, activation: str) -> jax.Array:
     dense -> layer norm (where it has one) -> activation."""
     act = ACTIVATIONS[activation]
     x = cnn_apply(params["torso"], obs, activation, layer_norm) if "torso" in params else obs
+    # rows [R, F] for the layers (a rollout's [T, N, F], VDN's teams [B, M, F]): XLA's CPU
+    # matmuls, the gradient's above all, run faster on one batch axis than on two
+    lead, x = x.shape[:-1], x.reshape(-1, x.shape[-1])
     for layer in params["q"][:-1]:
         x = act(layer_norm(layer, x @ layer["w"] + layer["b"]))
-    return x @ params["q"][-1]["w"] + params["q"][-1]["b"]
+    return (x @ params["q"][-1]["w"] + params["q"][-1]["b"]).reshape(lead + (-1,))
 
 
 def exploration_epsilon(config: Config, update_index: jax.Array) -> jax.Array:
