@@ -107,7 +107,7 @@ ROWS = {
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
     27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_26_rewards"),
     # row 28 re-run on 2026-12-04 after pqn.py's Q-network stopped reading the world state
-    28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_own_obs"),
+    28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_rows"),
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
     30: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_8_seeds"),
     31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6"),
