@@ -106,11 +106,12 @@ ROWS = {
     25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
     27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_26_rewards"),
-    # row 28 re-run on 2026-12-04 after pqn.py's Q-network stopped reading the world state
+    # row 28 re-run on 2026-12-06 after pqn.py's Q-network read a team's agents as rows
     28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_rows"),
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
     30: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_8_seeds"),
-    31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6"),
+    # row 31 re-run on 2026-12-05 with the recipe's rows without the world state
+    31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6_own_obs"),
     33: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_2e5/sitting2.json", "purejaxql",
                              "training_scores"),
     34: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_393k/sitting1.json", "purejaxql",
