@@ -60,8 +60,9 @@ def test_mpe_steps_equal_jaxmarl_itself_and_its_time_limit_is_truncated(jaxmarl)
 
     ended, _ = suites.make(SPREAD, {"time_limit_as_termination": "1"})
     _, state = ended.reset(key, params)
+    ended_step = jax.jit(ended.step)  # one program for the 26 steps
     for t in range(26):
-        _, state, _, terminated, truncated, _ = jax.jit(ended.step)(
+        _, state, _, terminated, truncated, _ = ended_step(
             jax.random.fold_in(key, t), state, jnp.zeros(3, jnp.int32), params)
     assert terminated.all() and not truncated.any()
 
@@ -77,10 +78,10 @@ def test_an_mpe_time_limit_bootstraps_where_jaxmarls_baseline_does_not(jaxmarl):
     w = jax.random.normal(jax.random.key(1), (vec_env.obs_dim,))
     v = lambda obs: obs @ w  # noqa: E731  a fixed value function [..., obs] -> [...]
     obs, state = vec_env.reset(jax.random.key(2))
-    rows = []
+    rows, step = [], jax.jit(vec_env.step)
     for t in range(30):
         action = jax.random.randint(jax.random.key(10 + t), (6,), 0, 5)
-        next_obs, state, info = vec_env.step(jax.random.key(100 + t), state, action)
+        next_obs, state, info = step(jax.random.key(100 + t), state, action)
         rows.append((obs, info))
         obs = next_obs
     values = jnp.stack([v(o) for o, _ in rows])
