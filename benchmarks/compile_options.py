@@ -31,6 +31,17 @@ CASES = {  # name: (script, flags)
         "--env", "xminigrid/MiniGrid-DoorKey-5x5", "--num-seeds", "1", "--total-timesteps", "262144"]),
     "ppo jumanji Snake 5 seeds, 204,800 steps": ("algos/ppo.py", ["--env", "jumanji/Snake-v1", "--num-seeds", "5",
                                                                    "--total-timesteps", "204800"]),
+    # the multi-agent cells of RESULTS rows 27, 28, 31 and 32 at their recipes, shorter budgets
+    "ippo jaxmarl MPE spread 5 seeds, 5e5 steps": ("algos/ppo.py", [
+        "--env", "jaxmarl/MPE_simple_spread_v3", "--num-seeds", "5", "--total-timesteps", "500000"]),
+    "pqn-vdn jaxmarl MPE spread 5 seeds, 2e5 steps": ("algos/pqn.py", [
+        "--env", "jaxmarl/MPE_simple_spread_v3", "--vdn", "--num-seeds", "5",
+        "--total-timesteps", "200000"]),
+    "ippo jaxmarl overcooked cramped_room 5 seeds, 2.5e5 steps": ("algos/ppo.py", [
+        "--env", "jaxmarl/overcooked_cramped_room", "--num-seeds", "5", "--total-timesteps", "250000"]),
+    "mappo jaxmarl SMAX 2s3z 5 seeds, 2e4 steps": ("algos/ppo_rnn.py", [
+        "--env", "jaxmarl/SMAX_2s3z", "--critic-obs", "privileged_state", "--num-seeds", "5",
+        "--total-timesteps", "20480"]),
 }
 
 # Run the algorithm file as __main__; for "default", XLA's defaults are forced before the harness
