@@ -105,7 +105,8 @@ ROWS = {
                     f"{REF}/pqn/freeway_2e6/purejaxql_Freeway.json"),
     25: lambda: side_by_side(f"{REF}/navix_ppo/purejaxrl_2026-12-04/run1/ppo__navix-Navix-DoorKey-5x5-v0.json", "purejaxrl"),
     26: lambda: side_by_side(f"{REF}/purejaxrl_ppo/run1/ppo__jumanji-Snake-v1.json", "purejaxrl"),
-    27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_26_rewards"),
+    # row 27 re-run on 2026-12-06 with the recipe's rows without the world state
+    27: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_own_obs"),
     # row 28 re-run on 2026-12-06 after pqn.py's Q-network read a team's agents as rows
     28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_rows"),
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
