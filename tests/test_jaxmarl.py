@@ -383,12 +383,20 @@ def test_overcookeds_shaped_reward_anneals_per_environment_and_evaluations_score
         jaxmarl):
     """shaping_anneal N: the reward is JaxMARL's task reward plus its shaped reward weighed
     1 - steps / N (0 from N on), steps counted over every episode of the environment; each
-    episode's unshaped return is its `task_return`; an evaluation weighs the shaping 0."""
+    episode's unshaped return is its `task_return`; an evaluation weighs the shaping 0. The
+    rows are JaxMARL's own uint8 observations as floats: its step's as `final_observation`,
+    and as the next observation its step's, or its reset's where the time limit ended the
+    episode (the adapter chooses between them before making rows)."""
     from types import SimpleNamespace
 
     from scanrl.common.harness import loop
     env, params = suites.make("jaxmarl/overcooked_cramped_room", {"shaping_anneal": "300"})
     n, steps = 32, 500  # an episode is 400 steps: the clock runs on through the reset
+
+    def rows(obs):  # JaxMARL's dicts -> [n, 2, own | world state]: each agent's, then both
+        own = jnp.stack([obs[a].reshape(n, -1) for a in ("agent_0", "agent_1")], 1)
+        world = jnp.broadcast_to(own.reshape(n, 1, -1), (n, 2, 2 * own.shape[-1]))
+        return jnp.concatenate([own, world], -1).astype(jnp.float32)
 
     def step(state, key):
         k_act, k_env = jax.random.split(key)
@@ -398,16 +406,20 @@ def test_overcookeds_shaped_reward_anneals_per_environment_and_evaluations_score
         own = jax.vmap(lambda k, s, a: env.env.step_env(
             jax.random.split(k)[0], s.inner, {"agent_0": a[0], "agent_1": a[1]}))(
             keys, state, action)
+        started = jax.vmap(lambda k: env.env.reset(jax.random.split(k)[1])[0])(keys)
         task = own[2]["agent_0"]
         shaped = jnp.stack([own[4]["shaped_reward"][a] for a in ("agent_0", "agent_1")], -1)
-        _, new, reward, _, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        obs, new, reward, _, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
             keys, state, action, params)
+        ended = truncated[:, :1, None]
+        same = ((info["final_observation"] == rows(own[0])).all()
+                & (obs == jnp.where(ended, rows(started), rows(own[0]))).all())
         return new, (reward, task, shaped, state.steps, truncated[:, 0],
-                     info["outcomes"]["task_return"])
+                     info["outcomes"]["task_return"], same)
 
     _, state = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), n),
                                                           params)
-    _, (reward, task, shaped, clock, ended, task_return) = jax.jit(
+    _, (reward, task, shaped, clock, ended, task_return, same) = jax.jit(
         lambda s: jax.lax.scan(step, s, jax.random.split(jax.random.key(1), steps)))(state)
     reward, task, shaped, clock = map(np.asarray, (reward, task, shaped, clock))
     np.testing.assert_array_equal(clock, np.broadcast_to(np.arange(steps)[:, None], (steps, n)))
@@ -419,6 +431,7 @@ def test_overcookeds_shaped_reward_anneals_per_environment_and_evaluations_score
     assert np.asarray(ended)[399].all() and not np.asarray(ended)[:399].any()
     np.testing.assert_allclose(np.asarray(task_return)[399],
                                np.repeat(task[:400].sum(0)[:, None], 2, -1), rtol=1e-6)
+    assert np.asarray(same).all()
     # an evaluation scores the task alone, with --eval-env-params on top
     run = SimpleNamespace(env_params={"shaping": 0.5}, eval_env_params={})
     assert loop.evaluation_params(run, env, params).shaping == 0.0

@@ -196,6 +196,12 @@ class MultiAgentEnv(environment.Environment):
         self.max_actions = max(self.action_counts)
         self.own_dim = max(self.obs_dims) + (self.num_agents if self.agent_id else 0)
         self.policy_obs_size = self.obs_dim = self.own_dim  # the policy reads its own part
+        # Overcooked's observations are uint8 images, a quarter of the float rows' bytes: `step`
+        # chooses between the stepped and the reset ones before making rows of them (the same
+        # rows to the bit). Float observations become rows first: chosen first, XLA fuses MPE's
+        # observation arithmetic otherwise and about 1% of its rows move by one ulp
+        first = jax.eval_shape(lambda key: self.env.reset(key)[0], jax.random.key(0))
+        self.integer_obs = all(jnp.issubdtype(first[a].dtype, jnp.integer) for a in self.agents)
         if self.world_state:  # and a centralised critic the rest: [world state | id]
             world = jax.eval_shape(lambda key: self._world_state(*self.env.reset(key)),
                                    jax.random.key(0))
@@ -253,14 +259,24 @@ class MultiAgentEnv(environment.Environment):
         left = 1.0 - steps / jnp.maximum(params.shaping_anneal, 1)
         return params.shaping * jnp.where(params.shaping_anneal > 0, jnp.clip(left, 0.0, 1.0), 1.0)
 
-    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
+    def _start(self, key: jax.Array) -> tuple[dict, EnvState]:
+        """A new episode: (JaxMARL's observation dict, the state)."""
         obs, inner = self.env.reset(key)
-        return self.observe(obs, inner), EnvState(
-            inner=inner, mask=self._mask(inner), game_over=jnp.asarray(False),
-            cut=jnp.asarray(False), time=0, steps=jnp.asarray(0, jnp.int32),
-            task_return=jnp.zeros(self.num_agents))
+        return obs, EnvState(inner=inner, mask=self._mask(inner), game_over=jnp.asarray(False),
+                             cut=jnp.asarray(False), time=0, steps=jnp.asarray(0, jnp.int32),
+                             task_return=jnp.zeros(self.num_agents))
+
+    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
+        obs, state = self._start(key)
+        return self.observe(obs, state.inner), state
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        obs, new, reward, terminated, info = self._transition(key, state, action, params)
+        return self.observe(obs, new.inner), new, reward, terminated, info
+
+    def _transition(self, key: jax.Array, state: EnvState, action: jax.Array,
+                    params: EnvParams) -> tuple[dict, EnvState, jax.Array, jax.Array, dict]:
+        """step_env with JaxMARL's observation dict in place of the rows."""
         actions = {a: action[i] for i, a in enumerate(self.agents)}
         obs, inner, reward, dones, info = self.env.step_env(key, state.inner, actions)
         task = jnp.stack([reward[a] for a in self.agents]).astype(jnp.float32)
@@ -282,8 +298,7 @@ class MultiAgentEnv(environment.Environment):
             info["outcomes"] = {"win_rate": jnp.full(self.num_agents, won, jnp.float32)}
         if self.family == "overcooked":  # the return of an episode that ends here, unshaped
             info["outcomes"] = {"task_return": new.task_return}
-        return (self.observe(obs, inner), new, reward,
-                jnp.broadcast_to(terminated, (self.num_agents,)), info)
+        return obs, new, reward, jnp.broadcast_to(terminated, (self.num_agents,)), info
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         """The game ended it (or, with time_limit_as_termination, the time limit too)."""
@@ -301,13 +316,20 @@ class MultiAgentEnv(environment.Environment):
         [M] at once."""
         params = self.default_params if params is None else params
         key_step, key_reset = jax.random.split(key)
-        obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
+        raw_st, state_st, reward, terminated, info = self._transition(key_step, state, action,
+                                                                      params)
         truncated = self.is_truncated(state_st, params)
         done = terminated[0] | truncated[0]
-        obs_re, state_re = self.reset_env(key_reset, params)
+        raw_re, state_re = self._start(key_reset)
         state_re = state_re.replace(steps=state_st.steps)  # the anneal's clock runs on
-        state = jax.tree.map(lambda x, y: jax.lax.select(done, x, y), state_re, state_st)
-        obs = jax.lax.select(done, obs_re, obs_st)
+        obs_st = self.observe(raw_st, state_st.inner)
+        pick = lambda new, old: jax.tree.map(  # noqa: E731
+            lambda x, y: jax.lax.select(done, x, y), new, old)
+        if self.integer_obs:  # choose among JaxMARL's own arrays, then make the rows once
+            state, raw = pick((state_re, raw_re), (state_st, raw_st))
+            obs = self.observe(raw, state.inner)
+        else:
+            state, obs = pick((state_re, self.observe(raw_re, state_re.inner)), (state_st, obs_st))
         info = {**info, "terminated": terminated, "truncated": truncated,
                 "final_observation": obs_st}
         return obs, state, reward, terminated, truncated, info
