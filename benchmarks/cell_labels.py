@@ -111,8 +111,8 @@ ROWS = {
     28: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_mpe_1e6_rows"),
     29: lambda: side_by_side(f"{REF}/trxl_ppo/cpu_32k/sitting2.json", "baseline", "training_scores"),
     30: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_8_seeds"),
-    # row 31 re-run on 2026-12-05 with the recipe's rows without the world state
-    31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6_own_obs"),
+    # row 31 re-run on 2026-12-06 on the AMD machine, after a6bd33f
+    31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6_amd"),
     33: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_2e5/sitting2.json", "purejaxql",
                              "training_scores"),
     34: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_393k/sitting1.json", "purejaxql",
