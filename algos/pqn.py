@@ -45,7 +45,8 @@ from typing import Literal, NamedTuple
 from scanrl.common import algorithm, envs
 from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, layer_norm, mlp_init, use_cnn
 from scanrl.common.onpolicy import learn, lr_schedule, make_optimizer
-from scanrl.common.qlearning import epsilon_greedy, epsilon_schedule, max_valid_q, q_lambda_returns
+from scanrl.common.qlearning import (epsilon_greedy, epsilon_schedule, max_valid_q,
+                                     q_lambda_returns, teams, vdn_returns)
 
 import jax
 import jax.numpy as jnp
@@ -228,25 +229,9 @@ def exploration_epsilon(config: Config, update_index: jax.Array) -> jax.Array:
 
 
 # ---------------------------------------------------------------------------------------------
-# The math: Q(lambda) returns (common/qlearning.py's q_lambda_returns), VDN's team returns and
-# the TD loss
+# The math: Q(lambda) returns and VDN's team returns (common/qlearning.py's q_lambda_returns and
+# vdn_returns), and the TD loss
 # ---------------------------------------------------------------------------------------------
-def teams(x: jax.Array, num_agents: int) -> jax.Array:
-    """A multi-agent rollout's rows [T, N * M, ...] (VecEnv's, agent-minor) -> [T, N, M, ...]."""
-    return x.reshape(x.shape[:1] + (-1, num_agents) + x.shape[2:])
-
-
-def vdn_returns(rewards, next_q, terminated, done, num_agents, team_reward, gamma,
-                q_lambda) -> jax.Array:
-    """VDN's Q(lambda) returns [T, N], one per team, from its agents' rows [T, N * M]: the
-    team's reward (`team_reward` of its agents' [..., M]), the bootstrap sum_i max_a Q(o'_i, a),
-    and the episode's end, which every agent of a team shares."""
-    return q_lambda_returns(team_reward(teams(rewards, num_agents)),
-                            teams(next_q, num_agents).sum(-1),
-                            teams(terminated, num_agents)[..., 0],
-                            teams(done, num_agents)[..., 0], gamma, q_lambda)
-
-
 class Batch(NamedTuple):
     """Training samples, leaves [B, ...] (flattened [T * N])."""
 

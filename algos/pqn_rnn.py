@@ -32,7 +32,16 @@ Williams 1996; the cores: common/recurrent.py's docstring.
 
     python algos/pqn_rnn.py --env MemoryChain-bsuite --core lstm --num-seeds 4
 
-Discrete actions only (an action mask, where the env has one, is respected). One agent.
+Discrete actions only (an action mask, where the env has one, is respected).
+
+Many agents (a multi-agent env, common/suites/jaxmarl.py): each agent's row is its own sequence
+with its own core state, read by the one Q-network from the agent's own observation. As in
+pqn.py, each row learns alone by default, and with --vdn a team's Q-value is the sum of its
+agents' (VDN: Sunehag et al. 2018), one target per team (common/qlearning.py's vdn_returns); a
+minibatch is then a set of whole teams, whose agents' sequences are replayed together. This is
+JaxMARL's recurrent PQN-VDN (`baselines/QLearning/pqn_vdn_rnn.py`), with the differences above.
+
+    python algos/pqn_rnn.py --env jaxmarl/MPE_simple_spread_v3 --vdn
 """
 
 from __future__ import annotations
@@ -51,7 +60,8 @@ from scanrl.common.recurrent import CORES, core_inputs, lru_sequence, trxl_init,
 from scanrl.common.recurrent import state_width as state_width_of
 from scanrl.common.nets import ACTIVATIONS, cnn_apply, cnn_init, layer_norm, mlp_init, use_cnn
 from scanrl.common.onpolicy import learn, lr_schedule, make_optimizer
-from scanrl.common.qlearning import epsilon_greedy, epsilon_schedule, max_valid_q, q_lambda_returns
+from scanrl.common.qlearning import (epsilon_greedy, epsilon_schedule, max_valid_q,
+                                     q_lambda_returns, vdn_returns)
 
 import jax
 import jax.numpy as jnp
@@ -139,6 +149,9 @@ class Config:
     sinusoids with their content and position biases u, v (Dai et al. 2019)."""
     last_action: bool = False
     """the core also reads the previous action, one-hot (zeros where an episode starts)."""
+    vdn: bool = False
+    """a multi-agent env's team Q-value is the sum of its agents' (VDN), one target per team;
+    off: each agent learns alone (independent recurrent PQN)."""
 
     batch_size = property(lambda self: self.num_envs * self.num_steps)
     num_updates = property(lambda self: algorithm.updates_for(self, self.batch_size))
@@ -204,7 +217,9 @@ def default_config(env: str = "CartPole-v1", recipe: str = "auto", **overrides) 
 def init_q_network(key: jax.Array, config: Config, vec_env: envs.VecEnv) -> dict:
     """Parameters {"torso" (images only), "mlp", config.core, "q"}."""
     params, normalized = {}, config.norm == "layer_norm"
-    features = vec_env.obs_dim
+    # an agent's Q reads its own observation (VecEnv's policy part), never a multi-agent env's
+    # world state: execution stays decentralised
+    features = vec_env.policy_obs_dim
     if use_cnn(config.torso, vec_env.obs_shape):
         key, k_torso = jax.random.split(key)
         params["torso"], features = cnn_init(k_torso, vec_env.obs_shape, config.conv_channels)
@@ -289,7 +304,8 @@ def sequence(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array,
 # tests/test_pqn.py); here the sequences and the TD loss over their replay
 # ---------------------------------------------------------------------------------------------
 class Sequences(NamedTuple):
-    """Training sequences, one per environment, leaves [N, T, ...]."""
+    """Training sequences, one per environment, leaves [N, T, ...]; with --vdn one per team,
+    leaves [N, M, T, ...] and target [N, T]."""
 
     hidden: jax.Array  # [N, W] the state carried into the rollout (before any reset): split_state
     obs: jax.Array  # as the Q-network reads them
@@ -319,10 +335,18 @@ def replay(params: dict, seqs: Sequences, config: Config) -> jax.Array:
 
 def td_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, dict]:
     """0.5 * mean((Q(h_t, a_t) - G_t)^2) over every step of the replayed sequences, or Huber
-    (delta 1) with config.loss == "huber"."""
+    (delta 1) with config.loss == "huber". With --vdn a sample is a team's M sequences, replayed
+    as rows, and Q(h_t, a_t) the sum of its agents'."""
     swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [N, T] <-> [T, N]
+    num_agents = seqs.action.shape[1] if config.vdn else 1
+    if config.vdn:  # [N, M, ...] -> rows [N * M, ...], a team's agents adjacent (VecEnv's order)
+        rows = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+        seqs = seqs._replace(hidden=rows(seqs.hidden), obs=rows(seqs.obs),
+                             start=rows(seqs.start), action=rows(seqs.action))
     q = replay(params, seqs, config)
     q_taken = jnp.take_along_axis(q, swap(seqs.action)[..., None], axis=-1)[..., 0]
+    if config.vdn:  # [T, N * M] -> the teams' [T, N]
+        q_taken = q_taken.reshape(q_taken.shape[0], -1, num_agents).sum(-1)
     target = swap(seqs.target)
     if config.loss == "huber":
         loss = optax.huber_loss(q_taken, target, delta=1.0).mean()
@@ -371,9 +395,9 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
         raise ValueError("--total-timesteps 0 (until a stop condition holds) needs "
                          "--decay-timesteps, the steps over which epsilon decays.")
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
-    if vec_env.num_agents is not None:
-        raise ValueError(f"--env {config.env} has many agents, which recurrent PQN does not "
-                         "take; use pqn (--vdn) or ppo_rnn.")
+    if config.vdn and vec_env.num_agents is None:
+        raise ValueError(f"--vdn sums a team's agents' Q-values and --env {config.env} has one "
+                         "agent; use a multi-agent env (jaxmarl/NAME) or leave --vdn off.")
     image = use_cnn(config.torso, vec_env.obs_shape)  # ValueError before compiling for cnn
     scale_by = optax.scale_by_radam if config.optimizer == "radam" else optax.scale_by_adam
     optimizer = make_optimizer(config.max_grad_norm, config.adam_eps, scale_by)
@@ -386,8 +410,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
             return hidden
         return jnp.concatenate([hidden, jax.nn.one_hot(action, num_actions)], axis=-1)
 
-    def observe(obs):  # what the network reads: flat vectors, or images for the conv torso
-        return vec_env.observe(obs, image=image)
+    def observe(obs):  # what the network reads: flat vectors (an agent's own part), or images
+        return vec_env.observe(obs, image=image, policy_part=True)
 
     def init(key: jax.Array) -> TrainState:
         k_params, k_reset, key = jax.random.split(key, 3)
@@ -431,11 +455,18 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
 
         # 2. Targets, once per rollout with the network that acted; then one sequence per env.
         reward, done = info.reward * config.reward_scale, info.terminated | info.truncated
-        targets = q_lambda_returns(reward, traj.next_q, info.terminated, done, config.gamma,
-                                   config.q_lambda)
         swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [T, N] -> [N, T]
         seqs = Sequences(hidden=state.hidden, obs=swap(traj.obs), start=swap(traj.start),
-                         action=swap(traj.action), target=swap(targets))
+                         action=swap(traj.action), target=None)
+        if config.vdn:  # one target per team; its agents' rows [N * M, ...] -> [N, M, ...]
+            m = vec_env.num_agents
+            targets = vdn_returns(reward, traj.next_q, info.terminated, done, m,
+                                  vec_env.team_reward, config.gamma, config.q_lambda)
+            seqs = jax.tree.map(lambda x: x.reshape((-1, m) + x.shape[1:]), seqs)
+        else:
+            targets = q_lambda_returns(reward, traj.next_q, info.terminated, done, config.gamma,
+                                       config.q_lambda)
+        seqs = seqs._replace(target=swap(targets))
 
         # 3. num_epochs epochs of num_minibatches steps (sets of envs) at this update's rate.
         learning_rate = schedule(update_index)

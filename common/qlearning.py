@@ -1,7 +1,8 @@
 """Q-learning over parallel environments, shared by algos/pqn.py and algos/pqn_rnn.py: the
-exploration schedule and policy, the bootstrap over valid actions, and Q(lambda) returns over a
-time-major rollout (pqn.py's module docstring gives the recursion). Pure functions of values;
-tested in tests/test_pqn.py.
+exploration schedule and policy, the bootstrap over valid actions, Q(lambda) returns over a
+time-major rollout (pqn.py's module docstring gives the recursion) and VDN's returns, one per
+team of a multi-agent rollout. Pure functions of values; tested in tests/test_pqn.py and (VDN's)
+tests/test_jaxmarl.py.
 """
 
 from __future__ import annotations
@@ -58,3 +59,19 @@ def max_valid_q(q: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         return q.max(-1)
     valid = mask | ~mask.any(-1, keepdims=True)
     return jnp.where(valid, q, -jnp.inf).max(-1)
+
+
+def teams(x: jax.Array, num_agents: int) -> jax.Array:
+    """A multi-agent rollout's rows [T, N * M, ...] (VecEnv's, agent-minor) -> [T, N, M, ...]."""
+    return x.reshape(x.shape[:1] + (-1, num_agents) + x.shape[2:])
+
+
+def vdn_returns(rewards, next_q, terminated, done, num_agents, team_reward, gamma,
+                q_lambda) -> jax.Array:
+    """VDN's Q(lambda) returns [T, N], one per team, from its agents' rows [T, N * M]: the
+    team's reward (`team_reward` of its agents' [..., M]), the bootstrap sum_i max_a Q(o'_i, a),
+    and the episode's end, which every agent of a team shares."""
+    return q_lambda_returns(team_reward(teams(rewards, num_agents)),
+                            teams(next_q, num_agents).sum(-1),
+                            teams(terminated, num_agents)[..., 0],
+                            teams(done, num_agents)[..., 0], gamma, q_lambda)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from scanrl.algos import ppo, ppo_rnn, pqn
+from scanrl.algos import ppo, ppo_rnn, pqn, pqn_rnn
 from scanrl.common import envs, suites
 from scanrl.common.onpolicy import gae
 
@@ -313,7 +313,7 @@ def test_ippo_and_pqn_vdn_learn_to_spread(jaxmarl, tmp_path, name, steps, bar):
 
 
 def test_the_vdn_target_equals_a_loop_over_agents():
-    """pqn.vdn_returns against plain Python: per team, the reward its agents share (MPE: their
+    """common/qlearning.py's vdn_returns (pqn.py's and pqn_rnn.py's) against plain Python: per team, the reward its agents share (MPE: their
     sum), the bootstrap sum_i max_a Q(o'_i, a), and Q(lambda)'s recursion over the team's
     episode ends; rows are agent-minor ([T, N * M], VecEnv's)."""
     T, N, M, gamma, lam = 7, 3, 2, 0.9, 0.3
@@ -340,27 +340,51 @@ def test_the_vdn_target_equals_a_loop_over_agents():
 @pytest.mark.slow
 def test_a_vdn_loss_sums_each_teams_agents_q_values():
     """td_loss with --vdn reads a team [B, M, obs] and compares sum_i Q(o_i, a_i) with its
-    target; without it, each row is its own sample."""
+    target; without it, each row is its own sample. pqn_rnn.py's alike reads a team's M
+    sequences [B, M, T, ...] (target [B, T]), against each agent's sequences replayed alone."""
+    rng = np.random.default_rng(1)  # numpy's draws: no program to compile for each
+    normal = lambda *shape: rng.normal(size=shape).astype(np.float32)  # noqa: E731
+    vec_env = envs.VecEnv(*suites.make("CartPole-v1"), 1)
     config = pqn.Config(vdn=True, hidden=(8,))
-    params = pqn.init_q_network(jax.random.key(0), config,
-                                envs.VecEnv(*suites.make("CartPole-v1"), 1))
-    obs = jax.random.normal(jax.random.key(1), (5, 3, 4))
-    action = jax.random.randint(jax.random.key(2), (5, 3), 0, 2)
-    target = jax.random.normal(jax.random.key(3), (5,))
-    loss, stats = pqn.td_loss(params, pqn.Batch(obs, action, target), config)
-    q = np.asarray(pqn.q_values(params, obs, config.activation))
-    team_q = np.array([sum(q[b, i, action[b, i]] for i in range(3)) for b in range(5)])
-    assert float(loss) == pytest.approx(0.5 * np.mean((team_q - np.asarray(target)) ** 2),
-                                        rel=1e-5)
+    params = jax.jit(lambda key: pqn.init_q_network(key, config, vec_env))(jax.random.key(0))
+    obs, action, target = normal(5, 3, 4), rng.integers(0, 2, (5, 3)), normal(5)
+    loss = jax.jit(lambda p, b, c: pqn.td_loss(p, b, c)[0], static_argnums=2)
+    q = np.asarray(jax.jit(pqn.q_values, static_argnums=2)(params, obs, config.activation))
+    taken = np.take_along_axis(q, action[..., None], -1)[..., 0]  # [B, M]
+    assert float(loss(params, pqn.Batch(obs, action, target), config)) == pytest.approx(
+        0.5 * np.mean((taken.sum(-1) - target) ** 2), rel=1e-5)
+    rows = pqn.Batch(obs.reshape(15, 4), action.reshape(15), normal(15))
+    assert float(loss(params, rows, dataclasses.replace(config, vdn=False))) == pytest.approx(
+        0.5 * np.mean((taken.reshape(15) - rows.target) ** 2), rel=1e-5)
+
+    config = pqn_rnn.Config(vdn=True, hidden=(8,), gru_size=8)
+    params = jax.jit(lambda key: pqn_rnn.init_q_network(key, config, vec_env))(jax.random.key(0))
+    seqs = pqn_rnn.Sequences(hidden=normal(5, 3, 8), obs=normal(5, 3, 6, 4),
+                             start=rng.random((5, 3, 6)) < 0.2,
+                             action=rng.integers(0, 2, (5, 3, 6)), target=normal(5, 6))
+    loss, _ = jax.jit(lambda p, s: pqn_rnn.td_loss(p, s, config))(params, seqs)
+
+    def agents_q(params, seqs):  # Q(h_t, a_t) [T, B, M], each agent's sequences replayed alone
+        taken = []
+        for i in range(3):
+            agent = seqs._replace(**{f: getattr(seqs, f)[:, i]
+                                     for f in ("hidden", "obs", "start", "action")})
+            q = pqn_rnn.replay(params, agent, config)  # [T, B, A]
+            taken.append(jnp.take_along_axis(q, agent.action.T[..., None], -1)[..., 0])
+        return jnp.stack(taken, -1)
+
+    team_q = np.asarray(jax.jit(agents_q)(params, seqs)).sum(-1)
+    assert float(loss) == pytest.approx(0.5 * np.mean((team_q - seqs.target.T) ** 2), rel=1e-5)
 
 
 @pytest.mark.slow
 def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
     """--vdn needs a team; GRPO's groups are one agent's episodes; --env-options names the
     suite's switches: one sentence each, before compiling."""
-    with pytest.raises(ValueError, match=r"^--vdn sums a team's agents' Q-values and --env "
-                                         r"CartPole-v1 has one agent"):
-        pqn.make_algorithm(pqn.Config(vdn=True))
+    for algo in (pqn, pqn_rnn):
+        with pytest.raises(ValueError, match=r"^--vdn sums a team's agents' Q-values and --env "
+                                             r"CartPole-v1 has one agent"):
+            algo.make_algorithm(algo.Config(vdn=True))
     from scanrl.algos import grpo
     with pytest.raises(ValueError, match=rf"^GRPO trains one agent and --env {SPREAD} has 3; "):
         grpo.make_algorithm(grpo.default_config(SPREAD, recipe="none"))
@@ -466,15 +490,21 @@ class OneAgent:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", [ppo, pqn])
-def test_a_one_agent_team_trains_bit_for_bit_as_the_single_agent_env(algo):
-    """The agent axis is only a batch axis: PPO (IPPO) and PQN on CartPole as a team of one
+@pytest.mark.parametrize("algo, team_fields", [
+    (ppo, dict(num_steps=128)), (pqn, dict(num_steps=128)),
+    (pqn_rnn, dict(num_steps=32, num_minibatches=2, vdn=True))], ids=["ppo", "pqn", "pqn_rnn"])
+def test_a_one_agent_team_trains_bit_for_bit_as_the_single_agent_env(algo, team_fields):
+    """The agent axis is only a batch axis: PPO (IPPO), PQN and recurrent PQN with --vdn (a
+    team of one is its agent: its sequences replayed as a team's) on CartPole as a team of one
     end with the same parameters and metrics, bit for bit, as on CartPole."""
-    config = algo.default_config("CartPole-v1", total_timesteps=4 * 128 * 4, num_envs=4,
-                                 num_steps=128)
+    fields = {k: v for k, v in team_fields.items() if k != "vdn"}
+    config = algo.default_config("CartPole-v1", total_timesteps=4 * fields["num_steps"] * 4,
+                                 num_envs=4, **fields)
     keys = jax.random.split(jax.random.key(0), 2)
     single = algo.make_train(config, num_devices=1)(keys)
-    team = algo.make_train(config, OneAgent(), OneAgent().default_params, num_devices=1)(keys)
+    vdn = team_fields.get("vdn", False)
+    team = algo.make_train(dataclasses.replace(config, vdn=True) if vdn else config, OneAgent(),
+                           OneAgent().default_params, num_devices=1)(keys)
     assert set(team["metrics"]) == set(single["metrics"]) | {"team_return", "agent_0_return"}
     np.testing.assert_array_equal(team["metrics"]["team_return"],
                                   single["metrics"]["episode_return"])

@@ -73,7 +73,9 @@ def test_every_recipe_builds_a_valid_config_in_both_forms():
 def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
     """The baselines' own fields (Craftax, Navix, XLand-MiniGrid) are the Config's, published and
     scaled: the cpu form divides the environments and the budget by CPU_FACTOR and keeps the
-    rollout, minibatches, epochs and number of updates; Navix's 16 environments stay as published."""
+    rollout, minibatches, epochs and number of updates, where a minibatch is a set of whole
+    environments (recurrent PQN on MPE) at most one a minibatch; Navix's 16 environments stay as
+    published."""
     for (algo, pattern), recipe in PATTERNS.items():
         assert recipe.trainer == "fields"
         env = pattern.replace("*", "-Classic" if pattern.startswith("craftax/") else "X")
@@ -83,8 +85,11 @@ def test_every_suite_recipe_builds_a_valid_config_in_both_forms():
         factor = 1 if recipe.args["num_envs"] <= recipes.CPU_SIZED else recipes.CPU_FACTOR
         assert recipes.cpu_factor(recipe) == factor and cpu.run.recipe == "cpu"
         assert cpu.num_envs == pub.num_envs // factor and cpu.total_timesteps == pub.total_timesteps // factor
+        minibatches = pub.num_minibatches
+        if algo in recipes.SEQUENCE_MINIBATCHES:
+            minibatches = min(minibatches, cpu.num_envs)
         assert (cpu.num_steps, cpu.num_minibatches, cpu.num_epochs, cpu.num_updates) == (
-            pub.num_steps, pub.num_minibatches, pub.num_epochs, pub.num_updates)
+            pub.num_steps, minibatches, pub.num_epochs, pub.num_updates)
     assert recipes.cpu_factor(recipes.recipe_for("ppo", "navix/Navix-DoorKey-5x5-v0")) == 1
 
 
@@ -191,7 +196,8 @@ def test_a_chosen_recipe_the_env_has_none_of_is_refused(cli_error, algo):
     where = {"grpo": "", "impala": "",
              "ppo": " (only for some brax, craftax, jaxmarl and playground envs and every navix env)",
              "ppo_rnn": " (only for some craftax and jaxmarl envs and every xminigrid env)",
-             "pqn": " (only for some craftax and jaxmarl envs)", "pqn_rnn": "",
+             "pqn": " (only for some craftax and jaxmarl envs)",
+             "pqn_rnn": " (only for some jaxmarl envs)",
              "sac": " (only for some brax and playground envs)",
              "td3": " (only for some brax and playground envs)"}
     fast = ["fast", "fast-cpu"] if algo in recipes.FIELDS_FOR_FAST else []

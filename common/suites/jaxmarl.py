@@ -96,6 +96,15 @@ RECIPES: dict[tuple[str, str], Recipe] = {
              epsilon_fraction=0.1, reward_scale=1.0, hidden=(256, 256)),
         # its CTRolloutManager adds each agent's one-hot id to the agent's observation
         dict(env_options=("agent_id", "1", "world_state", "0"))),
+    # QLearning/config/alg/pqn_vdn_rnn_mpe.yaml: the feedforward recipe's values, 2e6 steps, the
+    # two 256-unit layers before a GRU of 256 (MEMORY_WINDOW 0: no burn-in, as pqn_rnn.py)
+    ("pqn_rnn", "MPE_*"): Recipe(
+        JAXMARL + "QLearning/config/alg/pqn_vdn_rnn_mpe.yaml", "fields",
+        dict(vdn=True, total_timesteps=2_000_000, num_envs=256, num_steps=16, num_epochs=4,
+             num_minibatches=16, learning_rate=5e-4, anneal_lr=False, optimizer="radam",
+             max_grad_norm=1.0, gamma=0.9, q_lambda=0.3, epsilon_start=1.0, epsilon_end=0.1,
+             epsilon_fraction=0.1, reward_scale=1.0, hidden=(256, 256), gru_size=256),
+        dict(env_options=("agent_id", "1", "world_state", "0"))),
 }
 
 

@@ -12,7 +12,9 @@ or a value in `--config FILE`, still wins over the recipe. `--recipe` chooses th
   a CPU's sizes (Navix's 16 environments) is kept as it is. For PPO: `num_envs`,
   Brax's `batch_size` and `total_timesteps` / 32, so `num_steps` (the rollout per
   environment), the minibatch count, the epochs and the number of updates stay as
-  published, and each minibatch holds 32x fewer transitions. For SAC: `num_envs`,
+  published, and each minibatch holds 32x fewer transitions. Where a minibatch is a set of
+  whole environments' sequences (ppo_rnn, pqn_rnn: SEQUENCE_MINIBATCHES) the count is at
+  most the scaled environments, one environment a minibatch. For SAC: `num_envs`,
   `learning_starts`, `total_timesteps` and the gradient steps per vector step divided by
   32, or by the gradient steps per vector step where those are fewer, so the replay ratio
   (gradient steps per env step) and the minibatch stay as published. Brax's 128 evaluation
@@ -49,6 +51,8 @@ from scanrl.common.suites import (SUITES, adapter_hook, check_env_id, import_ada
                                   suite_of)
 
 CPU_FACTOR = 32
+# the algorithms whose minibatch is a set of whole environments' sequences (the cpu form's rule)
+SEQUENCE_MINIBATCHES = ("ppo_rnn", "pqn_rnn")
 FAST = "fast"  # FastTD3's arguments, for the algorithms that FIELDS_FOR_FAST translates them into
 CHOICES = ("auto", "published", "cpu", "none", FAST, f"{FAST}-published", f"{FAST}-cpu")
 FIELDS_FOR_FAST = {"td3": "fast_td3", "sac": "fast_sac"}  # algorithm -> its translation of them
@@ -186,6 +190,8 @@ def lookup(algo: str, env: str, choice: str = "auto") -> tuple[str, dict]:
     if recipe is None:
         return "none", {"recipe": "none"}
     args = trainer_args(recipe, resolved.removeprefix(f"{FAST}-"))
+    if algo in SEQUENCE_MINIBATCHES and "num_minibatches" in args:  # no emptier than one env
+        args["num_minibatches"] = min(args["num_minibatches"], args["num_envs"])
     if recipe.trainer == "fields":
         translate = dict
     # a trainer's arguments, translated where they are defined (the recipe's adapter imported it)
