@@ -338,8 +338,8 @@ def td_loss(params: dict, seqs: Sequences, config: Config) -> tuple[jax.Array, d
     (delta 1) with config.loss == "huber". With --vdn a sample is a team's M sequences, replayed
     as rows, and Q(h_t, a_t) the sum of its agents'."""
     swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [N, T] <-> [T, N]
-    num_agents = seqs.action.shape[1] if config.vdn else 1
     if config.vdn:  # [N, M, ...] -> rows [N * M, ...], a team's agents adjacent (VecEnv's order)
+        num_agents = seqs.action.shape[1]
         rows = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
         seqs = seqs._replace(hidden=rows(seqs.hidden), obs=rows(seqs.obs),
                              start=rows(seqs.start), action=rows(seqs.action))
