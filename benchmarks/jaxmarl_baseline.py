@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Thin driver for one of JaxMARL's own baselines (FLAIROx/JaxMARL, baselines/): IPPO
-(`IPPO/ippo_ff_mpe.py`, `ippo_ff_overcooked.py`), PQN-VDN (`QLearning/pqn_vdn_ff.py`) or, on
-SMAX, recurrent IPPO and MAPPO (`IPPO/ippo_rnn_smax.py`, `MAPPO/mappo_rnn_smax.py`), run
+(`IPPO/ippo_ff_mpe.py`, `ippo_ff_overcooked.py`), PQN-VDN (`QLearning/pqn_vdn_ff.py`, recurrent
+`pqn_vdn_rnn.py`) or, on SMAX, recurrent IPPO and MAPPO (`IPPO/ippo_rnn_smax.py`,
+`MAPPO/mappo_rnn_smax.py`), run
 unchanged from its own file and YAML, scored as scanrl scores a run.
 
 Run in a virtualenv with JaxMARL and its baselines' packages (benchmarks/jaxmarl_side_by_side.sh
@@ -16,7 +17,11 @@ What runs is the file's own `make_train(config)`, jitted and vmapped over the se
 another through one `jax.jit(make_train(config))`, as mappo_rnn_smax.py's main runs its one
 seed; ippo_rnn_smax.py's main vmaps its seeds, but its per-update `io_callback` under `vmap`
 hangs on a CPU (jax 0.10.2: a 2-seed run of 2 updates made no progress in 3 minutes); PQN-VDN:
-`jax.jit(jax.vmap(make_train(config, env)))(keys)` with the env from its `env_from_config`), on
+`jax.jit(jax.vmap(make_train(config, env)))(keys)` with the env from its `env_from_config`, as
+its `single_run` does; its recurrent form one seed after another through one
+`jax.jit(make_train(config, env))`, since its vmapped seeds hang on a CPU (jax 0.10.2: 2 and 5
+seeds of 2 updates stopped at about 21 s of CPU and made no progress in 100 s, where 1 seed
+finishes in 21 s)), on
 one CPU device; the YAML is read as its Hydra entry point reads it (QLearning: config.yaml with
 the alg YAML merged over it), with TOTAL_TIMESTEPS and NUM_SEEDS set, wandb disabled and
 PQN-VDN's tests during training off (TEST_DURING_TRAINING: each side evaluates once, at the
@@ -26,7 +31,8 @@ The score (the same estimator as scanrl's evaluation): after training, each seed
 through the file's own network (`ActorCritic`; PQN-VDN's `QNetwork` on its `CTRolloutManager`'s
 observations, agent ids added), plays 128 fresh episodes of the env, and the score is the mean
 over the episodes and the agents of each agent's first-episode return, with sampled actions
-("sampled") and with the most probable one ("deterministic"; PQN-VDN: greedy in both). On SMAX
+("sampled") and with the most probable one ("deterministic"; PQN-VDN: greedy in both, the
+recurrent form's GRU state carried from zeros as its own tests carry it). On SMAX
 the policy is the file's recurrent actor (`ActorCriticRNN`, MAPPO's `ActorRNN`) with its GRU
 state carried from zeros and the env's available actions, and the fraction of battles won
 (every enemy down, an ally standing: scanrl's `win_rate`) is recorded beside the return. That
@@ -174,7 +180,8 @@ def evaluate_rnn(module, config, params, key, episodes):
 
 def evaluate_q(module, config, env, variables, key, episodes):
     """PQN-VDN's greedy policy: each agent's first-episode return, mean over `episodes` fresh
-    envs and the agents, through the file's CTRolloutManager and QNetwork."""
+    envs and the agents, through the file's CTRolloutManager and QNetwork (pqn_vdn_rnn.py's:
+    each agent's GRU state from zeros, stepped as the file's own rollout steps it)."""
     import jax
     import jax.numpy as jnp
 
@@ -185,11 +192,17 @@ def evaluate_q(module, config, env, variables, key, episodes):
                               norm_input=config.get("NORM_INPUT", False),
                               dueling=config.get("DUELING", False))
     agents = env.agents
+    recurrent = hasattr(module, "ScannedRNN")
 
     def step(carry, key):
-        obs, state, total, running = carry
+        obs, state, hidden, last_done, total, running = carry
         batch = jnp.stack([obs[a] for a in agents])  # [M, episodes, obs]
-        q = jax.vmap(network.apply, in_axes=(None, 0))(variables, batch)
+        if recurrent:  # [M, 1 time step, episodes, ...], its rollout's call
+            hidden, q = jax.vmap(network.apply, in_axes=(None, 0, 0, 0, None))(
+                variables, hidden, batch[:, None], last_done[:, None], False)
+            q = q[:, 0]
+        else:
+            q = jax.vmap(network.apply, in_axes=(None, 0))(variables, batch)
         valid = test_env.get_valid_actions(state.env_state)
         valid = jnp.stack([valid[a] for a in agents])
         action = jnp.argmax(q - (1 - valid) * 1e10, axis=-1)
@@ -198,13 +211,17 @@ def evaluate_q(module, config, env, variables, key, episodes):
         reward = jnp.stack([reward[a] for a in agents], -1)  # [episodes, M]
         total = total + running[:, None] * reward
         running = running & ~dones["__all__"]
-        return (obs, state, total, running), None
+        last_done = jnp.stack([dones[a] for a in agents])
+        return (obs, state, hidden, last_done, total, running), None
 
     k_reset, key = jax.random.split(key)
     obs, state = test_env.batch_reset(k_reset)
     limit = int(getattr(env, "max_steps", 1000)) + 1
-    init = (obs, state, jnp.zeros((episodes, len(agents))), jnp.ones(episodes, bool))
-    (_, _, total, _), _ = jax.jit(lambda init, keys: jax.lax.scan(step, init, keys))(
+    hidden = (module.ScannedRNN.initialize_carry(config["HIDDEN_SIZE"], len(agents), episodes)
+              if recurrent else None)
+    init = (obs, state, hidden, jnp.zeros((len(agents), episodes), bool),
+            jnp.zeros((episodes, len(agents))), jnp.ones(episodes, bool))
+    (*_, total, _), _ = jax.jit(lambda init, keys: jax.lax.scan(step, init, keys))(
         init, jax.random.split(key, limit))
     score = float(total.mean())
     return score, score
@@ -241,13 +258,17 @@ def main():
     if q_learning:
         import copy
         env, _ = module.env_from_config(copy.deepcopy(config))
-        out = jax.jit(jax.vmap(module.make_train(config, env)))(keys)
-    elif recurrent:  # seeds one after another in one program, compiled once
-        train = jax.jit(module.make_train(config))
+        make = lambda: module.make_train(config, env)  # noqa: E731
+    else:
+        make = lambda: module.make_train(config)  # noqa: E731
+    if recurrent or args.script.endswith("_rnn.py"):  # seeds one after another, compiled once
+        train = jax.jit(make())
         runs = [jax.block_until_ready(train(key)) for key in keys]
         out = jax.tree.map(lambda *seeds: jax.numpy.stack(seeds), *runs)
+    elif q_learning:
+        out = jax.jit(jax.vmap(make()))(keys)
     else:
-        out = jax.vmap(jax.jit(module.make_train(config)))(keys)
+        out = jax.vmap(jax.jit(make()))(keys)
     jax.block_until_ready(out)
     trained = time.perf_counter()
     state = out["runner_state"][0]

@@ -7,6 +7,11 @@
 #                pqn_vdn_ff_mpe.yaml: 256 envs x 16 steps, 2 x 256 with layer norm, RAdam) with
 #                agent ids in the observation, as JaxMARL's CTRolloutManager adds them, against
 #                baselines/QLearning/pqn_vdn_ff.py;
+#   pqn_vdn_rnn_mpe  algos/pqn_rnn.py --vdn on the same env at the published recipe (JaxMARL's
+#                pqn_vdn_rnn_mpe.yaml: the same values with a GRU of 256 after the two layers)
+#                against baselines/QLearning/pqn_vdn_rnn.py (its seeds one after another
+#                through one compiled program: vmapped, they hang on a CPU; see
+#                benchmarks/jaxmarl_baseline.py);
 #   ippo_overcooked  algos/ppo.py on jaxmarl/overcooked_$LAYOUT (default cramped_room) at the
 #                suite's recipe (JaxMARL's ippo_ff_overcooked.yaml) against
 #                baselines/IPPO/ippo_ff_overcooked.py, the shaped reward annealed from 1 to 0
@@ -35,7 +40,7 @@
 # or JM_PY, the Python that runs JaxMARL's side (benchmarks/jaxmarl_gpu.sh: one for both sides,
 # with PY for scanrl's; default python).
 set -euo pipefail
-CELL=${1:?CELL: ippo_mpe, pqn_vdn_mpe, ippo_overcooked, ippo_smax or mappo_smax}
+CELL=${1:?CELL: ippo_mpe, pqn_vdn_mpe, pqn_vdn_rnn_mpe, ippo_overcooked, ippo_smax or mappo_smax}
 OUT=${2:?OUT_DIR}
 SEEDS=${3:-5}; STEPS=${4:-2000000}; SITTINGS=${5:-3}
 # scanrl's CPU devices: 1 (each side on one device), or 0 for all of them, scanrl's own fastest
@@ -53,6 +58,11 @@ case "$CELL" in
         SCANRL=(algos/pqn.py --env jaxmarl/MPE_simple_spread_v3 --vdn --recipe published
                 --env-options agent_id 1 world_state 0); PER_UPDATE=$((256 * 16))
         PEER=(--script QLearning/pqn_vdn_ff.py --config QLearning/config/alg/pqn_vdn_ff_mpe.yaml) ;;
+    pqn_vdn_rnn_mpe)
+        SCANRL=(algos/pqn_rnn.py --env jaxmarl/MPE_simple_spread_v3 --vdn --recipe published
+                --env-options agent_id 1 world_state 0); PER_UPDATE=$((256 * 16))
+        PEER=(--script QLearning/pqn_vdn_rnn.py
+              --config QLearning/config/alg/pqn_vdn_rnn_mpe.yaml) ;;
     ippo_overcooked)
         LAYOUT=${LAYOUT:-cramped_room}; HORIZON=$(( STEPS / 2 ))
         SCANRL=(algos/ppo.py --env "jaxmarl/overcooked_$LAYOUT"
@@ -70,7 +80,8 @@ case "$CELL" in
             PEER=(--script MAPPO/mappo_rnn_smax.py
                   --config MAPPO/config/mappo_homogenous_rnn_smax.yaml --map "$MAP")
         fi ;;
-    *) echo "CELL $CELL: ippo_mpe, pqn_vdn_mpe, ippo_overcooked, ippo_smax or mappo_smax" >&2
+    *) echo "CELL $CELL: ippo_mpe, pqn_vdn_mpe, pqn_vdn_rnn_mpe, ippo_overcooked, ippo_smax or" \
+            "mappo_smax" >&2
        exit 2 ;;
 esac
 mkdir -p "$OUT"
