@@ -117,6 +117,7 @@ ROWS = {
                              "training_scores"),
     34: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_393k/sitting1.json", "purejaxql",
                              "training_scores"),
+    35: lambda: jaxmarl(f"{REF}/jaxmarl/pqn_vdn_rnn_mpe_2e5"),
 }
 
 
