@@ -390,6 +390,18 @@ def unroll(params: dict, hidden: jax.Array, obs: jax.Array, start: jax.Array, ac
         return lru_sequence(params["lru"], hidden, inputs, start)
     if "trxl" in params:  # attention: the whole sequence at once
         return trxl_sequence(params["trxl"], hidden, inputs, start)
+    if "critic_encoder" in params:  # two cores, each its own carry: their states and inputs
+        # split once here, not at every step, whose gradient copied every step's input terms
+        # (a MAPPO update on SMAX 15% slower on a CPU: benchmarks/HISTORY.md, 2026-12-07)
+        cores = [{kind: p} for kind, p in (core_of(params), core_of(params, critic=True))]
+        halves = lambda x: tuple(jnp.split(x, 2, axis=-1))  # noqa: E731
+
+        def step_both(hs, step_inputs):
+            xs, start = step_inputs
+            hs = tuple(recur(p, h, x, start) for p, h, x in zip(cores, hs, xs))
+            return hs, hs
+        states = jax.lax.scan(step_both, halves(hidden), (halves(inputs), start))[1]
+        return jnp.concatenate(states, axis=-1)
     return jax.lax.scan(step, hidden, (inputs, start))[1]
 
 
