@@ -113,6 +113,8 @@ ROWS = {
     30: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_mpe_2e6_8_seeds"),
     # row 31 re-run on 2026-12-06 on the AMD machine, after a6bd33f
     31: lambda: jaxmarl(f"{REF}/jaxmarl/ippo_overcooked_cramped_1e6_amd"),
+    # row 32 re-run on 2026-12-07 after ppo_rnn's privileged replay moved its floats (2f8c5f7)
+    32: lambda: jaxmarl(f"{REF}/jaxmarl/mappo_smax_2s3z_5e5_two_carries"),
     33: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_2e5/sitting2.json", "purejaxql",
                              "training_scores"),
     34: lambda: side_by_side(f"{REF}/pqn_rnn_craftax/cpu_393k/sitting1.json", "purejaxql",
