@@ -27,7 +27,8 @@ time limit as a termination, as JaxMARL's baselines treat it, to measure what th
 
 Actions: one discrete choice per agent. The policy's mask (`action_mask`) is SMAX's available
 actions, Hanabi's legal moves, and for agents with fewer actions than the widest (MPE
-simple_world_comm) the actions they do not have. Rewards: each agent's own. Overcooked's shaped
+simple_world_comm's lead adversary has 20, moves times messages, its other agents 5) the actions
+they do not have. Rewards: each agent's own. Overcooked's shaped
 reward (JaxMARL's `shaped_reward`: ingredients placed, dishes picked up, soup picked up) is added
 with the option shaping 1, at a weight that falls linearly from 1 to 0 over each environment's
 first N steps with shaping_anneal N (JaxMARL's IPPO baseline anneals it over REW_SHAPING_HORIZON
@@ -53,7 +54,7 @@ OPTIONS = {"agent_id": ("0", "1"), "world_state": ("0", "1"),
            "time_limit_as_termination": ("0", "1"), "shaping": ("0", "1"),
            "shaping_anneal": "a whole number of steps, 0 or more"}
 ACTIONS = "discrete"
-# MPE tasks whose actions are discrete by default (the facmac variants are continuous)
+# MPE tasks with discrete actions (made with action_type Discrete; the facmac variants have none)
 MPE = ("simple", "simple_tag", "simple_world_comm", "simple_spread", "simple_crypto",
        "simple_speaker_listener", "simple_push", "simple_adversary", "simple_reference")
 
@@ -192,6 +193,9 @@ class MultiAgentEnv(environment.Environment):
             from jaxmarl.environments.overcooked import overcooked_layouts
             self.env = jaxmarl.make("overcooked",
                                     layout=overcooked_layouts[name[len("overcooked_"):]])
+        elif self.family == "mpe":  # asked for discrete actions (simple_world_comm's default)
+            from jaxmarl.environments.mpe.default_params import DISCRETE_ACT
+            self.env = jaxmarl.make(name, action_type=DISCRETE_ACT)
         else:
             self.env = jaxmarl.make(name)
         # JaxMARL's own time limit, and one step more: MPE checks it before counting the step, so
