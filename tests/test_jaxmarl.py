@@ -67,6 +67,31 @@ def test_mpe_steps_equal_jaxmarl_itself_and_its_time_limit_is_truncated(jaxmarl)
     assert terminated.all() and not truncated.any()
 
 
+def test_every_mpe_task_the_suite_names_builds_with_discrete_actions_and_its_mask(jaxmarl):
+    """Each MPE task in the suite's names builds and its reset and step trace (shapes only),
+    with JaxMARL's discrete actions even where its default is continuous (simple_world_comm:
+    its lead adversary's 20 actions, moves times messages, the others' 5); the mask gives each
+    agent exactly its own actions."""
+    from jaxmarl.environments.mpe.default_params import DISCRETE_ACT
+
+    from scanrl.common.suites import jaxmarl as adapter
+    names = [n for n in adapter.NAMES() if n.startswith("MPE_")]
+    assert len(names) == len(adapter.MPE) and "MPE_simple_world_comm_v3" in names
+    key = jax.random.key(0)
+    for name in names:
+        env, params = suites.make(f"jaxmarl/{name}")
+        raw = jaxmarl.make(name, action_type=DISCRETE_ACT)
+        assert env.action_counts == [raw.action_space(a).n for a in raw.agents], name
+        obs, state = jax.eval_shape(env.reset, key, params)
+        assert obs.shape == (env.num_agents, env.obs_dim), name
+        action = jnp.zeros(env.num_agents, jnp.int32)
+        assert jax.eval_shape(env.step, key, state, action, params)[0].shape == obs.shape, name
+    env, params = suites.make("jaxmarl/MPE_simple_world_comm_v3")
+    mask = np.asarray(env.action_mask(env.reset(key, params)[1]))
+    np.testing.assert_array_equal(mask.sum(1), [20, 5, 5, 5, 5, 5])
+    assert mask[:, :5].all() and not mask[1:, 5:].any()
+
+
 @pytest.mark.slow
 def test_an_mpe_time_limit_bootstraps_where_jaxmarls_baseline_does_not(jaxmarl):
     """PPO's advantages over a VecEnv rollout of MPE that crosses the time limit equal a Python
