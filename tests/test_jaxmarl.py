@@ -130,7 +130,8 @@ def test_an_mpe_time_limit_bootstraps_where_jaxmarls_baseline_does_not(jaxmarl):
 @pytest.mark.slow
 def test_smax_steps_equal_jaxmarl_itself_with_its_masks_and_world_state(jaxmarl):
     """SMAX 2s3z against JaxMARL's heuristic enemies: rows carry JaxMARL's observations and its
-    own world_state, the mask is its available actions, and a battle's end is `terminated`."""
+    own world_state, the mask is its available actions, a battle's end is `terminated` and its
+    time limit `truncated`, and a battle won is a win where JaxMARL's own logs count one."""
     from jaxmarl.environments.smax import map_name_to_scenario
     env, params = suites.make("jaxmarl/SMAX_2s3z")
     raw = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("2s3z"))
@@ -157,6 +158,24 @@ def test_smax_steps_equal_jaxmarl_itself_with_its_masks_and_world_state(jaxmarl)
         if dones["__all__"]:
             assert terminated.all() != truncated.all()
             break
+    # a battle's three ends from a fresh start, every ally standing still: the time limit (the
+    # step that finds 100 taken) is truncated; every enemy down a win, terminated, where
+    # JaxMARL's own logs count a win (each agent's reward at least 1 on the battle's last
+    # step); every ally down a loss, terminated
+    _, start = env.reset(key, params)
+    smax, allies, stop = start.inner.state, raw.num_allies, jnp.full(env.num_agents, 4)
+    health = smax.unit_health
+    for change, ends in ((dict(step=raw.max_steps - 1), (False, False, 0.0)),
+                         (dict(step=raw.max_steps), (False, True, 0.0)),
+                         (dict(unit_health=health.at[allies:].set(0.0)), (True, False, 1.0)),
+                         (dict(unit_health=health.at[:allies].set(0.0)), (True, False, 0.0))):
+        begun = start.replace(inner=start.inner.replace(state=smax.replace(**change)))
+        assert env.action_mask(begun, params)[:, 4].all()  # standing still is allowed
+        _, _, reward, terminated, truncated, info = step(key, begun, stop, params)
+        won = np.asarray(info["outcomes"]["win_rate"])
+        assert (terminated.all(), truncated.all(), won[0]) == ends, change
+        assert not (terminated.any() ^ terminated.all() or truncated.any() ^ truncated.all())
+        np.testing.assert_array_equal(won, np.asarray(reward) >= 1.0)
 
 
 @pytest.mark.slow
@@ -425,6 +444,11 @@ def test_vdn_and_grpo_refuse_what_they_cannot_train(jaxmarl):
     for option in ("shaping", "shaping_anneal"):  # on an env without a shaped reward
         with pytest.raises(ValueError, match=rf"^--env-options {option}: jaxmarl/MPE_simple_"):
             suites.make(SPREAD, {option: "1"})
+    # an unknown SMAX map or Overcooked layout: the nearest names the suite has
+    for wrong, near in (("SMAX_2s3y", "SMAX_2s3z"), ("overcooked_cramped", "overcooked_cramped_")):
+        with pytest.raises(ValueError, match=rf"^--env 'jaxmarl/{wrong}' is not a jaxmarl "
+                                             rf"environment\. Did you mean 'jaxmarl/{near}"):
+            suites.make(f"jaxmarl/{wrong}")
 
 
 @pytest.mark.slow
@@ -516,12 +540,14 @@ class OneAgent:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algo, team_fields", [
-    (ppo, dict(num_steps=128)), (pqn, dict(num_steps=128)),
-    (pqn_rnn, dict(num_steps=32, num_minibatches=2, vdn=True))], ids=["ppo", "pqn", "pqn_rnn"])
+    (ppo, dict(num_steps=128)), (ppo_rnn, dict(num_steps=32, num_minibatches=2)),
+    (pqn, dict(num_steps=128)), (pqn_rnn, dict(num_steps=32, num_minibatches=2, vdn=True))],
+    ids=["ppo", "ppo_rnn", "pqn", "pqn_rnn"])
 def test_a_one_agent_team_trains_bit_for_bit_as_the_single_agent_env(algo, team_fields):
-    """The agent axis is only a batch axis: PPO (IPPO), PQN and recurrent PQN with --vdn (a
-    team of one is its agent: its sequences replayed as a team's) on CartPole as a team of one
-    end with the same parameters and metrics, bit for bit, as on CartPole."""
+    """The agent axis is only a batch axis: PPO (IPPO), recurrent PPO (recurrent IPPO), PQN
+    and recurrent PQN with --vdn (a team of one is its agent: its sequences replayed as a
+    team's) on CartPole as a team of one end with the same parameters and metrics, bit for
+    bit, as on CartPole."""
     fields = {k: v for k, v in team_fields.items() if k != "vdn"}
     config = algo.default_config("CartPole-v1", total_timesteps=4 * fields["num_steps"] * 4,
                                  num_envs=4, **fields)
@@ -612,7 +638,7 @@ def test_a_three_agent_team_trains_evaluates_draws_and_resumes_through_the_comma
     assert matrix[0, 1] not in (matrix[0, 0], matrix[1, 1]) and matrix[1, 0] not in np.diag(matrix)
     assert played["seeds"] == [0, 1] and (tmp_path / "cross_play.png").stat().st_size > 0
     with Image.open(tmp_path / "spread.gif") as gif:
-        assert gif.n_frames == 26  # the start and MPE's 25 steps
+        assert gif.n_frames == 26  # the start, the states after 25 of its 26 steps
 
     ppo.main([*args, "--out-dir", str(tmp_path / "cut"), "--stop-minutes", "1e-9"])
     (cut,) = list((tmp_path / "cut").iterdir())

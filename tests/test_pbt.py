@@ -200,11 +200,17 @@ def test_pbt_with_an_interval_longer_than_the_run_is_the_plain_sweep_bit_for_bit
                total_timesteps=2 * 8 * 4)),
     (td3, dict(env="Pendulum-v1", num_envs=2, num_steps=8, batch_size=32, learning_starts=32,
                total_timesteps=2 * 8 * 4)),
+    # a team: PQN-VDN on JaxMARL's MPE spread, 3 agents' rows per game
+    (pqn, dict(env="jaxmarl/MPE_simple_spread_v3", vdn=True, num_envs=4, num_steps=16,
+               num_minibatches=2, num_epochs=1, hidden=(32,), total_timesteps=4 * 16 * 4)),
 ])
 @pytest.mark.slow
 def test_every_algorithm_exploits_inside_its_program(module, flags):
-    """Each algorithm's population: a replaced member's policy after the interval equals its parent's."""
+    """Each algorithm's population (and a team's, PQN-VDN's on a JaxMARL env): a replaced
+    member's policy after the interval equals its parent's."""
     flags = {"env": "CartPole-v1", **flags}
+    if flags["env"].startswith("jaxmarl/"):
+        pytest.importorskip("jaxmarl", reason='the jaxmarl suite is not installed: pip install -e ".[jaxmarl]"')
     config = compose(module, flags.pop("env"), **flags, eval_every=0, log_every=0, num_seeds=1,
                      num_devices=2, sweep=("learning_rate=log:1e-4:1e-3",), pbt=True,
                      pbt_population=4, pbt_interval=3)

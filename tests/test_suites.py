@@ -659,7 +659,8 @@ def test_ppo_learns_snake_and_craftax(tmp_path, name):
 # --- pictures for scanrl-eval --gif ------------------------------------------------------------
 PICTURED = {"brax": (BRAX_ID, "brax"), "craftax": (CRAFTAX_ID, "craftax"), "jumanji": (SNAKE_ID, "jumanji"),
             "navix": (GRIDS["navix"], "navix"), "playground": (PLAYGROUND_ID, "mujoco_playground"),
-            "xminigrid": (GRIDS["xminigrid"], "xminigrid")}
+            "xminigrid": (GRIDS["xminigrid"], "xminigrid"),
+            "jaxmarl": ("jaxmarl/overcooked_cramped_room", "jaxmarl")}
 
 
 def mujoco_draws() -> bool:
@@ -675,7 +676,8 @@ def mujoco_draws() -> bool:
 def test_each_suite_draws_a_state_with_its_own_renderer(name):
     """The picture scanrl-eval --gif writes comes from the suite's own renderer (MuJoCo's for
     Brax and Playground; Craftax's pixel renderer; Jumanji's viewer; Navix's and XLand's RGB
-    grids): an RGB image that is not blank, fitted into the GIF's frame."""
+    grids; JaxMARL's Overcooked grid, MPE's in the command-line test of tests/test_jaxmarl.py):
+    an RGB image that is not blank, fitted into the GIF's frame."""
     from scanrl.common.harness import render
 
     env_id, module = PICTURED[name]
