@@ -362,8 +362,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     if vec_env.num_agents is not None:  # a group's episodes are one agent's, from one start
         raise ValueError(f"GRPO trains one agent and --env {config.env} has "
-                         f"{vec_env.num_agents}; ppo, ppo_rnn, impala and pqn train "
-                         "multi-agent envs.")
+                         f"{vec_env.num_agents}; ppo, ppo_rnn, impala, pqn and pqn_rnn "
+                         "train multi-agent envs.")
     optimizer = make_optimizer(config.max_grad_norm, config.adam_eps)
     act_fn = config.activation
     # before compiling: ValueError for tanh_normal without finite bounds, cnn without images

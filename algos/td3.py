@@ -390,8 +390,8 @@ def make_algorithm(config: Config, env=None, env_params=None) -> algorithm.Algor
     env, env_params = algorithm.resolve_env(config.env, env, env_params)
     if envs.is_discrete(env, env_params):
         raise ValueError(f"TD3 needs continuous (Box) actions and --env {config.env} has "
-                         "discrete ones; use algos/ppo.py, algos/impala.py, algos/grpo.py, "
-                         "algos/ppo_rnn.py or algos/pqn.py for it.")
+                         "discrete ones; use algos/ppo.py, algos/ppo_rnn.py, algos/impala.py, "
+                         "algos/pqn.py or algos/pqn_rnn.py for it.")
     vec_env = envs.VecEnv(env, env_params, config.num_envs)
     obs_dim, action_dim = vec_env.obs_dim, vec_env.action_dim
     # actions live in [-1, 1]^A for the networks and the buffer; the env sees them rescaled
