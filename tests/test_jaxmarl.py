@@ -92,6 +92,27 @@ def test_every_mpe_task_the_suite_names_builds_with_discrete_actions_and_its_mas
     assert mask[:, :5].all() and not mask[1:, 5:].any()
 
 
+def test_agents_of_different_sizes_share_rows_zero_padded_and_masked(jaxmarl):
+    """MPE simple_tag: the adversaries see 16 numbers and the runner 14; each row is the agent's
+    own observation from JaxMARL, zeros up to the widest, then (agent_id 1) its one-hot id.
+    simple_speaker_listener: the speaker's 3 actions and the listener's 5, the speaker's other 2
+    masked."""
+    env, params = suites.make("jaxmarl/MPE_simple_tag_v3", {"agent_id": "1", "world_state": "0"})
+    raw = jaxmarl.make("MPE_simple_tag_v3")
+    key = jax.random.key(4)
+    rows, _ = env.reset(key, params)
+    raw_obs, _ = raw.reset(key)
+    assert env.obs_dims == [16, 16, 16, 14] and rows.shape == (4, 16 + 4)
+    for i, agent in enumerate(raw.agents):
+        d = env.obs_dims[i]
+        np.testing.assert_array_equal(rows[i, :d], raw_obs[agent])
+        assert not rows[i, d:16].any()
+        np.testing.assert_array_equal(rows[i, 16:], np.eye(4)[i])
+    env, params = suites.make("jaxmarl/MPE_simple_speaker_listener_v4")
+    mask = np.asarray(env.action_mask(env.reset(key, params)[1]))
+    np.testing.assert_array_equal(mask, [[True] * 3 + [False] * 2, [True] * 5])
+
+
 @pytest.mark.slow
 def test_an_mpe_time_limit_bootstraps_where_jaxmarls_baseline_does_not(jaxmarl):
     """PPO's advantages over a VecEnv rollout of MPE that crosses the time limit equal a Python
