@@ -167,6 +167,27 @@ def test_a_missing_suite_names_its_install_command(monkeypatch, cli_error):
     monkeypatch.setitem(suites.SUITES, "brax", ("scanrl.common.suites.brax", "brax", "brax_not_installed_here"))
     code, err = cli_error(ppo.main, ["--env", "brax/ant"])
     assert code == 2 and 'needs the brax suite: pip install "scanrl[brax]"' in err, err
+    # a suite whose extra installs nothing on this Python says so, not the install command
+    monkeypatch.setitem(suites.MIN_PYTHON, "brax", (99, 0))
+    code, err = cli_error(ppo.main, ["--env", "brax/ant"])
+    mine = "%d.%d" % sys.version_info[:2]
+    assert code == 2 and (f"needs the brax suite, which needs Python 99.0 or newer (this is Python "
+                          f'{mine}), so scanrl[brax] installs nothing here.') in err, err
+
+
+def test_the_suites_python_floors_are_their_extras_markers():
+    """suites.MIN_PYTHON names exactly the extras of pyproject.toml with a python_version marker,
+    at the marker's version."""
+    import re
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    floors = {}
+    for name, (_, extra, _) in suites.SUITES.items():
+        for requirement in extras[extra]:
+            found = re.search(r"python_version >= '(\d+)\.(\d+)'", requirement)
+            if found:
+                floors[name] = (int(found[1]), int(found[2]))
+    assert floors == suites.MIN_PYTHON and floors
 
 
 # --- the suite contract: suites.Adapter, AdapterHooks and EnvHooks -----------------------------

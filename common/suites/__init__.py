@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import sys
 import types
 from typing import Any, Protocol, runtime_checkable
 
@@ -169,6 +170,9 @@ SUITES = {
     "playground": ("scanrl.common.suites.playground", "playground", "mujoco_playground"),
     "xminigrid": ("scanrl.common.suites.xminigrid", "xminigrid", "xminigrid"),
 }
+# suites whose package needs a newer Python than scanrl's range: their extra's marker in
+# pyproject.toml (tests/test_suites.py checks the two agree), below which the extra installs nothing
+MIN_PYTHON = {"jaxmarl": (3, 11)}
 # gymnax's environments with Box actions (gymnax 1.0; tests/test_envs.py checks this against every
 # registered env). Read from here, not from a built env: gymnax's import computes arrays, which
 # starts JAX (and inside a trace, to avoid that, it would leave tracers in gymnax's modules).
@@ -209,6 +213,13 @@ def adapter(env_id: str) -> types.ModuleType:
         )
     _, extra, package = SUITES[suite]
     if importlib.util.find_spec(package) is None:
+        need, have = MIN_PYTHON.get(suite), sys.version_info[:2]
+        if need and have < need:
+            raise ValueError(
+                f"--env {env_id!r} needs the {suite} suite, which needs Python "
+                f"{need[0]}.{need[1]} or newer (this is Python {have[0]}.{have[1]}), so "
+                f"scanrl[{extra}] installs nothing here."
+            )
         raise ValueError(
             f"--env {env_id!r} needs the {suite} suite: pip install \"scanrl[{extra}]\" "
             f"(from a clone: pip install -e \".[{extra}]\")."
